@@ -1,0 +1,261 @@
+"""Peak memory of a real ``scripts/prepare.py`` run on an N MB and a 10·N MB corpus.
+
+Guarantee 7 of the product spec says peak memory does not grow with the corpus size. This
+benchmark checks it end to end: it builds two corpora of real text with
+``make_corpus.build_corpus`` (N and 10·N MB of UTF-8 text, 1 MB = 10**6 bytes), then runs,
+for each, as a real child process::
+
+    python scripts/prepare.py --source CORPUS --tokenizer TOK --out WORKDIR/out-N
+
+and reads the child's peak resident set size from ``os.wait4`` (``ru_maxrss``, KiB on
+Linux): the kernel's exact high-water mark of that process (and any children it waited
+for), not a sampled value.
+
+One Linux subtlety decides the design: at ``exec`` the kernel folds the peak RSS of the
+address space being replaced (after ``fork``/``vfork``, the parent's, over the parent's
+whole life so far) into the child's ``ru_maxrss``. A child's figure is therefore never below
+its parent's own peak. So this process stays small: it never imports pyarrow, and builds
+the corpora in a separate ``spawn`` process (``make_corpus.build_corpus`` is imported
+there). Its own peak, the floor of the measurement (~20 MiB), is printed on stderr.
+
+A run that exits non-zero stops the benchmark (exit 1) with the command, exit code and the
+tail of its output; the work directory is then kept.
+
+Run from anywhere (defaults: N = 10, the GPT-2 ``tokenizer.json`` fixture, a temporary
+work directory removed at the end)::
+
+    python benchmarks/memory.py [--mb N] [--tokenizer PATH] [--workdir DIR] [--keep]
+
+Progress goes to stderr; stdout gets one JSON line::
+
+    {"bench": "memory", "small_mb", "large_mb", "small_peak_rss_mib", "large_peak_rss_mib",
+     "ratio", "small_tokens", "large_tokens"}
+
+``ratio`` is large / small peak RSS: near 1.0 means memory is bounded; near 10 means it
+grows with the corpus. Tokens are the sum over splits of ``totals[split]["n_tokens"]`` in
+the published ``_MANIFEST.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PREPARE = REPO / "scripts" / "prepare.py"
+DEFAULT_TOKENIZER = REPO / "tests" / "fixtures" / "gpt2" / "tokenizer.json"
+TAIL_LINES = 30
+
+
+class BenchmarkError(RuntimeError):
+    """The benchmark cannot go on; the message says what failed and where to look."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One finished child: exit code, peak RSS (KiB, from ``ru_maxrss``), wall seconds."""
+
+    exit_code: int
+    peak_rss_kib: int
+    seconds: float
+
+
+def run_measured(cmd: list[str], log: Path) -> RunResult:
+    """Run ``cmd`` (stdout and stderr to ``log``) and return its exit code and peak RSS.
+
+    The child is reaped with ``os.wait4``, so ``ru_maxrss`` is its exact peak; no polling.
+    """
+    start = time.perf_counter()
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, cwd=REPO)
+        _, status, usage = os.wait4(proc.pid, 0)
+    exit_code = os.waitstatus_to_exitcode(status)
+    proc.returncode = exit_code  # already reaped: keep Popen from waiting on a stale pid
+    return RunResult(exit_code, usage.ru_maxrss, time.perf_counter() - start)
+
+
+def manifest_tokens(out: Path) -> int:
+    """Sum of ``n_tokens`` over the splits in ``out/_MANIFEST.json``'s ``totals``."""
+    path = out / "_MANIFEST.json"
+    try:
+        totals = json.loads(path.read_text(encoding="utf-8"))["totals"]
+        return sum(int(split["n_tokens"]) for split in totals.values())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise BenchmarkError(f"{path}: cannot read totals.*.n_tokens ({exc!r})") from exc
+
+
+def _build_corpus(out: str, mb: float) -> tuple[int, int, int]:
+    """In a child process: ``build_corpus(out, mb)`` as (text bytes, docs, files)."""
+    from make_corpus import build_corpus  # here, not at the top: see the module docstring
+
+    stats = build_corpus(Path(out), mb)
+    return stats.text_bytes, stats.docs, stats.files
+
+
+def build_corpus_isolated(out: Path, mb: float) -> tuple[int, int, int]:
+    """Build the corpus in a fresh ``spawn`` process, so this process's peak RSS stays low.
+
+    Returns (text bytes, docs, files); exceptions of ``build_corpus`` propagate.
+    """
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        return pool.submit(_build_corpus, str(out), mb).result()
+
+
+def own_peak_rss_mib() -> float:
+    """This process's peak RSS so far: the floor under any child's ``ru_maxrss``."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _tail(log: Path) -> str:
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    return "\n".join(lines[-TAIL_LINES:])
+
+
+def measure(mb: float, tokenizer: str, workdir: Path) -> tuple[RunResult, int]:
+    """Build an ``mb`` MB corpus in ``workdir``, prepare it, return the run and its tokens.
+
+    Raises ``BenchmarkError`` if a target path already exists, or the run exits non-zero
+    (the message holds the command, the exit code and the tail of the run's output).
+    """
+    label = f"{mb:g}"
+    corpus, out, log = (
+        workdir / f"corpus-{label}mb",
+        workdir / f"out-{label}",
+        workdir / f"prepare-{label}.log",
+    )
+    for path in (corpus, out):
+        if path.exists():
+            raise BenchmarkError(f"{path} already exists; use a fresh --workdir or remove it")
+    start = time.perf_counter()
+    text_bytes, docs, files = build_corpus_isolated(corpus, mb)
+    print(
+        f"memory: corpus {corpus}: {text_bytes / 1e6:,.1f} MB, {docs:,} docs, "
+        f"{files} files, {time.perf_counter() - start:.1f} s; "
+        f"floor (this process's peak RSS) {own_peak_rss_mib():,.1f} MiB",
+        file=sys.stderr,
+    )
+    cmd = [
+        sys.executable,
+        str(PREPARE),
+        "--source",
+        str(corpus),
+        "--tokenizer",
+        tokenizer,
+        "--out",
+        str(out),
+    ]
+    result = run_measured(cmd, log)
+    if result.exit_code != 0:
+        raise BenchmarkError(
+            f"command failed with exit code {result.exit_code}: {' '.join(cmd)}\n"
+            f"--- last {TAIL_LINES} lines of {log} ---\n{_tail(log)}"
+        )
+    tokens = manifest_tokens(out)
+    print(
+        f"memory: prepare {label} MB: peak RSS {result.peak_rss_kib / 1024:,.1f} MiB, "
+        f"{tokens:,} tokens, {result.seconds:.1f} s "
+        f"({text_bytes / 1e6 / result.seconds:.2f} MB/s)",
+        file=sys.stderr,
+    )
+    return result, tokens
+
+
+def _tokenizer_arg(value: str | None) -> str:
+    if value is None:
+        path = DEFAULT_TOKENIZER
+    elif value == "byte" or value.startswith("hf:"):
+        return value
+    else:
+        path = Path(value).resolve()
+    if not path.exists():
+        raise BenchmarkError(f"tokenizer {path} not found; pass --tokenizer PATH")
+    return str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: measure both sizes, print the JSON line; exit 1 with a message on failure."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--mb",
+        type=float,
+        default=10.0,
+        help="small corpus size in MB; the large one is 10x (default: 10)",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        default=None,
+        help="tokenizer.json path, 'byte' or hf:NAME "
+        f"(default: {DEFAULT_TOKENIZER.relative_to(REPO)})",
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="where corpora and outputs go (default: a new temporary directory)",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep corpora and outputs")
+    args = parser.parse_args(argv)
+    if not args.mb > 0:
+        parser.error("--mb must be > 0")
+
+    try:
+        if not PREPARE.exists():
+            raise BenchmarkError(f"{PREPARE} not found")
+        tokenizer = _tokenizer_arg(args.tokenizer)
+    except BenchmarkError as exc:
+        print(f"memory: {exc}", file=sys.stderr)
+        return 1
+    if args.workdir is None:
+        workdir = Path(tempfile.mkdtemp(prefix="prep-memory-"))
+    else:
+        workdir = args.workdir.resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
+    created = [workdir] if args.workdir is None else []
+    try:
+        small_mb, large_mb = args.mb, 10 * args.mb
+        small, small_tokens = measure(small_mb, tokenizer, workdir)
+        large, large_tokens = measure(large_mb, tokenizer, workdir)
+    except BenchmarkError as exc:
+        print(f"memory: {exc}\nmemory: work directory kept: {workdir}", file=sys.stderr)
+        return 1
+    if not args.keep:
+        for label in (f"{small_mb:g}", f"{large_mb:g}"):
+            for name in (f"corpus-{label}mb", f"out-{label}", f"out-{label}.incomplete"):
+                shutil.rmtree(workdir / name, ignore_errors=True)
+            for name in (f"prepare-{label}.log", f"out-{label}.lock"):
+                (workdir / name).unlink(missing_ok=True)
+        for path in created:
+            shutil.rmtree(path, ignore_errors=True)
+    else:
+        print(f"memory: kept {workdir}", file=sys.stderr)
+    small_mib, large_mib = small.peak_rss_kib / 1024, large.peak_rss_kib / 1024
+    print(
+        json.dumps(
+            {
+                "bench": "memory",
+                "small_mb": small_mb,
+                "large_mb": large_mb,
+                "small_peak_rss_mib": round(small_mib, 1),
+                "large_peak_rss_mib": round(large_mib, 1),
+                "ratio": round(large_mib / small_mib, 3),
+                "small_tokens": small_tokens,
+                "large_tokens": large_tokens,
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""The checkpoint: the committed state of a run, saved atomically between batches.
+
+Commit protocol: fsync every split's open file, then write ``checkpoint.json`` atomically
+(temp, fsync, replace, fsync dir). Whatever a crash leaves behind, the checkpoint names
+only bytes that were durable before it was written; resume truncates the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prep.errors import IntegrityError
+from prep.fsio import atomic_write_bytes
+from prep.recipe import Recipe
+from prep.writer import SplitState
+
+CHECKPOINT_NAME = "checkpoint.json"
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far the stream was committed."""
+
+    rows_visited: int = 0
+    docs_written: int = 0
+    empty_rows_skipped: int = 0
+    prefix_sha256: str = ""
+    finished: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rows_visited": self.rows_visited,
+            "docs_written": self.docs_written,
+            "empty_rows_skipped": self.empty_rows_skipped,
+            "prefix_sha256": self.prefix_sha256,
+            "finished": self.finished,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Progress:
+        return cls(
+            rows_visited=int(d["rows_visited"]),
+            docs_written=int(d["docs_written"]),
+            empty_rows_skipped=int(d["empty_rows_skipped"]),
+            prefix_sha256=str(d["prefix_sha256"]),
+            finished=bool(d["finished"]),
+        )
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """Facts about the run across its resumes (they go to _PROVENANCE.json only)."""
+
+    started_at: float = field(default_factory=time.time)
+    resumes: int = 0
+    active_seconds: float = 0.0
+    source_mtimes: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "started_at": self.started_at,
+            "resumes": self.resumes,
+            "active_seconds": self.active_seconds,
+            "source_mtimes": self.source_mtimes,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> RunFacts:
+        return cls(
+            started_at=float(d["started_at"]),
+            resumes=int(d["resumes"]),
+            active_seconds=float(d["active_seconds"]),
+            source_mtimes={str(k): int(v) for k, v in d.get("source_mtimes", {}).items()},
+        )
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Everything needed to verify staging and continue the run."""
+
+    recipe: Recipe
+    source: dict[str, Any]  # kind, uri, root, revision, files [{path, size, sha256|null}]
+    tokenizer: dict[str, Any]  # TokenizerIdentity.to_json()
+    versions: dict[str, str]  # packages that can change the output
+    progress: Progress
+    splits: dict[str, SplitState]
+    run: RunFacts
+    written_at: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "written_at": self.written_at,
+            "recipe": self.recipe.to_json(),
+            "source": self.source,
+            "tokenizer": self.tokenizer,
+            "versions": self.versions,
+            "progress": self.progress.to_json(),
+            "splits": {name: s.to_json() for name, s in self.splits.items()},
+            "run": self.run.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Checkpoint:
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            found = d.get("format") if isinstance(d, dict) else None
+            raise IntegrityError(
+                f"checkpoint format {found!r} is not the supported {FORMAT}; this staging "
+                "directory was written by another version of prep. Resume it with that "
+                "version, or delete the staging directory to start over"
+            )
+        return cls(
+            recipe=Recipe.from_json(d["recipe"]),
+            source=dict(d["source"]),
+            tokenizer=dict(d["tokenizer"]),
+            versions={str(k): str(v) for k, v in d["versions"].items()},
+            progress=Progress.from_json(d["progress"]),
+            splits={k: SplitState.from_json(v) for k, v in d["splits"].items()},
+            run=RunFacts.from_json(d["run"]),
+            written_at=float(d.get("written_at", 0.0)),
+        )
+
+
+def save(directory: Path, cp: Checkpoint) -> None:
+    """Write ``checkpoint.json`` atomically (the caller has fsynced the open files)."""
+    data = json.dumps(cp.to_json(), indent=1, ensure_ascii=False) + "\n"
+    atomic_write_bytes(directory / CHECKPOINT_NAME, data.encode("utf-8"))
+
+
+def load(directory: Path) -> Checkpoint:
+    """Read and parse ``checkpoint.json``; raises ``IntegrityError`` if it is missing,
+    corrupt or of an unknown format."""
+    path = directory / CHECKPOINT_NAME
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as e:
+        raise IntegrityError(
+            f"{path} is missing: the staging directory cannot be resumed. Delete "
+            f"{directory} to start over",
+            path=path,
+        ) from e
+    try:
+        return Checkpoint.from_json(json.loads(raw))
+    except IntegrityError:
+        raise
+    except (ValueError, KeyError, TypeError) as e:
+        raise IntegrityError(
+            f"{path} is corrupt ({type(e).__name__}: {e}); it cannot be resumed. Delete "
+            f"{directory} to start over",
+            path=path,
+        ) from e

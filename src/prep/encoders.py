@@ -1,0 +1,216 @@
+"""Encoders: the byte tokenizer and Hugging Face ``tokenizers``, behind one small interface.
+
+Both follow stream.md step 7: special tokens' strings inside a document are ordinary text,
+so the only control ids in a stream are the separators the writer inserts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from prep.errors import InputError, UsageError
+
+BYTE = "byte"
+
+
+@dataclass(frozen=True)
+class TokenizerIdentity:
+    """What the manifest and checkpoint record about a tokenizer."""
+
+    spec: str
+    tokenizer_id: str
+    sha256: str
+    vocab_size: int
+    doc_sep_id: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "tokenizer_id": self.tokenizer_id,
+            "sha256": self.sha256,
+            "vocab_size": self.vocab_size,
+            "doc_sep_id": self.doc_sep_id,
+        }
+
+
+class Encoder(Protocol):
+    identity: TokenizerIdentity
+
+    def encode_batch(self, texts: list[str], utf8: list[bytes]) -> list[npt.NDArray[Any]]:
+        """Ids of each text, in order; ``utf8`` holds the same texts' UTF-8 bytes."""
+        ...
+
+
+class ByteEncoder:
+    """Ids are the UTF-8 bytes; V = 256; no separator unless ``--doc-sep-id`` gives one."""
+
+    def __init__(self, identity: TokenizerIdentity) -> None:
+        self.identity = identity
+
+    def encode_batch(self, texts: list[str], utf8: list[bytes]) -> list[npt.NDArray[Any]]:
+        return [np.frombuffer(b, dtype=np.uint8) for b in utf8]
+
+
+class HFEncoder:
+    """A Hugging Face ``tokenizers`` tokenizer with ``encode_special_tokens = True``."""
+
+    def __init__(self, tokenizer: Any, identity: TokenizerIdentity) -> None:
+        self.tokenizer = tokenizer
+        self.identity = identity
+        self._fast = hasattr(tokenizer, "encode_batch_fast")
+
+    def encode_batch(self, texts: list[str], utf8: list[bytes]) -> list[npt.NDArray[Any]]:
+        if not texts:
+            return []
+        if self._fast:
+            encs = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
+        else:
+            encs = self.tokenizer.encode_batch(texts, add_special_tokens=False)
+        return [np.array(e.ids, dtype=np.uint32) for e in encs]
+
+
+def set_threads(threads: int | None) -> None:
+    """Pin the tokenizer's thread pool size; must run before the first tokenizer call.
+
+    ``tokenizers`` sizes its Rayon pool from ``RAYON_NUM_THREADS`` once per process."""
+    if threads is not None:
+        os.environ["RAYON_NUM_THREADS"] = str(threads)
+
+
+def _resolve_json(spec: str) -> Path:
+    p = Path(spec)
+    if p.is_dir():
+        p = p / "tokenizer.json"
+        if not p.is_file():
+            raise InputError(
+                f"--tokenizer {spec}: the directory holds no tokenizer.json; give the path "
+                "of a Hugging Face tokenizer.json or `byte`",
+                path=spec,
+            )
+    elif not p.is_file():
+        raise InputError(
+            f"--tokenizer {spec}: no such file or directory; give a tokenizer.json, a "
+            "directory holding one, hf:OWNER/NAME, or `byte`",
+            path=spec,
+        )
+    return p
+
+
+def eos_from_generation_config(directory: Path) -> int | None:
+    """``eos_token_id`` of ``generation_config.json`` in ``directory`` (a list: its first
+    entry), or None when there is no such file or key."""
+    cfg = directory / "generation_config.json"
+    if not cfg.is_file():
+        return None
+    try:
+        data = json.loads(cfg.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(
+            f"{cfg}: unreadable generation_config.json ({e}); fix it or give --doc-sep-id",
+            path=cfg,
+        ) from e
+    eos = data.get("eos_token_id") if isinstance(data, dict) else None
+    if isinstance(eos, list):
+        eos = eos[0] if eos else None
+    if eos is not None and (not isinstance(eos, int) or isinstance(eos, bool)):
+        raise InputError(
+            f"{cfg}: eos_token_id {eos!r} is not an integer; fix it or give --doc-sep-id",
+            path=cfg,
+        )
+    return eos
+
+
+def _choose_sep(
+    spec: str, typed: int | None, no_sep: bool, from_config: int | None, vocab_size: int
+) -> int | None:
+    sep = None if no_sep else (typed if typed is not None else from_config)
+    if sep is not None and not 0 <= sep < vocab_size:
+        if typed is not None and not no_sep:
+            raise UsageError(
+                f"--doc-sep-id {sep:,} is outside the vocabulary of {spec} (size "
+                f"{vocab_size:,}); choose an id below {vocab_size:,} or pass --no-doc-sep"
+            )
+        raise InputError(
+            f"generation_config.json beside {spec}: eos_token_id {sep:,} is outside the "
+            f"vocabulary (size {vocab_size:,}); give --doc-sep-id or --no-doc-sep"
+        )
+    return sep
+
+
+def load_tokenizer_file(
+    json_path: Path,
+    *,
+    spec: str,
+    default_id: str,
+    doc_sep_id: int | None,
+    no_doc_sep: bool,
+    tokenizer_id: str | None,
+) -> HFEncoder:
+    """Load a ``tokenizer.json``; the separator comes from ``doc_sep_id``, else the
+    ``generation_config.json`` beside it. Raises ``InputError`` for an unreadable file."""
+    from tokenizers import Tokenizer
+
+    raw = json_path.read_bytes()
+    try:
+        tok = Tokenizer.from_str(raw.decode("utf-8"))
+    except Exception as e:  # tokenizers raises a bare Exception for any parse error
+        raise InputError(
+            f"{json_path}: not a readable Hugging Face tokenizer.json ({e}); give a valid "
+            "tokenizer file or `byte`",
+            path=json_path,
+        ) from e
+    tok.encode_special_tokens = True
+    vocab = tok.get_vocab(with_added_tokens=True)
+    if not vocab:
+        raise InputError(f"{json_path}: the tokenizer has an empty vocabulary", path=json_path)
+    vocab_size = max(vocab.values()) + 1
+    sep = _choose_sep(
+        spec, doc_sep_id, no_doc_sep, eos_from_generation_config(json_path.parent), vocab_size
+    )
+    identity = TokenizerIdentity(
+        spec=spec,
+        tokenizer_id=tokenizer_id or default_id,
+        sha256=hashlib.sha256(raw).hexdigest(),
+        vocab_size=vocab_size,
+        doc_sep_id=sep,
+    )
+    return HFEncoder(tok, identity)
+
+
+def load_encoder(
+    spec: str, *, doc_sep_id: int | None, no_doc_sep: bool, tokenizer_id: str | None
+) -> Encoder:
+    """The encoder for ``--tokenizer``: ``byte``, a path, or ``hf:OWNER/NAME[@REV]``."""
+    if spec == BYTE:
+        sep = _choose_sep(spec, doc_sep_id, no_doc_sep, None, 256)
+        return ByteEncoder(
+            TokenizerIdentity(
+                spec=spec,
+                tokenizer_id=tokenizer_id or "bytes",
+                sha256=hashlib.sha256(b"").hexdigest(),
+                vocab_size=256,
+                doc_sep_id=sep,
+            )
+        )
+    if spec.startswith("hf:"):
+        raise InputError(
+            f"--tokenizer {spec}: Hub tokenizers are not supported by this version yet; "
+            "download tokenizer.json (and generation_config.json) and pass the directory"
+        )
+    json_path = _resolve_json(spec)
+    return load_tokenizer_file(
+        json_path,
+        spec=spec,
+        default_id=json_path.resolve().parent.name,
+        doc_sep_id=doc_sep_id,
+        no_doc_sep=no_doc_sep,
+        tokenizer_id=tokenizer_id,
+    )

@@ -1,0 +1,64 @@
+"""The error hierarchy: one base, a few kinds, each carrying the exit code the CLI maps it to.
+
+Every message answers what failed, where (file, row, shard) and how to fix it. Library code
+raises these; only ``prep.cli`` turns them into a message and an exit code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_TEMPFAIL = 75  # EX_TEMPFAIL: stopped early, resumable
+
+
+class PrepError(Exception):
+    """Base of every error prep reports to a user; ``exit_code`` is what the CLI exits with."""
+
+    exit_code: int = EXIT_ERROR
+
+    def __init__(
+        self, message: str, *, path: str | Path | None = None, row: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.path = str(path) if path is not None else None
+        self.row = row
+
+
+class UsageError(PrepError, ValueError):
+    """A malformed or out-of-range option: exit 2."""
+
+    exit_code = EXIT_USAGE
+
+
+class InputError(PrepError, ValueError):
+    """Bad input data: a missing column, a null or non-string value, corrupt Parquet, a bad
+    tokenizer, an id outside the vocabulary."""
+
+
+class FormatError(InputError):
+    """A ``.bin`` file that breaks the format (tokens-bin.md)."""
+
+
+class OutputError(PrepError, OSError):
+    """The output location is not usable: it exists, a staging directory is in the way, or a
+    write failed (disk full)."""
+
+
+class IntegrityError(PrepError, ValueError):
+    """Committed state disagrees with what it should be: a tampered file, a changed source,
+    a checkpoint that does not match. Nothing was changed."""
+
+
+class LockedError(PrepError, TimeoutError):
+    """Another run holds the output's lock: exit 75, try again later."""
+
+    exit_code = EXIT_TEMPFAIL
+
+
+class Interrupted(PrepError):
+    """Stopped by a signal after writing a checkpoint: exit 75, rerun with ``--resume``."""
+
+    exit_code = EXIT_TEMPFAIL

@@ -1,0 +1,90 @@
+"""``prep inspect PATH``: a ``.bin`` file's header and first ids, a dataset's manifest
+summary, or a staging directory's checkpoint progress. Read-only; returns text lines.
+
+(Not named ``inspect``: that would shadow the standard library module.)
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from prep import checkpoint as ckpt
+from prep.binfile import read_bin
+from prep.errors import InputError
+from prep.manifest import MANIFEST_NAME, read_manifest
+
+
+def inspect_bin(path: Path, first: int, tokenizer: str | None) -> list[str]:
+    header, ids = read_bin(path)
+    head = [int(i) for i in ids[:first]]
+    lines = [
+        f"{path.name}: llm.c .bin version {header.version} "
+        f"({'uint16' if header.version == 1 else 'uint32'}), n = {header.n:,} ids, "
+        f"vocab_size = {header.vocab_size:,}, {header.file_size:,} bytes",
+        f"first {len(head)} ids: {head}",
+    ]
+    if tokenizer and tokenizer != "byte":
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(
+            tokenizer if not Path(tokenizer).is_dir() else str(Path(tokenizer) / "tokenizer.json")
+        )
+        lines.append(f"decoded: {tok.decode(head, skip_special_tokens=False)!r}")
+    elif tokenizer == "byte":
+        lines.append(f"decoded: {bytes(i for i in head if i < 256).decode('utf-8', 'replace')!r}")
+    return lines
+
+
+def inspect_manifest(directory: Path) -> list[str]:
+    m = read_manifest(directory)
+    src = m["source"]
+    lines = [
+        f"dataset {m['dataset']}: tokenizer {m['tokenizer_id']} (V = {m['vocab_size']:,}, "
+        f"separator {m['doc_sep_id']} {m['sep_position']}), .bin version {m['bin_version']}",
+        f"source {src['uri']}: {len(src['files'])} files, {src['rows_visited']:,} rows visited, "
+        f"{src['empty_rows_skipped']:,} empty skipped",
+    ]
+    for split, t in m["totals"].items():
+        lines.append(
+            f"{split}: {t['n_tokens']:,} tokens, {t['n_docs']:,} docs, {t['n_files']} files"
+        )
+    beta = m.get("val_bytes_per_token")
+    lines.append(f"val bytes per token: {beta:.4f}" if beta else "val bytes per token: n/a")
+    return lines
+
+
+def inspect_staging(directory: Path) -> list[str]:
+    cp = ckpt.load(directory)
+    age = time.time() - cp.written_at
+    p = cp.progress
+    lines = [
+        f"staging {directory}: {'finished, ready to seal' if p.finished else 'in progress'}; "
+        f"checkpoint written {age:,.0f} s ago",
+        f"rows visited {p.rows_visited:,}, documents {p.docs_written:,}, empty skipped "
+        f"{p.empty_rows_skipped:,}; resumes so far {cp.run.resumes}",
+    ]
+    for split, s in cp.splits.items():
+        files = len(s.sealed) + (1 if s.open else 0)
+        lines.append(
+            f"{split}: {s.n_tokens:,} tokens, {s.n_docs:,} docs, {files} files "
+            f"({len(s.sealed)} sealed)"
+        )
+    return lines
+
+
+def inspect_path(path: Path, *, first: int = 16, tokenizer: str | None = None) -> list[str]:
+    """Describe ``path``; raises ``InputError`` when it is none of the known kinds."""
+    if path.is_file() and path.suffix == ".bin":
+        return inspect_bin(path, first, tokenizer)
+    if path.is_file() and path.name == MANIFEST_NAME:
+        return inspect_manifest(path.parent)
+    if path.is_dir() and (path / ckpt.CHECKPOINT_NAME).exists():
+        return inspect_staging(path)
+    if path.is_dir() and (path / MANIFEST_NAME).exists():
+        return inspect_manifest(path)
+    raise InputError(
+        f"{path}: not a .bin file, a dataset directory (with {MANIFEST_NAME}) or a staging "
+        "directory (with checkpoint.json)",
+        path=path,
+    )

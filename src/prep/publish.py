@@ -1,0 +1,120 @@
+"""Output paths, the run lock, staging creation and the final publish.
+
+``DIR`` is the dataset, ``DIR.incomplete/`` the staging directory, ``DIR.lock`` the lock.
+Staging is created whole (built under a temporary sibling with its first checkpoint, then
+renamed), so a staging directory always holds a checkpoint. Publishing renames staging to
+``DIR`` without ever replacing an existing ``DIR``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import socket
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from prep.errors import LockedError, OutputError
+from prep.fsio import atomic_write_bytes, fsync_dir, rename_noreplace
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class OutputPaths:
+    """Every path derived from ``--out``."""
+
+    final: Path
+
+    @classmethod
+    def for_out(cls, out: Path) -> OutputPaths:
+        out = Path(os.path.abspath(out))
+        if out.name in ("", ".", ".."):
+            raise OutputError(f"--out {out} must name a directory to create", path=out)
+        return cls(out)
+
+    @property
+    def staging(self) -> Path:
+        return self.final.with_name(self.final.name + ".incomplete")
+
+    @property
+    def building(self) -> Path:
+        """Where a new staging directory is assembled before it is renamed into place."""
+        return self.final.with_name("." + self.final.name + ".incomplete.new")
+
+    @property
+    def lock(self) -> Path:
+        return self.final.with_name(self.final.name + ".lock")
+
+    @property
+    def lock_info(self) -> Path:
+        return self.final.with_name(self.final.name + ".lock.json")
+
+
+@contextlib.contextmanager
+def hold_lock(paths: OutputPaths, wait: float) -> Iterator[None]:
+    """Hold ``DIR.lock`` for the block. A lock left by a dead process is free (the OS drops
+    flock on exit). Raises ``LockedError`` naming the holder when it is busy."""
+    paths.final.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(paths.lock))
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            lock.acquire(timeout=0)
+            break
+        except Timeout:
+            holder = _describe_holder(paths)
+            if time.monotonic() >= deadline:
+                raise LockedError(
+                    f"another run holds {paths.lock} ({holder}); wait for it to finish, or "
+                    "pass --wait-lock SECONDS to wait",
+                    path=paths.lock,
+                ) from None
+            logger.info("waiting for %s held by %s", paths.lock, holder)
+            time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+    try:
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+        atomic_write_bytes(paths.lock_info, json.dumps(info).encode())
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            paths.lock_info.unlink()
+        lock.release()
+
+
+def _describe_holder(paths: OutputPaths) -> str:
+    try:
+        info = json.loads(paths.lock_info.read_text())
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(info["started"])))
+        return f"pid {info['pid']} on {info['host']}, started {started}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "holder unknown"
+
+
+def create_staging(paths: OutputPaths, populate: Callable[[Path], None]) -> None:
+    """Build staging under a temporary sibling, let ``populate`` write its first files and
+    checkpoint, then rename it into place: staging never exists without a checkpoint."""
+    if paths.building.exists():
+        shutil.rmtree(paths.building)  # a crash mid-creation: nothing in it was committed
+    paths.building.mkdir(parents=True)
+    try:
+        populate(paths.building)
+        fsync_dir(paths.building)
+        rename_noreplace(paths.building, paths.staging)
+    except BaseException:
+        shutil.rmtree(paths.building, ignore_errors=True)
+        raise
+    fsync_dir(paths.final.parent)
+
+
+def publish(paths: OutputPaths) -> None:
+    """Rename staging to ``DIR`` (never replacing one), then fsync the parent."""
+    rename_noreplace(paths.staging, paths.final)
+    fsync_dir(paths.final.parent)

@@ -1,0 +1,71 @@
+"""Read-ahead: run a producer generator in a thread, a bounded number of items ahead.
+
+Reading Parquet, UTF-8 encoding and split hashing run here while the main thread tokenizes
+(``tokenizers`` releases the GIL). Memory is bounded by ``depth`` items.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+_DONE = object()
+
+
+class ReadAhead(Generic[T]):
+    """Iterate ``source`` in a daemon thread; exceptions re-raise in the consumer.
+
+    Use as a context manager (or call :meth:`close`) so an early exit stops the thread."""
+
+    def __init__(self, source: Iterator[T], depth: int = 2) -> None:
+        self._source = source
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="prep-reader", daemon=True)
+        self._thread.start()
+
+    def _put(self, item: object) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        try:
+            for item in self._source:
+                if not self._put(item):
+                    return
+        except BaseException as e:
+            self._put(_Raised(e))
+            return
+        self._put(_DONE)
+
+    def __iter__(self) -> Iterator[T]:
+        while True:
+            item = self._queue.get()
+            if item is _DONE:
+                return
+            if isinstance(item, _Raised):
+                raise item.error
+            yield item  # type: ignore[misc]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def __enter__(self) -> ReadAhead[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Raised:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error

@@ -1,0 +1,127 @@
+"""The recipe: every setting that decides the output, as one frozen dataclass.
+
+Run options that do not change a byte of the output (batch size, threads, checkpoint
+interval, logging) live in :class:`RunOptions`. The CLI builds both and passes them down.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prep.errors import IntegrityError, UsageError
+
+DEFAULT_MAX_FILE_TOKENS = 100_000_000
+DEFAULT_BATCH_SIZE = 1024
+SEP_POSITIONS = ("prepend", "append")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What to read, how to tokenize it, and how to lay it out.
+
+    ``source`` and ``tokenizer`` are as the user spelled them; their resolved identities
+    (file hashes, tokenizer SHA-256) are recorded separately.
+    """
+
+    source: str
+    tokenizer: str = "byte"
+    text_column: str = "text"
+    split_column: str | None = None
+    val_fraction: float = 0.01
+    seed: int = 1337
+    shuffle_files: bool = False
+    shuffle_buffer: int = 0
+    max_documents: int | None = None
+    train_tokens: int | None = None
+    doc_sep_id: int | None = None
+    no_doc_sep: bool = False
+    sep_position: str = "prepend"
+    max_file_tokens: int = DEFAULT_MAX_FILE_TOKENS
+    dataset: str | None = None
+    tokenizer_id: str | None = None
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Recipe:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise IntegrityError(f"checkpoint recipe has unknown settings {sorted(unknown)}")
+        return cls(**data)
+
+    def manifest_recipe(self) -> dict[str, Any]:
+        """The manifest's ``recipe`` object, in the order manifest.md gives."""
+        out: dict[str, Any] = {}
+        if self.split_column is None:
+            out["val_fraction"] = self.val_fraction
+        else:
+            out["split_column"] = self.split_column
+        out["seed"] = self.seed
+        out["shuffle_files"] = self.shuffle_files
+        out["shuffle_buffer"] = self.shuffle_buffer
+        out["max_documents"] = self.max_documents
+        out["train_tokens"] = self.train_tokens
+        out["sep_position"] = self.sep_position
+        out["max_file_tokens"] = self.max_file_tokens
+        return out
+
+
+def validate(r: Recipe) -> None:
+    """Raise ``UsageError`` for any out-of-range setting."""
+    if not 0 < r.val_fraction < 1:
+        raise UsageError(f"--val-fraction {r.val_fraction} must be strictly between 0 and 1")
+    if not 0 <= r.seed < 2**32:
+        raise UsageError(f"--seed {r.seed} must be in 0..2**32-1")
+    if r.shuffle_buffer < 0:
+        raise UsageError(f"--shuffle-buffer {r.shuffle_buffer} must be >= 0")
+    for name, value in (("--max-documents", r.max_documents), ("--train-tokens", r.train_tokens)):
+        if value is not None and value <= 0:
+            raise UsageError(f"{name} {value} must be > 0")
+    if not 1 <= r.max_file_tokens <= 2**31 - 1:
+        raise UsageError(f"--max-file-tokens {r.max_file_tokens} must be in 1..2**31-1")
+    if r.sep_position not in SEP_POSITIONS:
+        raise UsageError(f"--sep-position must be prepend or append, not {r.sep_position!r}")
+    if r.doc_sep_id is not None and r.doc_sep_id < 0:
+        raise UsageError(f"--doc-sep-id {r.doc_sep_id} must be >= 0")
+    if r.doc_sep_id is not None and r.no_doc_sep:
+        raise UsageError("--doc-sep-id and --no-doc-sep contradict each other; give one")
+    if not r.text_column:
+        raise UsageError("--text-column must not be empty")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run: none of these changes a byte of the output."""
+
+    out: Path
+    batch_size: int = DEFAULT_BATCH_SIZE
+    threads: int | None = None
+    checkpoint_interval: float = 60.0
+    resume: bool = False
+    allow_version_change: bool = False
+    log_interval: float = 30.0
+    quiet: bool = False
+    wait_lock: float = 0.0
+    typed: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        if self.batch_size <= 0:
+            raise UsageError(f"--batch-size {self.batch_size} must be > 0")
+        if self.threads is not None and self.threads <= 0:
+            raise UsageError(f"--threads {self.threads} must be > 0")
+        for name, value in (
+            ("--checkpoint-interval", self.checkpoint_interval),
+            ("--log-interval", self.log_interval),
+        ):
+            if not value > 0:
+                raise UsageError(f"{name} {value} must be > 0")
+        if self.wait_lock < 0:
+            raise UsageError(f"--wait-lock {self.wait_lock} must be >= 0")

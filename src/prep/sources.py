@@ -1,0 +1,203 @@
+"""Where rows come from: an ordered list of Parquet files with identities, read in batches.
+
+A source resolves to a root and a list of :class:`SourceFile` sorted by their path relative
+to the root (POSIX strings). Each file's SHA-256 is computed when the file is first read
+(and checked against an expected value, on resume). Rows are streamed in record batches
+with pyarrow; a whole file is never held in memory.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from prep.errors import InputError, IntegrityError
+
+_GLOB_CHARS = set("*?[")
+READ_BATCH_ROWS = 4096
+
+
+@dataclass
+class SourceFile:
+    """One Parquet file. ``sha256`` is filled when the file is read (or hashed at finish);
+    ``expected_sha256`` comes from a checkpoint and is checked then."""
+
+    path: str  # relative to the source root, POSIX
+    local: Path
+    size: int
+    mtime_ns: int = 0
+    sha256: str | None = None
+    expected_sha256: str | None = None
+
+    def identity(self) -> dict[str, Any]:
+        return {"path": self.path, "size": self.size, "sha256": self.sha256}
+
+
+@dataclass
+class Source:
+    """A resolved source: kind, the URI as given, the root, revision and files in
+    sorted order (before any file shuffle)."""
+
+    kind: str
+    uri: str
+    root: str
+    files: list[SourceFile]
+    revision: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def local_path(self, f: SourceFile) -> Path:
+        """The local file to read (a Hub source downloads it here)."""
+        return f.local
+
+
+def _has_glob(spec: str) -> bool:
+    return any(c in _GLOB_CHARS for c in spec)
+
+
+def _glob_root(spec: str) -> Path:
+    parts = Path(spec).parts
+    lead: list[str] = []
+    for part in parts:
+        if _has_glob(part):
+            break
+        lead.append(part)
+    return Path(*lead) if lead else Path(".")
+
+
+def resolve_local(spec: str, base: Path | None = None) -> Source:
+    """Resolve a local file, directory (recursive ``*.parquet``) or glob; a relative
+    ``spec`` is taken relative to ``base`` (default: the current directory).
+
+    Raises ``InputError`` when nothing matches, naming what was looked for."""
+    given = spec
+    if base is not None and not os.path.isabs(spec):
+        spec = os.path.join(base, spec)
+    if _has_glob(spec):
+        root = _glob_root(spec)
+        matches = [Path(m) for m in glob.glob(spec, recursive=True)]
+        paths = [m for m in matches if m.is_file()]
+        if not paths:
+            raise InputError(
+                f"--source {given}: the pattern matches no files; check the pattern and the "
+                "current directory",
+                path=spec,
+            )
+    else:
+        p = Path(spec)
+        if p.is_dir():
+            root = p
+            paths = [q for q in p.rglob("*.parquet") if q.is_file()]
+            if not paths:
+                raise InputError(
+                    f"--source {given}: the directory holds no *.parquet files (searched "
+                    "recursively)",
+                    path=spec,
+                )
+        elif p.is_file():
+            root = p.parent
+            paths = [p]
+        else:
+            raise InputError(
+                f"--source {given}: no such file or directory; give a Parquet file, a "
+                "directory of them, a glob, or hf://datasets/OWNER/NAME",
+                path=spec,
+            )
+    root_abs = root.resolve()
+    files = []
+    for q in paths:
+        st = q.stat()
+        rel = q.resolve().relative_to(root_abs).as_posix()
+        files.append(
+            SourceFile(path=rel, local=q.resolve(), size=st.st_size, mtime_ns=st.st_mtime_ns)
+        )
+    files.sort(key=lambda f: f.path)
+    return Source(kind="parquet", uri=given, root=str(root_abs), files=files)
+
+
+def hash_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def hash_and_check(source: Source, f: SourceFile) -> None:
+    """Fill ``f.sha256`` (once) and refuse a file whose bytes changed since recorded."""
+    local = source.local_path(f)
+    if f.sha256 is None:
+        size = os.path.getsize(local)
+        if size != f.size:
+            raise IntegrityError(
+                f"source file {f.path} is {size:,} bytes, but {f.size:,} were recorded; the "
+                "source changed during or since the run. Start a new run (new --out) to use "
+                "the new data",
+                path=f.path,
+            )
+        f.sha256 = hash_file(local)
+    if f.expected_sha256 is not None and f.sha256 != f.expected_sha256:
+        raise IntegrityError(
+            f"source file {f.path} changed since the run started (SHA-256 {f.sha256[:12]}… "
+            f"is not the recorded {f.expected_sha256[:12]}…); the dataset cannot continue "
+            "from different data. Restore the original file or start a new run (new --out)",
+            path=f.path,
+        )
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t)) or (
+        hasattr(pa.types, "is_string_view") and pa.types.is_string_view(t)
+    )
+
+
+def iter_batches(
+    source: Source, f: SourceFile, text_column: str, split_column: str | None
+) -> Iterator[tuple[list[Any], list[Any] | None]]:
+    """Yield ``(texts, splits)`` per record batch of one file, in stored order.
+
+    Raises ``InputError`` for unreadable Parquet, a missing column (naming those that
+    exist) or a column that is not of a string type."""
+    local = source.local_path(f)
+    hash_and_check(source, f)
+    try:
+        pf = pq.ParquetFile(local)
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(
+            f"{f.path}: not a readable Parquet file ({e}); remove or replace the file",
+            path=f.path,
+        ) from e
+    schema = pf.schema_arrow
+    columns = [text_column] + ([split_column] if split_column else [])
+    for col, flag in zip(columns, ("--text-column", "--split-column"), strict=False):
+        if schema.get_field_index(col) < 0:
+            have = ", ".join(f'"{n}"' for n in schema.names) or "none"
+            raise InputError(
+                f'{f.path}: no column "{col}"; it has {have}. Choose the column with {flag}',
+                path=f.path,
+            )
+        t = schema.field(col).type
+        if not _is_string(t) and not pa.types.is_null(t):
+            raise InputError(
+                f'{f.path} row 0: column "{col}" holds {t}, expected a string; choose the '
+                f"column with {flag}",
+                path=f.path,
+                row=0,
+            )
+    try:
+        for batch in pf.iter_batches(batch_size=READ_BATCH_ROWS, columns=columns):
+            texts = batch.column(0).to_pylist()
+            splits = batch.column(1).to_pylist() if split_column else None
+            yield texts, splits
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(
+            f"{f.path}: Parquet data is corrupt ({e}); remove or replace the file",
+            path=f.path,
+        ) from e

@@ -1,0 +1,208 @@
+"""The document stream, exactly as spec/stream.md pins it.
+
+Files in sorted order (or a seeded permutation), rows in stored order, an optional
+bounded-buffer document shuffle, then *visiting*: the consumer counts each row, feeds it to
+the prefix digest, skips empty texts and splits the rest. Visiting happens where rows are
+committed (see :class:`Cursor`), so counts and the digest never depend on how far reading
+ran ahead.
+
+Errors found while reading (a corrupt file, a missing column) and bad values (null text,
+a bad split value) travel down the stream in order as :class:`Failure` or ``ERROR`` rows
+and are raised only when the consumer visits them: the same input fails at the same row
+whatever the batch size or read-ahead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import numpy as np
+
+from prep.errors import InputError, PrepError
+from prep.recipe import Recipe
+from prep.sources import Source, SourceFile, iter_batches
+from prep.split import column_split, hash_split, seed_prefix, val_threshold
+
+# A raw row: (text value, split value or None, index into the ordered files, row in file).
+RawRow = tuple[Any, Any, int, int]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A read error, in stream order; raised when the consumer reaches it."""
+
+    error: PrepError
+
+
+StreamItem = Union[RawRow, Failure]  # noqa: UP007 - a runtime alias on 3.10
+
+
+def ordered_files(files: list[SourceFile], shuffle: bool, seed: int) -> list[SourceFile]:
+    """The read order: sorted as given, or permuted by PCG64(SeedSequence([seed, 0]))."""
+    if not shuffle:
+        return list(files)
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, 0])))
+    return [files[int(i)] for i in rng.permutation(len(files))]
+
+
+def read_rows(
+    source: Source, files: list[SourceFile], text_column: str, split_column: str | None
+) -> Iterator[StreamItem]:
+    """Every row of every file in order; a read error ends the stream with a Failure."""
+    for index, f in enumerate(files):
+        row = 0
+        try:
+            for texts, splits in iter_batches(source, f, text_column, split_column):
+                if splits is None:
+                    for text in texts:
+                        yield (text, None, index, row)
+                        row += 1
+                else:
+                    for text, sv in zip(texts, splits, strict=True):
+                        yield (text, sv, index, row)
+                        row += 1
+        except PrepError as e:
+            yield Failure(e)
+            return
+
+
+def shuffle_docs(items: Iterable[StreamItem], buffer: int, seed: int) -> Iterator[StreamItem]:
+    """Bounded-buffer shuffle (stream.md step 4); a Failure passes straight through."""
+    if buffer <= 0:
+        yield from items
+        return
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, 1])))
+    buf: list[StreamItem] = []
+    for t in items:
+        if isinstance(t, Failure):
+            yield t
+            return
+        if len(buf) < buffer:
+            buf.append(t)
+            continue
+        i = int(rng.integers(0, len(buf)))
+        yield buf[i]
+        buf[i] = t
+    rng.shuffle(buf)
+    yield from buf
+
+
+def document_stream(
+    source: Source, files: list[SourceFile], recipe: Recipe
+) -> Iterator[StreamItem]:
+    """Rows leaving step 4, cut after ``max_documents`` visits."""
+    rows = read_rows(source, files, recipe.text_column, recipe.split_column)
+    items = shuffle_docs(rows, recipe.shuffle_buffer, recipe.seed)
+    if recipe.max_documents is not None:
+        items = itertools.islice(items, recipe.max_documents)
+    return items
+
+
+# Row kinds in a prepared batch.
+DOC = 0
+EMPTY = 1
+ERROR = 2
+
+
+@dataclass
+class Batch:
+    """Rows prepared for tokenizing and committing, in stream order.
+
+    ``kinds[i]`` is DOC, EMPTY or ERROR; ``utf8[i]`` the row's text bytes (None for an
+    error row); ``docs`` the DOC rows' texts in order and ``doc_splits`` their splits;
+    ``errors`` maps an ERROR row's position to its exception."""
+
+    kinds: list[int] = field(default_factory=list)
+    utf8: list[bytes | None] = field(default_factory=list)
+    docs: list[str] = field(default_factory=list)
+    doc_splits: list[int] = field(default_factory=list)
+    errors: dict[int, PrepError] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.kinds)
+
+
+class Preparer:
+    """Turns stream items into :class:`Batch` es: UTF-8 once, empty check, split."""
+
+    def __init__(self, recipe: Recipe, files: list[SourceFile]) -> None:
+        self.files = files
+        self.text_column = recipe.text_column
+        self.split_column = recipe.split_column
+        self.prefix = seed_prefix(recipe.seed)
+        self.threshold = val_threshold(recipe.val_fraction)
+
+    def _where(self, item: RawRow) -> str:
+        return f"{self.files[item[2]].path} row {item[3]}"
+
+    def prepare(self, items: list[StreamItem]) -> Batch:
+        b = Batch()
+        for item in items:
+            if isinstance(item, Failure):
+                b.errors[len(b.kinds)] = item.error
+                b.kinds.append(ERROR)
+                b.utf8.append(None)
+                continue
+            text = item[0]
+            if not isinstance(text, str):
+                what = "null" if text is None else f"a {type(text).__name__}"
+                b.errors[len(b.kinds)] = InputError(
+                    f'{self._where(item)}: column "{self.text_column}" is {what}, expected '
+                    "a string; drop or fill such rows in the source, or choose the column "
+                    "with --text-column",
+                    path=self.files[item[2]].path,
+                    row=item[3],
+                )
+                b.kinds.append(ERROR)
+                b.utf8.append(None)
+                continue
+            data = text.encode()
+            if text.strip() == "":
+                b.kinds.append(EMPTY)
+                b.utf8.append(data)
+                continue
+            if self.split_column is None:
+                split = hash_split(data, self.prefix, self.threshold)
+            else:
+                found = column_split(item[1])
+                if found is None:
+                    b.errors[len(b.kinds)] = InputError(
+                        f'{self._where(item)}: split column "{self.split_column}" holds '
+                        f"{item[1]!r}; only 'train' and 'val' are allowed. Fix the value or "
+                        "use the content-hash split (drop --split-column)",
+                        path=self.files[item[2]].path,
+                        row=item[3],
+                    )
+                    b.kinds.append(ERROR)
+                    b.utf8.append(data)
+                    continue
+                split = found
+            b.kinds.append(DOC)
+            b.utf8.append(data)
+            b.docs.append(text)
+            b.doc_splits.append(split)
+        return b
+
+
+class Cursor:
+    """What has been visited: rows, empty rows skipped, and the prefix digest
+    (8-byte big-endian length, then the UTF-8 bytes, per visited row)."""
+
+    def __init__(self) -> None:
+        self.rows_visited = 0
+        self.empty_rows_skipped = 0
+        self.docs = 0
+        self._digest = hashlib.sha256()
+
+    def visit(self, utf8: bytes) -> None:
+        self._digest.update(len(utf8).to_bytes(8, "big"))
+        self._digest.update(utf8)
+        self.rows_visited += 1
+
+    @property
+    def prefix_sha256(self) -> str:
+        return self._digest.hexdigest()

@@ -1,0 +1,145 @@
+"""Shared factories: tiny Parquet corpora, tokenizers made on the fly, CLI runners.
+
+Everything here is real: Parquet written with pyarrow, tokenizer.json files written by
+``tokenizers``, the CLI run in-process through ``cli.main`` or as a real subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+FIXTURES = TESTS / "fixtures"
+GPT2_DIR = FIXTURES / "gpt2"
+PREPARE = REPO / "scripts" / "prepare.py"
+
+sys.path.insert(0, str(TESTS))  # golden_corpus and friends
+
+
+def write_parquet(path: Path, texts: Sequence[Any], row_group_size: int = 50,
+                  **columns: Sequence[Any]) -> Path:
+    """Write one Parquet file with a ``text`` column (any values, None allowed) and extra
+    columns; returns the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data: dict[str, Any] = {"text": list(texts)}
+    data.update({k: list(v) for k, v in columns.items()})
+    pq.write_table(pa.table(data), path, row_group_size=row_group_size)
+    return path
+
+
+def make_corpus(root: Path, files: Sequence[Sequence[str]], **columns: Sequence[Sequence[Any]]
+                ) -> Path:
+    """A directory of ``part-NNNNN.parquet`` files, one per list of texts."""
+    for i, texts in enumerate(files):
+        extra = {k: v[i] for k, v in columns.items()}
+        write_parquet(root / f"part-{i:05d}.parquet", texts, **extra)
+    return root
+
+
+def numbered_docs(n: int, start: int = 0) -> list[str]:
+    """Self-describing documents: each names its own index, so a lost, duplicated or
+    reordered document shows in the output."""
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+    return [
+        f"doc {i:07d} " + " ".join(words[(i * 7 + k) % len(words)] for k in range(i % 13 + 1))
+        for i in range(start, start + n)
+    ]
+
+
+def word_level_tokenizer(directory: Path, vocab: dict[str, int], eos: int | None = None) -> Path:
+    """A WordLevel ``tokenizer.json`` (whitespace pre-tokenizer) with exactly ``vocab``;
+    ``eos`` goes to a generation_config.json beside it. Returns the directory."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    directory.mkdir(parents=True, exist_ok=True)
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.save(str(directory / "tokenizer.json"))
+    if eos is not None:
+        (directory / "generation_config.json").write_text(json.dumps({"eos_token_id": eos}))
+    return directory
+
+
+def bpe_tokenizer(directory: Path, texts: Sequence[str], vocab_size: int = 300) -> Path:
+    """A byte-level BPE trained on ``texts`` with an ``<|endoftext|>`` special token."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    directory.mkdir(parents=True, exist_ok=True)
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    tok.save(str(directory / "tokenizer.json"))
+    eos = tok.token_to_id("<|endoftext|>")
+    (directory / "generation_config.json").write_text(json.dumps({"eos_token_id": eos}))
+    return directory
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    """Run ``prep`` in-process: ``cli("prepare", "--out", ...)`` -> CliResult."""
+    from prep.cli import main
+
+    def run(*args: object) -> CliResult:
+        capsys.readouterr()
+        code = main([str(a) for a in args])
+        cap = capsys.readouterr()
+        return CliResult(code, cap.out, cap.err)
+
+    return run
+
+
+def run_prepare_subprocess(args: Sequence[object], timeout: float = 300,
+                           env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python scripts/prepare.py ARGS`` as a real subprocess."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, str(PREPARE), *map(str, args)],
+        capture_output=True, text=True, timeout=timeout, env=full_env, check=False,
+    )
+
+
+def bin_ids(path: Path) -> list[int]:
+    """Ids of a .bin file, read independently of prep (struct + raw bytes)."""
+    import struct
+
+    raw = path.read_bytes()
+    magic, version, n, _v = struct.unpack("<4i", raw[:16])
+    assert magic == 20240520
+    fmt = "H" if version == 1 else "I"
+    return list(struct.unpack(f"<{n}{fmt}", raw[1024:]))
+
+
+def split_bins(out: Path, split: str) -> list[Path]:
+    return sorted(out.glob(f"{split}-*.bin"))
+
+
+def dir_bytes(out: Path) -> dict[str, bytes]:
+    """Every .bin file and the manifest of a published dataset, by name."""
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())
+            if p.suffix == ".bin" or p.name == "_MANIFEST.json"}
