@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -97,6 +98,7 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
         help="resume although tokenizers/numpy versions changed",
     )
     p.add_argument("--wait-lock", type=float, help="seconds to wait for another run's lock")
+    p.add_argument("--token", help="Hugging Face token (else HF_TOKEN, else cached login)")
     p.add_argument("--log-interval", type=_positive_float, help="seconds between lines (30)")
     p.add_argument("--quiet", action="store_true", help="only errors and the summary")
     return p
@@ -179,6 +181,7 @@ def run_prepare(argv: list[str], prog: str = "prepare.py") -> int:
             log_interval=run_args.get("log_interval", 30.0),
             quiet=bool(run_args.get("quiet")),
             wait_lock=run_args.get("wait_lock", 0.0),
+            token=run_args.get("token") or os.environ.get("HF_TOKEN"),
         )
         set_threads(opts.threads)
         signals = _Signals()

@@ -6,6 +6,7 @@ so the only control ids in a stream are the separators the writer inserts.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ class TokenizerIdentity:
     sha256: str
     vocab_size: int
     doc_sep_id: int | None
+    revision: str | None = None  # the Hub commit a hf: tokenizer was read at
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -38,6 +40,7 @@ class TokenizerIdentity:
             "sha256": self.sha256,
             "vocab_size": self.vocab_size,
             "doc_sep_id": self.doc_sep_id,
+            "revision": self.revision,
         }
 
 
@@ -186,9 +189,18 @@ def load_tokenizer_file(
 
 
 def load_encoder(
-    spec: str, *, doc_sep_id: int | None, no_doc_sep: bool, tokenizer_id: str | None
+    spec: str,
+    *,
+    doc_sep_id: int | None,
+    no_doc_sep: bool,
+    tokenizer_id: str | None,
+    token: str | None = None,
+    revision: str | None = None,
 ) -> Encoder:
-    """The encoder for ``--tokenizer``: ``byte``, a path, or ``hf:OWNER/NAME[@REV]``."""
+    """The encoder for ``--tokenizer``: ``byte``, a path, or ``hf:OWNER/NAME[@REV]``.
+
+    For a Hub tokenizer, ``revision`` pins the commit (a resume passes the recorded one)
+    and ``token`` authenticates."""
     if spec == BYTE:
         sep = _choose_sep(spec, doc_sep_id, no_doc_sep, None, 256)
         return ByteEncoder(
@@ -201,10 +213,19 @@ def load_encoder(
             )
         )
     if spec.startswith("hf:"):
-        raise InputError(
-            f"--tokenizer {spec}: Hub tokenizers are not supported by this version yet; "
-            "download tokenizer.json (and generation_config.json) and pass the directory"
+        from prep.hub import download_tokenizer
+
+        json_path, repo_id, commit = download_tokenizer(spec, token=token, revision=revision)
+        enc = load_tokenizer_file(
+            json_path,
+            spec=spec,
+            default_id=repo_id,
+            doc_sep_id=doc_sep_id,
+            no_doc_sep=no_doc_sep,
+            tokenizer_id=tokenizer_id,
         )
+        enc.identity = dataclasses.replace(enc.identity, revision=commit)
+        return enc
     json_path = _resolve_json(spec)
     return load_tokenizer_file(
         json_path,

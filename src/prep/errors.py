@@ -58,6 +58,12 @@ class LockedError(PrepError, TimeoutError):
     exit_code = EXIT_TEMPFAIL
 
 
+class TransientError(PrepError, ConnectionError):
+    """A network failure that outlasted the retries: exit 75, rerun with ``--resume``."""
+
+    exit_code = EXIT_TEMPFAIL
+
+
 class Interrupted(PrepError):
     """Stopped by a signal after writing a checkpoint: exit 75, rerun with ``--resume``."""
 

@@ -10,6 +10,7 @@ threads, checkpoint interval or interruptions.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import logging
 import os
@@ -113,12 +114,14 @@ def run(
         return job.execute()
 
 
-def _resolve_source(recipe: Recipe, base: Path | None = None) -> Source:
+def _resolve_source(
+    recipe: Recipe, token: str | None, base: Path | None = None, revision: str | None = None
+) -> Source:
+    """The source's file list; a Hub source is pinned to ``revision`` when given (resume)."""
     if recipe.source.startswith("hf://"):
-        raise InputError(
-            f"--source {recipe.source}: Hub sources are not supported by this version yet; "
-            "download the Parquet files and pass their directory"
-        )
+        from prep.hub import resolve_hub_source
+
+        return resolve_hub_source(recipe.source, token=token, revision=revision)
     return resolve_local(recipe.source, base)
 
 
@@ -133,12 +136,14 @@ def _source_json(source: Source) -> dict[str, Any]:
     }
 
 
-def _load_encoder(recipe: Recipe) -> Encoder:
+def _load_encoder(recipe: Recipe, token: str | None, revision: str | None = None) -> Encoder:
     return load_encoder(
         recipe.tokenizer,
         doc_sep_id=recipe.doc_sep_id,
         no_doc_sep=recipe.no_doc_sep,
         tokenizer_id=recipe.tokenizer_id,
+        token=token,
+        revision=revision,
     )
 
 
@@ -183,9 +188,9 @@ class Job:
         argv: list[str] | None,
     ) -> Job:
         """Resolve the source and tokenizer, then create staging with its first checkpoint."""
-        source = _resolve_source(recipe)
+        source = _resolve_source(recipe, opts.token)
         source.extra["cwd"] = os.getcwd()
-        encoder = _load_encoder(recipe)
+        encoder = _load_encoder(recipe, opts.token)
         facts = RunFacts(source_mtimes={f.path: f.mtime_ns for f in source.files})
         job = cls(paths, recipe, opts, source, encoder, stop_requested, argv, facts)
         job._make_writers(paths.building)
@@ -232,7 +237,7 @@ class Job:
             )
         recipe = cp.recipe
         base = Path(cp.source.get("cwd", os.getcwd()))
-        source = _resolve_source(recipe, base)
+        source = _resolve_source(recipe, opts.token, base, cp.source.get("revision"))
         source.extra["cwd"] = str(base)
         diffs = source_differences(cp.source, source)
         if diffs:
@@ -243,8 +248,9 @@ class Job:
             )
         recorded = {f["path"]: f["sha256"] for f in cp.source["files"]}
         for f in source.files:
-            f.expected_sha256 = recorded.get(f.path)
-        encoder = _load_encoder(recipe)
+            if recorded.get(f.path):
+                f.expected_sha256 = recorded[f.path]
+        encoder = _load_encoder(recipe, opts.token, cp.tokenizer.get("revision"))
         tdiffs = tokenizer_differences(cp.tokenizer, encoder.identity)
         if tdiffs:
             raise IntegrityError(
@@ -303,12 +309,17 @@ class Job:
 
     def _replay(self, progress: Progress) -> None:
         """Re-read the committed prefix (no tokenizing) and check its digest."""
-        assert_stream = self._stream
-        if assert_stream is None:
+        replay_stream = self._stream
+        if replay_stream is None:
             raise RuntimeError("no stream to replay")
         t = time.monotonic()
-        for _ in range(progress.rows_visited):
-            item = next(assert_stream, None)
+        for i in range(progress.rows_visited):
+            if i % 4096 == 0 and self.stop_requested():
+                raise Interrupted(
+                    "stopped by a signal while replaying the source; nothing was changed. "
+                    f"Resume with: prep prepare --out {self.paths.final} --resume"
+                )
+            item = next(replay_stream, None)
             if item is None:
                 raise IntegrityError(
                     f"the source now ends after {self.cursor.rows_visited:,} rows, but "
@@ -359,10 +370,20 @@ class Job:
             return self._finish()
         except Interrupted:
             raise
-        except InputError:
+        except InputError as e:
             self._close()
-            self._discard_if_empty()
+            if not self._discard_if_empty():
+                e.args = (
+                    f"{e}\n(the committed part stays in {self.paths.staging}; a fixed source "
+                    "is a new source: delete that directory and run again)",
+                )
             raise
+        except PrepError:
+            self._close()
+            raise
+        except OSError as e:
+            self._close()
+            raise _write_failure(e, self.paths) from e
         except BaseException:
             self._close()
             raise
@@ -464,17 +485,19 @@ class Job:
         for w in self.writers.values():
             w.close()
 
-    def _discard_if_empty(self) -> None:
+    def _discard_if_empty(self) -> bool:
         """Bad input before anything was committed: remove the empty staging directory so
-        the corrected command can simply be run again."""
-        if not self.fresh:
-            return
+        the corrected command can simply be run again. True when it was removed."""
+        if not self.fresh or not self.paths.staging.exists():
+            return not self.paths.staging.exists()
         try:
             cp = ckpt.load(self.paths.staging)
         except PrepError:
-            return
+            return False
         if cp.progress.rows_visited == 0 and cp.run.resumes == 0:
             shutil.rmtree(self.paths.staging, ignore_errors=True)
+            return True
+        return False
 
     # -- finishing --------------------------------------------------------------------------
 
@@ -529,6 +552,22 @@ class Job:
         write_provenance(staging, provenance)
         write_manifest(staging, manifest)  # a manifest in staging means "ready to publish"
         return _publish_ready(self.paths, manifest, self._elapsed())
+
+
+def _write_failure(e: OSError, paths: OutputPaths) -> OutputError:
+    """An OS error while writing (disk full, quota, I/O error): nothing committed is lost."""
+    where = e.filename or paths.staging
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        what = f"no space left on the device writing {where} ({e.strerror})"
+        fix = "free some space, then rerun with --resume"
+    else:
+        what = f"writing {where} failed: {e.strerror or e}"
+        fix = "fix the cause, then rerun with --resume"
+    return OutputError(
+        f"{what}; the last checkpoint in {paths.staging} is intact: {fix} "
+        f"(prep prepare --out {paths.final} --resume)",
+        path=where,
+    )
 
 
 def _publish_ready(

@@ -110,6 +110,7 @@ class RunOptions:
     log_interval: float = 30.0
     quiet: bool = False
     wait_lock: float = 0.0
+    token: str | None = None  # Hugging Face token; never written to any file
     typed: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
