@@ -60,6 +60,7 @@ class RunFacts:
     resumes: int = 0
     active_seconds: float = 0.0
     source_mtimes: dict[str, int] = field(default_factory=dict)
+    refresh: dict[str, Any] | None = None  # what a refresh build changed
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,6 +68,7 @@ class RunFacts:
             "resumes": self.resumes,
             "active_seconds": self.active_seconds,
             "source_mtimes": self.source_mtimes,
+            "refresh": self.refresh,
         }
 
     @classmethod
@@ -76,6 +78,7 @@ class RunFacts:
             resumes=int(d["resumes"]),
             active_seconds=float(d["active_seconds"]),
             source_mtimes={str(k): int(v) for k, v in d.get("source_mtimes", {}).items()},
+            refresh=d.get("refresh"),
         )
 
 

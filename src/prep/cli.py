@@ -20,6 +20,7 @@ from typing import Any
 
 from prep.encoders import set_threads
 from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, PrepError
+from prep.progress import BarReporter, LineReporter, Reporter, silent
 from prep.recipe import DEFAULT_BATCH_SIZE, Recipe, RunOptions
 
 logger = logging.getLogger("prep")
@@ -93,6 +94,11 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-interval", type=_positive_float, help="seconds (60)")
     p.add_argument("--resume", action="store_true", help="continue DIR.incomplete/")
     p.add_argument(
+        "--refresh",
+        action="store_true",
+        help="for cron: exit 0 if DIR is current, else rebuild and swap it in",
+    )
+    p.add_argument(
         "--allow-version-change",
         action="store_true",
         help="resume although tokenizers/numpy versions changed",
@@ -146,8 +152,18 @@ def _configure_logging(quiet: bool) -> None:
     root.propagate = False
 
 
+def _reporter(opts: RunOptions) -> Reporter:
+    if opts.quiet:
+        return silent
+    if sys.stderr.isatty():
+        return BarReporter(sys.stderr)
+    return LineReporter(opts.log_interval)
+
+
 def _summary(outcome: Any) -> str:
     m = outcome.manifest
+    if outcome.status == "up-to-date":
+        return f"{outcome.out} is up to date"
     if m is None:
         return f"{outcome.out} is already complete"
     parts = [
@@ -177,6 +193,7 @@ def run_prepare(argv: list[str], prog: str = "prepare.py") -> int:
             threads=run_args.get("threads"),
             checkpoint_interval=run_args.get("checkpoint_interval", 60.0),
             resume=bool(run_args.get("resume")),
+            refresh=bool(run_args.get("refresh")),
             allow_version_change=bool(run_args.get("allow_version_change")),
             log_interval=run_args.get("log_interval", 30.0),
             quiet=bool(run_args.get("quiet")),
@@ -186,7 +203,14 @@ def run_prepare(argv: list[str], prog: str = "prepare.py") -> int:
         set_threads(opts.threads)
         signals = _Signals()
         with signals.installed():
-            outcome = run(recipe, opts, typed=typed, stop_requested=signals, argv=list(argv))
+            outcome = run(
+                recipe,
+                opts,
+                typed=typed,
+                stop_requested=signals,
+                argv=list(argv),
+                reporter=_reporter(opts),
+            )
     except PrepError as e:
         print(f"prep: error: {e}", file=sys.stderr)
         return e.exit_code

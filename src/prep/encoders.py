@@ -188,6 +188,46 @@ def load_tokenizer_file(
     return HFEncoder(tok, identity)
 
 
+def _locate(spec: str, token: str | None, revision: str | None) -> tuple[Path, str, str | None]:
+    """(tokenizer.json path, default tokenizer id, Hub commit or None) for a non-byte spec."""
+    if spec.startswith("hf:"):
+        from prep.hub import download_tokenizer
+
+        json_path, repo_id, commit = download_tokenizer(spec, token=token, revision=revision)
+        return json_path, repo_id, commit
+    json_path = _resolve_json(spec)
+    return json_path, json_path.resolve().parent.name, None
+
+
+def tokenizer_fingerprint(
+    spec: str,
+    *,
+    doc_sep_id: int | None,
+    no_doc_sep: bool,
+    tokenizer_id: str | None,
+    token: str | None = None,
+) -> dict[str, Any]:
+    """``tokenizer_id``, ``sha256`` and the configured ``doc_sep_id`` without building the
+    tokenizer (cheap: hashes the file, reads generation_config.json). For ``--refresh``."""
+    if spec == BYTE:
+        sep = None if no_doc_sep else doc_sep_id
+        return {
+            "tokenizer_id": tokenizer_id or "bytes",
+            "sha256": hashlib.sha256(b"").hexdigest(),
+            "doc_sep_id": sep,
+        }
+    json_path, default_id, _ = _locate(spec, token, None)
+    if no_doc_sep:
+        sep = None
+    else:
+        sep = doc_sep_id if doc_sep_id is not None else eos_from_generation_config(json_path.parent)
+    return {
+        "tokenizer_id": tokenizer_id or default_id,
+        "sha256": hashlib.sha256(json_path.read_bytes()).hexdigest(),
+        "doc_sep_id": sep,
+    }
+
+
 def load_encoder(
     spec: str,
     *,
@@ -212,26 +252,15 @@ def load_encoder(
                 doc_sep_id=sep,
             )
         )
-    if spec.startswith("hf:"):
-        from prep.hub import download_tokenizer
-
-        json_path, repo_id, commit = download_tokenizer(spec, token=token, revision=revision)
-        enc = load_tokenizer_file(
-            json_path,
-            spec=spec,
-            default_id=repo_id,
-            doc_sep_id=doc_sep_id,
-            no_doc_sep=no_doc_sep,
-            tokenizer_id=tokenizer_id,
-        )
-        enc.identity = dataclasses.replace(enc.identity, revision=commit)
-        return enc
-    json_path = _resolve_json(spec)
-    return load_tokenizer_file(
+    json_path, default_id, commit = _locate(spec, token, revision)
+    enc = load_tokenizer_file(
         json_path,
         spec=spec,
-        default_id=json_path.resolve().parent.name,
+        default_id=default_id,
         doc_sep_id=doc_sep_id,
         no_doc_sep=no_doc_sep,
         tokenizer_id=tokenizer_id,
     )
+    if commit is not None:
+        enc.identity = dataclasses.replace(enc.identity, revision=commit)
+    return enc

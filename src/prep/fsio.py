@@ -46,6 +46,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 _RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
@@ -82,3 +83,19 @@ def rename_noreplace(src: Path, dst: Path) -> None:
     if dst.exists():
         raise OutputError(f"{dst} appeared while publishing; it was not replaced", path=dst)
     os.rename(src, dst)
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two existing paths (``renameat2(RENAME_EXCHANGE)``): at no instant
+    is either name missing. Returns False where the platform or filesystem cannot (the
+    caller then falls back to two renames)."""
+    lib = _libc()
+    if lib is None:
+        return False
+    rc = lib.renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if rc == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(a), None, str(b))

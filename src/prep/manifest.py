@@ -152,6 +152,7 @@ def build_provenance(
     text_bytes: int,
     source_mtimes: dict[str, int],
     argv: list[str] | None,
+    refresh: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """This run's facts: timings, throughput, resumes, versions, host."""
     return {
@@ -169,6 +170,7 @@ def build_provenance(
         "packages": package_versions(),
         "argv": argv,
         "source_mtimes_ns": source_mtimes,
+        "refresh": refresh,
     }
 
 

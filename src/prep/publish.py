@@ -50,6 +50,16 @@ class OutputPaths:
         return self.final.with_name("." + self.final.name + ".incomplete.new")
 
     @property
+    def previous(self) -> Path:
+        """The version a refresh replaced."""
+        return self.final.with_name(self.final.name + ".previous")
+
+    @property
+    def journal(self) -> Path:
+        """Written before a refresh's swap; lets the next run finish it forward."""
+        return self.final.with_name(self.final.name + ".swap.json")
+
+    @property
     def lock(self) -> Path:
         return self.final.with_name(self.final.name + ".lock")
 

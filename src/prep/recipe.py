@@ -106,6 +106,7 @@ class RunOptions:
     threads: int | None = None
     checkpoint_interval: float = 60.0
     resume: bool = False
+    refresh: bool = False
     allow_version_change: bool = False
     log_interval: float = 30.0
     quiet: bool = False

@@ -201,3 +201,17 @@ def iter_batches(
             f"{f.path}: Parquet data is corrupt ({e}); remove or replace the file",
             path=f.path,
         ) from e
+
+
+def count_rows(source: Source, limit: int | None) -> int | None:
+    """Total rows from the Parquet footers of local files (for progress and ETA), capped
+    at ``limit``; None for remote sources or when a footer cannot be read."""
+    if source.kind != "parquet":
+        return limit
+    total = 0
+    try:
+        for f in source.files:
+            total += pq.ParquetFile(f.local).metadata.num_rows
+    except (pa.ArrowException, OSError):
+        return limit
+    return min(total, limit) if limit is not None else total

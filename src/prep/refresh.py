@@ -1,0 +1,173 @@
+"""``--refresh`` for cron: the quick "unchanged?" test, and the atomic swap of a new version.
+
+Unchanged means: the source lists the same files with the same sizes and mtimes (a file
+whose mtime changed is hashed and compared), the same Hub commit, the same tokenizer bytes
+and separator, and the same recipe as the published version recorded. No Parquet content is
+read for it.
+
+The swap exchanges ``DIR.incomplete`` (the new version) with ``DIR`` in one
+``renameat2(RENAME_EXCHANGE)``, then moves the old version to ``DIR.previous``. A journal
+(``DIR.swap.json``, written first, naming the new manifest's SHA-256) lets the next run
+finish an interrupted swap forward; it never swaps the old version back in. Where the
+exchange is unavailable (not Linux, or a filesystem without it) the swap is two renames and
+``DIR`` is missing for the instant between them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prep.encoders import tokenizer_fingerprint
+from prep.errors import IntegrityError
+from prep.fsio import atomic_write_bytes, exchange, fsync_dir, rename_noreplace
+from prep.manifest import MANIFEST_NAME, PROVENANCE_NAME, read_manifest
+from prep.publish import OutputPaths
+from prep.recipe import Recipe
+from prep.sources import Source, hash_file
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Freshness:
+    """Whether the published version is current; ``changes`` says what differs."""
+
+    changes: list[str] = field(default_factory=list)
+    previous_corpus_sha256: str | None = None
+
+    @property
+    def unchanged(self) -> bool:
+        return not self.changes
+
+
+def _manifest_sha(directory: Path) -> str | None:
+    try:
+        return hashlib.sha256((directory / MANIFEST_NAME).read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+
+
+def source_changes(old: dict[str, Any], mtimes: dict[str, int], source: Source) -> list[str]:
+    """Differences between the published source identity and the current listing; a file
+    with the same size but a new mtime is hashed."""
+    if old.get("kind") != source.kind:
+        return [f"source kind {old.get('kind')} -> {source.kind}"]
+    if source.kind == "hf":
+        rev = old.get("revision")
+        return [] if rev == source.revision else [f"Hub commit {rev} -> {source.revision}"]
+    before = {f["path"]: f for f in old["files"]}
+    now = {f.path: f for f in source.files}
+    changes = []
+    for path in sorted(set(before) | set(now)):
+        if path not in now:
+            changes.append(f"{path}: removed")
+        elif path not in before:
+            changes.append(f"{path}: added")
+        elif before[path]["size"] != now[path].size:
+            changes.append(f"{path}: size {before[path]['size']:,} -> {now[path].size:,}")
+        elif mtimes.get(path) != now[path].mtime_ns:
+            sha = hash_file(now[path].local)
+            now[path].sha256 = sha
+            if sha != before[path]["sha256"]:
+                changes.append(f"{path}: content changed")
+    return changes
+
+
+def recipe_changes(manifest: dict[str, Any], recipe: Recipe, dataset: str) -> list[str]:
+    """Recipe settings that differ from the published manifest's."""
+    changes = []
+    want = recipe.manifest_recipe()
+    if want != manifest["recipe"]:
+        for key in sorted(set(want) | set(manifest["recipe"])):
+            if want.get(key) != manifest["recipe"].get(key):
+                changes.append(
+                    f"recipe {key}: {manifest['recipe'].get(key)!r} -> {want.get(key)!r}"
+                )
+    src = manifest["source"]
+    for key, value in (("text_column", recipe.text_column), ("split_column", recipe.split_column)):
+        if src.get(key) != value:
+            changes.append(f"{key}: {src.get(key)!r} -> {value!r}")
+    if manifest["dataset"] != dataset:
+        changes.append(f"dataset name: {manifest['dataset']!r} -> {dataset!r}")
+    return changes
+
+
+def check_fresh(paths: OutputPaths, recipe: Recipe, source: Source, token: str | None) -> Freshness:
+    """Compare the published ``DIR`` with the current source, tokenizer and recipe."""
+    manifest = read_manifest(paths.final)
+    try:
+        prov = json.loads((paths.final / PROVENANCE_NAME).read_bytes())
+        mtimes = {str(k): int(v) for k, v in prov.get("source_mtimes_ns", {}).items()}
+    except (OSError, ValueError):
+        mtimes = {}
+    changes = source_changes(manifest["source"], mtimes, source)
+    tok = tokenizer_fingerprint(
+        recipe.tokenizer,
+        doc_sep_id=recipe.doc_sep_id,
+        no_doc_sep=recipe.no_doc_sep,
+        tokenizer_id=recipe.tokenizer_id,
+        token=token,
+    )
+    if tok["sha256"] != manifest["tokenizer_sha256"]:
+        changes.append("tokenizer.json changed")
+    if tok["doc_sep_id"] != manifest["doc_sep_id"]:
+        changes.append(f"separator {manifest['doc_sep_id']} -> {tok['doc_sep_id']}")
+    if tok["tokenizer_id"] != manifest["tokenizer_id"]:
+        changes.append(f"tokenizer id {manifest['tokenizer_id']} -> {tok['tokenizer_id']}")
+    changes += recipe_changes(manifest, recipe, recipe.dataset or paths.final.name)
+    return Freshness(changes, manifest.get("corpus_manifest_sha256"))
+
+
+def _retire(paths: OutputPaths) -> None:
+    """Move the old version (now at the staging name) to ``DIR.previous``."""
+    if paths.previous.exists():
+        shutil.rmtree(paths.previous)
+    rename_noreplace(paths.staging, paths.previous)
+    fsync_dir(paths.final.parent)
+
+
+def recover_swap(paths: OutputPaths) -> None:
+    """Finish forward a swap that a crash interrupted (the journal says which way)."""
+    if not paths.journal.exists():
+        return
+    try:
+        new_sha = json.loads(paths.journal.read_bytes())["new_manifest_sha256"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise IntegrityError(
+            f"{paths.journal} is unreadable ({e}); inspect {paths.final} and "
+            f"{paths.staging}, keep the newer one as {paths.final}, then delete the journal",
+            path=paths.journal,
+        ) from e
+    if _manifest_sha(paths.final) == new_sha:
+        if paths.staging.exists() and _manifest_sha(paths.staging) != new_sha:
+            logger.info("finishing an interrupted swap: moving the old version aside")
+            _retire(paths)
+    elif not paths.final.exists() and _manifest_sha(paths.staging) == new_sha:
+        logger.info("finishing an interrupted swap: publishing the new version")
+        rename_noreplace(paths.staging, paths.final)
+        fsync_dir(paths.final.parent)
+    paths.journal.unlink()
+    fsync_dir(paths.final.parent)
+
+
+def swap_in(paths: OutputPaths) -> None:
+    """Replace ``DIR`` with the finished staging directory; keep the old as ``DIR.previous``."""
+    new_sha = _manifest_sha(paths.staging)
+    atomic_write_bytes(paths.journal, json.dumps({"new_manifest_sha256": new_sha}).encode())
+    if exchange(paths.staging, paths.final):
+        fsync_dir(paths.final.parent)
+        _retire(paths)
+    else:
+        if paths.previous.exists():
+            shutil.rmtree(paths.previous)
+        rename_noreplace(paths.final, paths.previous)
+        rename_noreplace(paths.staging, paths.final)
+        fsync_dir(paths.final.parent)
+    paths.journal.unlink()
+    fsync_dir(paths.final.parent)
