@@ -322,6 +322,7 @@ class Job:
                 self._loop()
             return self._finish()
         except Interrupted:
+            self._close()
             raise
         except InputError as e:
             self._close()

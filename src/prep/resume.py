@@ -137,10 +137,13 @@ def verify_files(staging: Path, cp: Checkpoint, vocab_size: int) -> dict[str, Op
 
 
 def unnamed_files(staging: Path, cp: Checkpoint) -> list[Path]:
-    """``.bin`` files in staging that the checkpoint does not name (written after it)."""
+    """Files in staging written after the checkpoint: ``.bin`` files it does not name, and
+    temporary files of interrupted atomic writes."""
     named: set[str] = set()
     for state in cp.splits.values():
         named.update(r.name for r in state.sealed)
         if state.open is not None:
             named.add(state.open.name)
-    return sorted(p for p in staging.glob("*.bin") if p.name not in named)
+    stray = [p for p in staging.glob("*.bin") if p.name not in named]
+    stray += staging.glob(".*.tmp")
+    return sorted(stray)
