@@ -16,19 +16,22 @@ is downloaded); see ``text_sources.py`` for what is taken from where and in whic
 On the reference machine that is ~156 MB of distinct text, read at ~20 MB/s.
 
 Documents: a file's text is cut into paragraphs at blank lines (paragraphs over 32 KB are cut
-at line ends), and consecutive paragraphs are grouped until a size drawn log-uniformly
-between 200 B and 40 KB (median ~2.8 KB) is reached; a tail under 100 B joins the previous
-document. In the first pass documents never cross file boundaries.
+at line ends), and consecutive paragraphs of one file are grouped until a size drawn
+log-uniformly between 200 B and 40 KB is reached; a tail under 100 B joins the previous
+document. The documents then pass through a shuffle buffer of 8,192 documents, so a big
+file's documents are spread out instead of filling whole row groups. Together with the
+stationary source mix (``text_sources.py``) this makes the corpus statistically the same
+from start to end: a 10 MB and a 100 MB corpus differ in size, not in kind.
 
 Repeats: when every source file has been used and the target is not reached, further passes
-reuse the same paragraphs, but pass ``k`` (1, 2, ...) draws from its own RNG a new file order,
-rotates each file's paragraph list by a random offset, and regroups the resulting paragraph
-stream (across file boundaries) with fresh size draws. Documents of different passes
-therefore start, end and combine differently; identical documents across passes are rare
-(a single oversized paragraph can repeat), and the corpus is never a byte-identical repeat.
+reuse the same files, but pass ``k`` (1, 2, ...) takes them in a new seeded order, rotates
+each file's paragraphs (or, for a one-paragraph file, its lines) by a random non-zero offset,
+so the text wraps around from its end to its start, and regroups it with fresh size draws.
+Documents of different passes therefore start and end at different places; only a
+one-line file repeats byte for byte, and the corpus is never a copy of itself.
 
 Deterministic: the same machine (same files), arguments and pyarrow version give
-byte-identical Parquet files. Cost: 200 MB take ~10 s and ~400 MB of RSS (the distinct
+byte-identical Parquet files. Cost: 200 MB take ~10-15 s and ~430 MB of RSS (the distinct
 paragraphs are kept in memory for the repeat passes), so a caller that measures its own
 children's memory should build corpora in a separate process (as ``memory.py`` does).
 """
@@ -55,6 +58,7 @@ FILE_TEXT_BYTES = 64 * MB
 ROW_GROUP_ROWS = 1000
 MIN_DOC_BYTES = 100
 DOC_TARGET_RANGE = (200, 40_000)
+SHUFFLE_BUFFER_DOCS = 8192
 
 SCHEMA = pa.schema([("text", pa.string())])
 
@@ -118,44 +122,74 @@ def group_documents(paras: Iterable[str], rng: random.Random) -> Iterator[str]:
         yield held
 
 
+def shuffle_buffer(items: Iterable[str], size: int, rng: random.Random) -> Iterator[str]:
+    """Bounded-buffer shuffle: each item is yielded exactly once, at most ``size`` held.
+
+    Every held item is equally likely to go next, so a run of items from one big file is
+    spread over several times ``size`` items of output.
+    """
+    buf: list[str] = []
+    for item in items:
+        if len(buf) < size:
+            buf.append(item)
+            continue
+        i = rng.randrange(size)
+        yield buf[i]
+        buf[i] = item
+    rng.shuffle(buf)
+    yield from buf
+
+
+def rotated(paras: list[str], rng: random.Random) -> list[str]:
+    """``paras`` rotated by a random non-zero number of paragraphs (of lines, if just one).
+
+    The text wraps around from its end to its start; only a one-line file is unchanged.
+    """
+    if len(paras) > 1:
+        shift = rng.randrange(1, len(paras))
+        return paras[shift:] + paras[:shift]
+    lines = paras[0].split("\n")
+    if len(lines) > 1:
+        shift = rng.randrange(1, len(lines))
+        return ["\n".join(lines[shift:] + lines[:shift])]
+    return paras
+
+
 class DocumentStream:
     """An endless, deterministic stream of documents: pass 0 over the sources, then repeats.
 
     Iterating yields documents forever (see the module docstring for how passes 1, 2, ...
-    vary); it raises ``RuntimeError`` if this machine has no source text at all.
-    ``passes`` is the number of passes begun so far, ``distinct_chars`` the characters of
-    paragraphs read from sources so far.
+    vary), through a shuffle buffer of 8,192 documents; it raises ``RuntimeError`` if this
+    machine has no source text at all. ``passes`` is the number of passes begun so far,
+    ``distinct_chars`` the characters of paragraphs read from sources so far.
     """
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
         self.passes = 0
         self.distinct_chars = 0
+        self._files: list[list[str]] = []
 
     def __iter__(self) -> Iterator[str]:
-        files: list[list[str]] = []
+        rng = random.Random(f"{self.seed}:shuffle")
+        return shuffle_buffer(self._unshuffled(), SHUFFLE_BUFFER_DOCS, rng)
+
+    def _unshuffled(self) -> Iterator[str]:
         self.passes = 1
-        rng = random.Random(f"{self.seed}:pass:0")
-        for paras in iter_source_paragraphs(self.seed):
-            files.append(paras)
+        for index, paras in enumerate(iter_source_paragraphs(self.seed)):
+            self._files.append(paras)
             self.distinct_chars += sum(len(p) for p in paras)
-            yield from group_documents(paras, rng)
-        if not files:
+            yield from group_documents(paras, random.Random(f"{self.seed}:0:{index}"))
+        if not self._files:
             raise RuntimeError("no source text found (stdlib, /usr/share/man, /usr/share/doc)")
         while True:
-            rng = random.Random(f"{self.seed}:pass:{self.passes}")
+            k = self.passes
             self.passes += 1
-            order = list(range(len(files)))
-            rng.shuffle(order)
-            yield from group_documents(_rotated(files, order, rng), rng)
-
-
-def _rotated(files: list[list[str]], order: list[int], rng: random.Random) -> Iterator[str]:
-    for index in order:
-        paras = files[index]
-        shift = rng.randrange(len(paras))
-        yield from paras[shift:]
-        yield from paras[:shift]
+            order = list(range(len(self._files)))
+            random.Random(f"{self.seed}:order:{k}").shuffle(order)
+            for index in order:
+                rng = random.Random(f"{self.seed}:{k}:{index}")
+                yield from group_documents(rotated(self._files[index], rng), rng)
 
 
 # --- writing ---------------------------------------------------------------------------

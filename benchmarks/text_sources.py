@@ -14,10 +14,9 @@ Four categories of source files (missing roots are simply empty):
 
 :func:`iter_source_paragraphs` yields each usable file as a list of paragraphs. Each
 category's sorted file list is shuffled with a seeded RNG (so a small corpus samples the
-whole category, not its alphabetical head) and the categories are merged by always taking
-the next file from the one that has contributed the fewest characters so far, so any prefix
-of the stream is a balanced mix. Everything is deterministic for a given set of files and
-seed.
+whole category, not its alphabetical head) and the categories are merged in proportion to
+their on-disk sizes, so every stretch of the stream (a 10 MB prefix or the whole) has the
+same mix. Everything is deterministic for a given set of files and seed.
 """
 
 from __future__ import annotations
@@ -254,6 +253,9 @@ class _Category:
     files: list[Path]
     to_text: Callable[[bytes], str | None]
 
+    def disk_bytes(self) -> int:
+        return sum(path.stat().st_size for path in self.files)
+
 
 def _utf8(data: bytes) -> str | None:
     if b"\0" in data:
@@ -340,11 +342,14 @@ def categories(seed: int) -> list[_Category]:
 
 
 def iter_source_paragraphs(seed: int) -> Iterator[list[str]]:
-    """Each usable source file's paragraphs, categories merged by fewest bytes so far.
+    """Each usable source file's paragraphs, in a stationary mix of the categories.
 
-    Deterministic for a given set of files and ``seed``. Skipped: files whose bytes were
-    seen before, files over 8 MB, unreadable or non-UTF-8 files, and files with under
-    100 characters of paragraphs.
+    Each category's files are shuffled; the next file comes from the category that has
+    read the smallest fraction of its on-disk bytes, so every category is spread evenly
+    over the whole stream and any stretch of it has the same mix (a benchmark comparing a
+    small and a large corpus then compares like with like). Deterministic for a given set
+    of files and ``seed``. Skipped: files whose bytes were seen before, files over 8 MB,
+    unreadable or non-UTF-8 files, and files with under 100 characters of paragraphs.
     """
     cats = categories(seed)
     queues: list[list[Path]] = []
@@ -353,19 +358,20 @@ def iter_source_paragraphs(seed: int) -> Iterator[list[str]]:
         random.Random(f"{seed}:files:{cat.name}").shuffle(files)
         files.reverse()  # pop() from the end takes the shuffled order front to back
         queues.append(files)
-    emitted = [0] * len(cats)
+    totals = [max(cat.disk_bytes(), 1) for cat in cats]
+    consumed = [0] * len(cats)
     seen: set[bytes] = set()
     while True:
         live = [i for i, queue in enumerate(queues) if queue]
         if not live:
             return
-        i = min(live, key=lambda k: (emitted[k], k))
+        i = min(live, key=lambda k: (consumed[k] / totals[k], k))
         path = queues[i].pop()
-        emitted[i] += 1  # even an unusable file advances its category: the merge cannot stall
         try:
             data = path.read_bytes()
         except OSError:
             continue
+        consumed[i] += len(data)
         digest = hashlib.blake2b(data, digest_size=16).digest()
         if digest in seen or len(data) > MAX_SOURCE_BYTES:
             continue
@@ -375,5 +381,4 @@ def iter_source_paragraphs(seed: int) -> Iterator[list[str]]:
         chars = sum(len(p) for p in paras)
         if chars < MIN_SOURCE_CHARS:
             continue
-        emitted[i] += chars
         yield paras

@@ -359,7 +359,10 @@ class Job:
             for batch in batches:
                 docs_utf8 = [b for b, k in zip(batch.utf8, batch.kinds, strict=True) if k == DOC]
                 ids = self.encoder.encode_batch(batch.docs, docs_utf8)  # type: ignore[arg-type]
-                if self._commit(batch, ids):
+                reached = self._commit(batch, ids)
+                for w in self.writers.values():
+                    w.flush()  # to the page cache every batch; fsync only at checkpoints
+                if reached:
                     break
                 now = time.monotonic()
                 if self.stop_requested():

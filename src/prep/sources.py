@@ -192,10 +192,16 @@ def iter_batches(
                 row=0,
             )
     try:
-        for batch in pf.iter_batches(batch_size=READ_BATCH_ROWS, columns=columns):
-            texts = batch.column(0).to_pylist()
-            splits = batch.column(1).to_pylist() if split_column else None
-            yield texts, splits
+        # One row group at a time, single-threaded: memory stays bounded by one row group
+        # (pyarrow would otherwise decode several ahead); decoding is cheap next to
+        # tokenizing.
+        for group in range(pf.num_row_groups):
+            for batch in pf.iter_batches(
+                batch_size=READ_BATCH_ROWS, columns=columns, row_groups=[group], use_threads=False
+            ):
+                texts = batch.column(0).to_pylist()
+                splits = batch.column(1).to_pylist() if split_column else None
+                yield texts, splits
     except (pa.ArrowException, OSError) as e:
         raise InputError(
             f"{f.path}: Parquet data is corrupt ({e}); remove or replace the file",
