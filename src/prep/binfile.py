@@ -65,8 +65,11 @@ class BinHeader:
 
 def version_for_vocab(vocab_size: int) -> int:
     """1 (uint16) when every id fits 16 bits (V <= 65536), else 2 (uint32)."""
-    if vocab_size <= 0 or vocab_size > 2**32:
-        raise InputError(f"vocabulary size {vocab_size:,} is out of range 1..2**32")
+    if vocab_size <= 0 or vocab_size > MAX_TOKENS:  # header int [3] is an int32
+        raise InputError(
+            f"vocabulary size {vocab_size:,} is out of range 1..2**31-1 (the .bin header "
+            "stores it as an int32)"
+        )
     return 1 if vocab_size <= UINT16_VOCAB_LIMIT else 2
 
 

@@ -151,7 +151,7 @@ def load(directory: Path) -> Checkpoint:
         return Checkpoint.from_json(json.loads(raw))
     except IntegrityError:
         raise
-    except (ValueError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise IntegrityError(
             f"{path} is corrupt ({type(e).__name__}: {e}); it cannot be resumed. Delete "
             f"{directory} to start over",

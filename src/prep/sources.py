@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from prep.errors import InputError, IntegrityError
+from prep.errors import InputError, IntegrityError, PrepError
 
 _GLOB_CHARS = set("*?[")
 READ_BATCH_ROWS = 4096
@@ -110,11 +110,13 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
                 "directory of them, a glob, or hf://datasets/OWNER/NAME",
                 path=spec,
             )
-    root_abs = root.resolve()
+    root_abs = Path(os.path.abspath(root))
     files = []
     for q in paths:
         st = q.stat()
-        rel = q.resolve().relative_to(root_abs).as_posix()
+        # abspath, not resolve(): a symlink (the Hugging Face cache links snapshots to
+        # blobs) keeps the name it has under the root.
+        rel = Path(os.path.abspath(q)).relative_to(root_abs).as_posix()
         files.append(
             SourceFile(path=rel, local=q.resolve(), size=st.st_size, mtime_ns=st.st_mtime_ns)
         )
@@ -153,9 +155,37 @@ def hash_and_check(source: Source, f: SourceFile) -> None:
 
 
 def _is_string(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):  # pandas "category" columns
+        return _is_string(t.value_type)
     return bool(pa.types.is_string(t) or pa.types.is_large_string(t)) or (
         hasattr(pa.types, "is_string_view") and pa.types.is_string_view(t)
     )
+
+
+def _strings(col: pa.Array, f: SourceFile, first_row: int, name: str) -> list[Any]:
+    """The column's values; raises ``InputError`` naming the first row that is not UTF-8."""
+    try:
+        return col.to_pylist()  # type: ignore[no-any-return]
+    except UnicodeDecodeError as e:
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        raw = col.cast(pa.large_binary()).to_pylist()
+        bad = next((i for i, v in enumerate(raw) if v is not None and not _utf8(v)), 0)
+        raise InputError(
+            f'{f.path} row {first_row + bad}: column "{name}" holds bytes that are not valid '
+            f"UTF-8 ({e}); the file is damaged or was not written as text: remove or "
+            "replace it",
+            path=f.path,
+            row=first_row + bad,
+        ) from e
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def iter_batches(
@@ -169,7 +199,7 @@ def iter_batches(
     hash_and_check(source, f)
     try:
         pf = pq.ParquetFile(local)
-    except (pa.ArrowException, OSError) as e:
+    except (pa.ArrowException, OSError, ValueError) as e:  # ValueError: names not UTF-8
         raise InputError(
             f"{f.path}: not a readable Parquet file ({e}); remove or replace the file",
             path=f.path,
@@ -191,6 +221,7 @@ def iter_batches(
                 path=f.path,
                 row=0,
             )
+    row = 0
     try:
         # One row group at a time, single-threaded: memory stays bounded by one row group
         # (pyarrow would otherwise decode several ahead); decoding is cheap next to
@@ -199,10 +230,13 @@ def iter_batches(
             for batch in pf.iter_batches(
                 batch_size=READ_BATCH_ROWS, columns=columns, row_groups=[group], use_threads=False
             ):
-                texts = batch.column(0).to_pylist()
-                splits = batch.column(1).to_pylist() if split_column else None
+                texts = _strings(batch.column(0), f, row, text_column)
+                splits = _strings(batch.column(1), f, row, split_column) if split_column else None
+                row += batch.num_rows
                 yield texts, splits
-    except (pa.ArrowException, OSError) as e:
+    except PrepError:
+        raise
+    except (pa.ArrowException, OSError, ValueError) as e:
         raise InputError(
             f"{f.path}: Parquet data is corrupt ({e}); remove or replace the file",
             path=f.path,
@@ -218,6 +252,6 @@ def count_rows(source: Source, limit: int | None) -> int | None:
     try:
         for f in source.files:
             total += pq.ParquetFile(f.local).metadata.num_rows
-    except (pa.ArrowException, OSError):
+    except (pa.ArrowException, OSError, ValueError):
         return limit
     return min(total, limit) if limit is not None else total

@@ -1,0 +1,168 @@
+"""``checkpoint.json``: round trips, and refusal of unknown formats and corrupt files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from prep import checkpoint as ckpt
+from prep.checkpoint import Checkpoint, Progress, RunFacts
+from prep.errors import IntegrityError
+from prep.recipe import Recipe
+from prep.writer import FileRecord, OpenFile, SplitState
+
+
+def sample() -> Checkpoint:
+    recipe = Recipe(source="data/", val_fraction=0.25, seed=7, shuffle_buffer=3,
+                    max_file_tokens=1000, doc_sep_id=0, dataset="dé")
+    train = SplitState(
+        sealed=(FileRecord("train-00000.bin", 990, 12, "a" * 64),),
+        open=OpenFile("train-00001.bin", 40, 1, "b" * 64),
+        n_tokens=1030, n_docs=13, text_bytes=1017, text_tokens=1017,
+    )
+    val = SplitState.empty("val")
+    return Checkpoint(
+        recipe=recipe,
+        source={"kind": "parquet", "uri": "data/", "root": "/r", "revision": None,
+                "files": [{"path": "ü.parquet", "size": 5, "sha256": None}]},
+        tokenizer={"spec": "byte", "tokenizer_id": "bytes", "sha256": "e3" * 32,
+                   "vocab_size": 256, "doc_sep_id": 0},
+        versions={"tokenizers": "0.23.3", "numpy": "2.0"},
+        progress=Progress(rows_visited=20, docs_written=13, empty_rows_skipped=7,
+                          prefix_sha256="c" * 64, finished=False),
+        splits={"train": train, "val": val},
+        run=RunFacts(started_at=1.5, resumes=2, active_seconds=3.25, source_mtimes={"ü": 9}),
+        written_at=12.0,
+    )
+
+
+def test_to_json_from_json_round_trip() -> None:
+    cp = sample()
+    assert Checkpoint.from_json(cp.to_json()) == cp
+    # and through real JSON text
+    assert Checkpoint.from_json(json.loads(json.dumps(cp.to_json()))) == cp
+
+
+def test_to_json_records_the_format_version() -> None:
+    d = sample().to_json()
+    assert d["format"] == 1
+    assert d["splits"]["train"]["open"]["ids_sha256"] == "b" * 64
+    assert d["recipe"]["max_file_tokens"] == 1000
+
+
+def test_save_load_round_trip(tmp_path: Path) -> None:
+    cp = sample()
+    ckpt.save(tmp_path, cp)
+    path = tmp_path / "checkpoint.json"
+    assert json.loads(path.read_text(encoding="utf-8"))["recipe"]["dataset"] == "dé"
+    assert ckpt.load(tmp_path) == cp
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.json"]  # no temp file left
+
+
+def test_save_replaces_the_previous_checkpoint(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    cp = sample()
+    ckpt.save(tmp_path, cp)
+    later = replace(cp, progress=replace(cp.progress, rows_visited=99))
+    ckpt.save(tmp_path, later)
+    assert ckpt.load(tmp_path).progress.rows_visited == 99
+
+
+@pytest.mark.parametrize("fmt", [2, 0, "1", None])
+def test_unknown_format_is_rejected(tmp_path: Path, fmt: object) -> None:
+    d = sample().to_json()
+    d["format"] = fmt
+    (tmp_path / "checkpoint.json").write_text(json.dumps(d))
+    with pytest.raises(IntegrityError) as info:
+        ckpt.load(tmp_path)
+    msg = str(info.value)
+    assert f"checkpoint format {fmt!r} is not the supported 1" in msg
+    assert "another version of prep" in msg
+    assert "delete the staging directory" in msg
+
+
+def test_missing_format_is_rejected() -> None:
+    d = sample().to_json()
+    del d["format"]
+    with pytest.raises(IntegrityError, match="checkpoint format None is not the supported 1"):
+        Checkpoint.from_json(d)
+
+
+def test_non_object_is_rejected() -> None:
+    with pytest.raises(IntegrityError, match="checkpoint format None"):
+        Checkpoint.from_json([1, 2])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b'{"format": 1, "recipe": ', b"\x00\x00\x00\x00", b"", b"not json at all"],
+)
+def test_corrupt_json_is_rejected(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / "checkpoint.json").write_bytes(content)
+    with pytest.raises(IntegrityError) as info:
+        ckpt.load(tmp_path)
+    msg = str(info.value)
+    assert f"{tmp_path / 'checkpoint.json'} is corrupt" in msg
+    assert f"Delete {tmp_path} to start over" in msg
+
+
+def test_missing_key_is_corrupt(tmp_path: Path) -> None:
+    d = sample().to_json()
+    del d["progress"]
+    (tmp_path / "checkpoint.json").write_text(json.dumps(d))
+    with pytest.raises(IntegrityError) as info:
+        ckpt.load(tmp_path)
+    assert "is corrupt (KeyError: 'progress')" in str(info.value)
+
+
+def test_unknown_recipe_setting_is_rejected(tmp_path: Path) -> None:
+    d = sample().to_json()
+    d["recipe"]["fancy_option"] = 1
+    (tmp_path / "checkpoint.json").write_text(json.dumps(d))
+    with pytest.raises(IntegrityError) as info:
+        ckpt.load(tmp_path)
+    assert "checkpoint recipe has unknown settings ['fancy_option']" in str(info.value)
+
+
+def test_missing_checkpoint(tmp_path: Path) -> None:
+    with pytest.raises(IntegrityError) as info:
+        ckpt.load(tmp_path)
+    assert f"{tmp_path / 'checkpoint.json'} is missing" in str(info.value)
+    assert f"Delete {tmp_path} to start over" in str(info.value)
+
+
+def test_recipe_json_round_trip() -> None:
+    r = Recipe(source="s", split_column="split", shuffle_files=True, train_tokens=5,
+               sep_position="append", no_doc_sep=True)
+    assert Recipe.from_json(r.to_json()) == r
+
+
+def test_progress_and_run_facts_round_trip() -> None:
+    p = Progress(1, 2, 3, "d" * 64, True)
+    assert Progress.from_json(p.to_json()) == p
+    f = RunFacts(started_at=2.0, resumes=1, active_seconds=0.5, source_mtimes={"a": 1})
+    assert RunFacts.from_json(f.to_json()) == f
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("source", 5), ("progress", None), ("run", []), ("recipe", [])],
+)
+def test_wrong_shape_is_corrupt(tmp_path: Path, key: str, value: object) -> None:
+    d = sample().to_json()
+    d[key] = value
+    (tmp_path / "checkpoint.json").write_text(json.dumps(d))
+    with pytest.raises(IntegrityError, match=r"checkpoint\.json is corrupt \(TypeError"):
+        ckpt.load(tmp_path)
+
+
+@pytest.mark.parametrize(("key", "value"), [("versions", []), ("splits", []), ("versions", "x")])
+def test_wrong_shape_mapping_is_corrupt(tmp_path: Path, key: str, value: object) -> None:
+    d = sample().to_json()
+    d[key] = value
+    (tmp_path / "checkpoint.json").write_text(json.dumps(d))
+    with pytest.raises(IntegrityError, match=r"checkpoint\.json is corrupt"):
+        ckpt.load(tmp_path)
