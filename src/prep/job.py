@@ -179,6 +179,7 @@ class Job:
         argv: list[str] | None,
     ) -> Job:
         """Verify staging against its checkpoint (reading only), then reopen it."""
+        t_verify = time.monotonic()
         cp = ckpt.load(paths.staging)
         conflicts = recipe_conflicts(cp.recipe, typed)
         if conflicts:
@@ -243,12 +244,14 @@ class Job:
         if job.finished:
             job._final_digest = cp.progress.prefix_sha256
         logger.info(
-            "resuming %s at row %s (%s docs; train %s tokens, val %s tokens)",
+            "resuming %s at row %s (%s docs; train %s tokens, val %s tokens); verified and "
+            "replayed in %.2f s",
             paths.staging,
             f"{cp.progress.rows_visited:,}",
             f"{cp.progress.docs_written:,}",
             f"{cp.splits['train'].n_tokens:,}",
             f"{cp.splits['val'].n_tokens:,}",
+            time.monotonic() - t_verify,
         )
         return job
 
