@@ -15,7 +15,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from hashlib import sha256
 from pathlib import Path
@@ -99,6 +99,12 @@ def _batches(stream: Iterator[Any], preparer: Preparer, size: int) -> Iterator[B
         yield preparer.prepare(items)
         if isinstance(items[-1], Failure):
             return
+
+
+def _tokenize(batches: Iterable[Batch], encoder: Encoder) -> Iterator[tuple[Batch, list[Any]]]:
+    for batch in batches:
+        docs_utf8 = [b for b, k in zip(batch.utf8, batch.kinds, strict=True) if k == DOC]
+        yield batch, encoder.encode_batch(batch.docs, docs_utf8)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -358,10 +364,12 @@ class Job:
             sum(w.n_tokens for w in self.writers.values()),
             sum(w.text_bytes for w in self.writers.values()),
         )
-        with ReadAhead(_batches(stream, preparer, self.opts.batch_size), depth=2) as batches:
-            for batch in batches:
-                docs_utf8 = [b for b, k in zip(batch.utf8, batch.kinds, strict=True) if k == DOC]
-                ids = self.encoder.encode_batch(batch.docs, docs_utf8)  # type: ignore[arg-type]
+        # Three stages, each in its own thread: read and prepare (Parquet, UTF-8, split
+        # hashes), tokenize (releases the GIL), commit (here). Committing batch k overlaps
+        # tokenizing batch k+1, so the tokenizer never waits for the writer.
+        prepared = ReadAhead(_batches(stream, preparer, self.opts.batch_size), depth=2)
+        with prepared, ReadAhead(_tokenize(prepared, self.encoder), depth=1) as tokenized:
+            for batch, ids in tokenized:
                 reached = self._commit(batch, ids)
                 for w in self.writers.values():
                     w.flush()  # to the page cache every batch; fsync only at checkpoints

@@ -173,9 +173,19 @@ def _refresh(
         }
     else:
         logger.info("continuing the refresh in %s", paths.staging)
-    manifest = _build(
-        paths, recipe, opts, typed, stop_requested, argv, reporter, source=source, refresh=info
-    )
+    try:
+        manifest = _build(
+            paths, recipe, opts, typed, stop_requested, argv, reporter, source=source, refresh=info
+        )
+    except IntegrityError as e:
+        if source is not None:
+            raise
+        raise IntegrityError(
+            f"{e}\n{paths.final} is intact; {paths.staging} is an unfinished refresh that "
+            f"cannot continue: delete {paths.staging} and rerun with --refresh to build the "
+            "new version from the current source",
+            path=e.path,
+        ) from e
     if manifest_bytes(manifest) == (paths.final / MANIFEST_NAME).read_bytes():
         logger.info("the rebuilt version is identical; %s is up to date", paths.final)
         shutil.rmtree(paths.staging)

@@ -75,6 +75,7 @@ def hold_lock(paths: OutputPaths, wait: float) -> Iterator[None]:
     paths.final.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(paths.lock))
     deadline = time.monotonic() + wait
+    next_note = 0.0
     while True:
         try:
             lock.acquire(timeout=0)
@@ -87,7 +88,9 @@ def hold_lock(paths: OutputPaths, wait: float) -> Iterator[None]:
                     "pass --wait-lock SECONDS to wait",
                     path=paths.lock,
                 ) from None
-            logger.info("waiting for %s held by %s", paths.lock, holder)
+            if time.monotonic() >= next_note:  # a line a minute, not a line a second
+                logger.info("waiting for %s held by %s", paths.lock, holder)
+                next_note = time.monotonic() + 60
             time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
     try:
         info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}

@@ -57,7 +57,9 @@ class ReadAhead(Generic[T]):
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=30)
+        # A stage may be inside a long tokenizer call; it is a daemon thread and drops its
+        # result when it sees the stop, so do not hold up an exit for it.
+        self._thread.join(timeout=5)
 
     def __enter__(self) -> ReadAhead[T]:
         return self

@@ -125,5 +125,5 @@ class RunOptions:
         ):
             if not value > 0:
                 raise UsageError(f"{name} {value} must be > 0")
-        if self.wait_lock < 0:
+        if not self.wait_lock >= 0:  # also NaN, which would never time out
             raise UsageError(f"--wait-lock {self.wait_lock} must be >= 0")

@@ -134,6 +134,8 @@ def _retire(paths: OutputPaths) -> None:
 
 def recover_swap(paths: OutputPaths) -> None:
     """Finish forward a swap that a crash interrupted (the journal says which way)."""
+    for stray in paths.final.parent.glob(f".{paths.journal.name}.*.tmp"):
+        stray.unlink()  # a journal write that a crash interrupted; never took effect
     if not paths.journal.exists():
         return
     try:

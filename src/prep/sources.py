@@ -118,7 +118,9 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
         # blobs) keeps the name it has under the root.
         rel = Path(os.path.abspath(q)).relative_to(root_abs).as_posix()
         files.append(
-            SourceFile(path=rel, local=q.resolve(), size=st.st_size, mtime_ns=st.st_mtime_ns)
+            SourceFile(
+                path=rel, local=Path(os.path.abspath(q)), size=st.st_size, mtime_ns=st.st_mtime_ns
+            )
         )
     files.sort(key=lambda f: f.path)
     return Source(kind="parquet", uri=given, root=str(root_abs), files=files)
@@ -134,8 +136,8 @@ def hash_file(path: Path) -> str:
 
 def hash_and_check(source: Source, f: SourceFile) -> None:
     """Fill ``f.sha256`` (once) and refuse a file whose bytes changed since recorded."""
-    local = source.local_path(f)
     if f.sha256 is None:
+        local = source.local_path(f)
         size = os.path.getsize(local)
         if size != f.size:
             raise IntegrityError(

@@ -1,0 +1,47 @@
+"""Fixtures for the Hub tests: a loopback Hub (fakehub.py) per test, the corpus on it, and
+the same corpus prepared from a local directory as the reference."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from prep.hub import HubOptions
+
+from .fakehub import FakeHub
+from .helpers import COMMON, CORPUS, DATASET, EXTRAS, GIT_FILE, prepare, write_local
+
+
+@pytest.fixture
+def hub() -> Iterator[FakeHub]:
+    server = FakeHub().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def corpus_commit(hub: FakeHub) -> str:
+    """``acme/corpus`` with CORPUS (one file in git, the others LFS) on ``main``."""
+    return hub.commit("dataset", DATASET, {**CORPUS, **EXTRAS}, git_files=(GIT_FILE,))
+
+
+@pytest.fixture
+def options(hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> HubOptions:
+    """In-process: the loopback Hub, a fresh cache, three tries without waiting."""
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    return HubOptions(endpoint=hub.url, cache_dir=tmp_path / "hf-cache", attempts=3, base_delay=0.0)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """CORPUS read from a local directory: what every Hub run of it must reproduce."""
+    root = tmp_path_factory.mktemp("reference")
+    src = write_local(root / "src", {**CORPUS, **EXTRAS})
+    out = root / "out"
+    r = prepare(["--source", src, "--out", out, *COMMON])
+    assert r.returncode == 0, r.stderr
+    return out

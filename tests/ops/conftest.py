@@ -1,0 +1,13 @@
+"""Fixtures shared by the operations tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from .opskit import World, make_world
+
+
+@pytest.fixture(scope="session")
+def small_world(tmp_path_factory: pytest.TempPathFactory) -> World:
+    """4 files x 300 documents: quick builds for the refresh and swap tests."""
+    return make_world(tmp_path_factory.mktemp("small"), 4, 300)
