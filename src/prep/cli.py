@@ -8,6 +8,7 @@ early but resumable (signal after a checkpoint, or the lock is held).
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -20,6 +21,7 @@ from typing import Any
 
 from prep.encoders import set_threads
 from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, PrepError
+from prep.manifest import PROVENANCE_NAME
 from prep.progress import BarReporter, LineReporter, Reporter, silent
 from prep.recipe import DEFAULT_BATCH_SIZE, Recipe, RunOptions
 
@@ -171,8 +173,18 @@ def _summary(outcome: Any) -> str:
         for split, t in m["totals"].items()
     ]
     tokens = sum(t["n_tokens"] for t in m["totals"].values())
-    rate = f", {tokens / outcome.seconds:,.0f} tokens/s" if outcome.seconds else ""
-    return f"published {outcome.out}: {'; '.join(parts)}; {outcome.seconds:,.1f} s{rate}"
+    seconds = _active_seconds(outcome.out) or outcome.seconds
+    rate = f", {tokens / seconds:,.0f} tokens/s" if seconds else ""
+    return f"published {outcome.out}: {'; '.join(parts)}; {seconds:,.1f} s{rate}"
+
+
+def _active_seconds(out: Path) -> float | None:
+    """Active time summed over the run and its resumes, from ``_PROVENANCE.json``."""
+    try:
+        prov = json.loads((out / PROVENANCE_NAME).read_text(encoding="utf-8"))
+        return float(prov["active_seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def run_prepare(argv: list[str], prog: str = "prepare.py") -> int:
