@@ -11,13 +11,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from prep.errors import InputError, IntegrityError, TransientError, UsageError
-from prep.hub import (
-    HubOptions,
+from prep.hub import HubOptions, resolve_hub_source
+from prep.hub_paths import (
     glob_regex,
     listing_root,
     parse_dataset_uri,
     parse_tokenizer_spec,
-    resolve_hub_source,
     select_paths,
 )
 from prep.sources import hash_and_check, iter_batches
