@@ -206,9 +206,19 @@ class Job:
                 + "\nRestore the original files, or start a new run with a new --out"
             )
         recorded = {f["path"]: f["sha256"] for f in cp.source["files"]}
+        touched = []
         for f in source.files:
             if recorded.get(f.path):
                 f.expected_sha256 = recorded[f.path]
+            elif source.kind == "parquet" and cp.run.source_mtimes.get(f.path) != f.mtime_ns:
+                touched.append(f.path)  # not read yet, so no hash: its mtime is the evidence
+        if touched:
+            raise IntegrityError(
+                f"--resume of {paths.staging}: source files not yet read were modified since "
+                f"the run started (mtime changed): {', '.join(touched[:5])}"
+                + (f" and {len(touched) - 5} more" if len(touched) > 5 else "")
+                + ". Restore them, or start a new run with a new --out"
+            )
         encoder = _load_encoder(recipe, opts.token, cp.tokenizer.get("revision"))
         tdiffs = tokenizer_differences(cp.tokenizer, encoder.identity)
         if tdiffs:
@@ -346,7 +356,7 @@ class Job:
             raise
         except OSError as e:
             self._close()
-            raise _write_failure(e, self.paths) from e
+            raise write_failure(e, self.paths) from e
         except BaseException:
             self._close()
             raise
@@ -532,17 +542,19 @@ class Job:
         return manifest
 
 
-def _write_failure(e: OSError, paths: OutputPaths) -> OutputError:
+def write_failure(e: OSError, paths: OutputPaths) -> OutputError:
     """An OS error while writing (disk full, quota, I/O error): nothing committed is lost."""
-    where = e.filename or paths.staging
+    where = e.filename or (paths.staging if paths.staging.exists() else paths.final)
     if e.errno in (errno.ENOSPC, errno.EDQUOT):
         what = f"no space left on the device writing {where} ({e.strerror})"
-        fix = "free some space, then rerun with --resume"
+        fix = "free some space, then rerun"
     else:
         what = f"writing {where} failed: {e.strerror or e}"
-        fix = "fix the cause, then rerun with --resume"
-    return OutputError(
-        f"{what}; the last checkpoint in {paths.staging} is intact: {fix} "
-        f"(prep prepare --out {paths.final} --resume)",
-        path=where,
-    )
+        fix = "fix the cause, then rerun"
+    if paths.staging.exists():
+        state = f"the last checkpoint in {paths.staging} is intact"
+        fix += f" with --resume (prep prepare --out {paths.final} --resume)"
+    else:
+        state = "nothing was committed yet"
+        fix += " the same command"
+    return OutputError(f"{what}; {state}: {fix}", path=where)

@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from prep import checkpoint as ckpt
-from prep.errors import IntegrityError, OutputError
+from prep.errors import IntegrityError, OutputError, PrepError
 from prep.fsio import fsync_dir
-from prep.job import Job, StopRequested, resolve_source
+from prep.job import Job, StopRequested, resolve_source, write_failure
 from prep.manifest import MANIFEST_NAME, manifest_bytes, read_manifest
 from prep.progress import Reporter, silent
 from prep.publish import OutputPaths, hold_lock, publish
 from prep.recipe import Recipe, RunOptions
 from prep.refresh import check_fresh, recover_swap, swap_in
+from prep.resume import recipe_conflicts
 from prep.sources import Source
 
 logger = logging.getLogger(__name__)
@@ -62,10 +63,27 @@ def run(
     ``IntegrityError`` when staging does not verify; ``InputError`` for bad input;
     ``Interrupted`` after a checkpoint when ``stop_requested()``."""
     paths = OutputPaths.for_out(opts.out)
+    try:
+        return _run(paths, recipe, opts, typed or {}, stop_requested, argv, reporter)
+    except PrepError:
+        raise
+    except OSError as e:  # staging creation, the lock info, publishing: not only the job
+        raise write_failure(e, paths) from e
+
+
+def _run(
+    paths: OutputPaths,
+    recipe: Recipe,
+    opts: RunOptions,
+    typed: dict[str, Any],
+    stop_requested: StopRequested,
+    argv: list[str] | None,
+    reporter: Reporter,
+) -> Outcome:
     t0 = time.monotonic()
     with hold_lock(paths, opts.wait_lock):
         if opts.refresh:
-            return _refresh(paths, recipe, opts, typed or {}, stop_requested, argv, t0, reporter)
+            return _refresh(paths, recipe, opts, typed, stop_requested, argv, t0, reporter)
         if paths.final.exists():
             if opts.resume:
                 if paths.staging.exists():
@@ -80,7 +98,7 @@ def run(
                 "another --out, delete it to rebuild, or use --refresh to update it",
                 path=paths.final,
             )
-        manifest = _build(paths, recipe, opts, typed or {}, stop_requested, argv, reporter)
+        manifest = _build(paths, recipe, opts, typed, stop_requested, argv, reporter)
         _drop_checkpoint(paths)
         publish(paths)
         logger.info("published %s", paths.final)
@@ -108,7 +126,7 @@ def _build(
                 path=paths.staging,
             )
         if (paths.staging / MANIFEST_NAME).exists():
-            return _verified_ready(paths.staging)
+            return _verified_ready(paths.staging, typed)
         job = Job.restore(paths, opts, typed, stop_requested, argv)
     else:
         job = Job.start(paths, recipe, opts, stop_requested, argv, source=source, refresh=refresh)
@@ -116,10 +134,19 @@ def _build(
     return job.execute()
 
 
-def _verified_ready(staging: Path) -> dict[str, Any]:
-    """A staging directory a crash left after its manifest was written: verify it."""
+def _verified_ready(staging: Path, typed: dict[str, Any]) -> dict[str, Any]:
+    """A staging directory a crash left after its manifest was written: verify it (and
+    that typed options agree with the run, as for any resume)."""
     from prep.verify import verify_dataset
 
+    if typed and (staging / ckpt.CHECKPOINT_NAME).exists():
+        conflicts = recipe_conflicts(ckpt.load(staging).recipe, typed)
+        if conflicts:
+            raise IntegrityError(
+                f"--resume of {staging}: options contradict the run being resumed:\n  "
+                + "\n  ".join(conflicts)
+                + "\nDrop them (the recipe comes from the checkpoint), or use a new --out"
+            )
     manifest = read_manifest(staging)
     problems = verify_dataset(staging, check_extra=False)
     if problems:

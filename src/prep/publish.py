@@ -93,6 +93,8 @@ def hold_lock(paths: OutputPaths, wait: float) -> Iterator[None]:
                 next_note = time.monotonic() + 60
             time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
     try:
+        for stray in paths.final.parent.glob(f".{paths.lock_info.name}.*.tmp"):
+            stray.unlink(missing_ok=True)  # a lock-info write a crash interrupted; we hold it
         info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
         atomic_write_bytes(paths.lock_info, json.dumps(info).encode())
         yield

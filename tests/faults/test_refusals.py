@@ -1,0 +1,328 @@
+"""Resume refuses when anything disagrees with the checkpoint: exit 1, a message that says
+what differs and what to do, and the staging directory byte-for-byte as it was.
+
+Each test stops a real run with SIGTERM (exit 75) once it has committed rows and sealed
+files, changes one thing, and resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import faultkit as fk
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from faultkit import World
+
+factories = fk.factories
+
+
+@pytest.fixture(scope="module")
+def w(tmp_path_factory: pytest.TempPathFactory) -> World:
+    return fk.world(tmp_path_factory, fk.SMALL)
+
+
+def interrupt(
+    w: World, out: Path, source: Path | None = None, tokenizer: Path | None = None
+) -> dict[str, Any]:
+    """Run until at least 2,000 rows are committed and two train files sealed, then SIGTERM;
+    returns the checkpoint.
+
+    Then leave what a crash after that checkpoint would: uncommitted ids after the open
+    file's committed ones, and the next file, which the checkpoint does not name. A refusal
+    must leave those alone too (resume discards them only after verifying everything)."""
+    proc = fk.spawn(["--out", out, *w.recipe(source, tokenizer), *fk.FAST])
+
+    def ready() -> bool:
+        cp = fk.read_checkpoint(out)
+        return (
+            cp is not None
+            and cp["progress"]["rows_visited"] >= 2000
+            and len(cp["splits"]["train"]["sealed"]) >= 2
+        )
+
+    assert fk.wait_until(proc, ready), fk.finish(proc)
+    proc.send_signal(signal.SIGTERM)
+    code, err = fk.finish(proc)
+    assert code == 75, err
+    cp = fk.read_checkpoint(out)
+    assert cp is not None
+    staging = fk.staging_of(out)
+    train = cp["splits"]["train"]
+    with open(staging / train["open"]["name"], "ab") as f:
+        f.write(bytes(40))  # 20 uncommitted ids
+    header = (staging / train["sealed"][0]["name"]).read_bytes()[:1024]
+    (staging / f"train-{len(train['sealed']) + 1:05d}.bin").write_bytes(header)
+    return cp
+
+
+def refused(out: Path, *extra: str) -> str:
+    """Resume, expect a refusal that left staging untouched; returns the message."""
+    staging = fk.staging_of(out)
+    before = fk.tree_hashes(staging)
+    done = fk.run_plain(["--out", out, "--resume", *extra])
+    assert done.returncode == 1, done.stderr
+    fk.no_traceback(done.stderr)
+    assert "prep: error:" in done.stderr
+    assert fk.tree_hashes(staging) == before, "the refusal changed the staging directory"
+    assert not out.exists()
+    assert not out.with_name(out.name + ".lock.json").exists(), "the lock was not released"
+    return done.stderr
+
+
+def source_docs(w: World, index: int) -> list[str]:
+    """The texts of ``part-<index>.parquet`` as make_corpus wrote them."""
+    docs = factories.numbered_docs(w.corpus.n_docs)
+    per = -(-w.corpus.n_docs // w.corpus.n_files)
+    return docs[index * per : (index + 1) * per]
+
+
+def flip_byte(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+# -- the source -----------------------------------------------------------------------------
+
+
+def test_a_row_edited_before_the_cursor(w: World, tmp_path: Path) -> None:
+    source, tok = w.copy_inputs(tmp_path)
+    out = tmp_path / "out"
+    interrupt(w, out, source, tok)
+    texts = source_docs(w, 0)
+    texts[10] += " edited"
+    factories.write_parquet(source / "part-00000.parquet", texts)
+    err = refused(out)
+    assert "source changed" in err and "part-00000.parquet: size" in err
+    assert "Restore the original files" in err
+
+
+def _same_size_edit(w: World, tmp_path: Path, drop_file_hashes: bool) -> str:
+    """Interrupt a run over an uncompressed copy of the source, swap two letters in one
+    committed row (the file keeps its size), resume; returns the refusal."""
+    source, tok = w.copy_inputs(tmp_path)
+    path = source / "part-00000.parquet"
+    texts = source_docs(w, 0)
+    pq.write_table(pa.table({"text": texts}), path, row_group_size=50, compression="none")
+    size = path.stat().st_size
+    out = tmp_path / "out"
+    interrupt(w, out, source, tok)
+    if drop_file_hashes:  # as if the files' hashes were never recorded: only the digest
+        cp_path = fk.staging_of(out) / "checkpoint.json"
+        cp = json.loads(cp_path.read_text())
+        for f in cp["source"]["files"]:
+            f["sha256"] = None
+        cp_path.write_text(json.dumps(cp, indent=1))
+    t = texts[10]
+    i = next(j for j in range(12, len(t) - 1) if t[j] != t[j + 1] and t[j : j + 2].isalpha())
+    texts[10] = t[:i] + t[i + 1] + t[i] + t[i + 2 :]  # e.g. "beta" -> "ebta"
+    before = path.stat()
+    pq.write_table(pa.table({"text": texts}), path, row_group_size=50, compression="none")
+    assert path.stat().st_size == size
+    if drop_file_hashes:  # and keep the mtime, so neither hash nor mtime can tell
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    return refused(out)
+
+
+def test_a_same_size_edit_before_the_cursor_is_caught_by_the_file_hash(
+    w: World, tmp_path: Path
+) -> None:
+    err = _same_size_edit(w, tmp_path, drop_file_hashes=False)
+    assert "part-00000.parquet" in err and "changed since the run started" in err
+    assert "Restore the original file" in err
+
+
+def test_a_same_size_edit_before_the_cursor_is_caught_by_the_prefix_digest(
+    w: World, tmp_path: Path
+) -> None:
+    err = _same_size_edit(w, tmp_path, drop_file_hashes=True)
+    assert "prefix digest mismatch" in err and "Restore it" in err
+
+
+def test_a_file_added_before_the_cursor(w: World, tmp_path: Path) -> None:
+    source, tok = w.copy_inputs(tmp_path)
+    out = tmp_path / "out"
+    interrupt(w, out, source, tok)
+    factories.write_parquet(source / "a-added.parquet", ["a new first document"])  # sorts first
+    err = refused(out)
+    assert "a-added.parquet: added" in err and "new --out" in err
+
+
+def test_a_file_rewritten_with_fewer_rows(w: World, tmp_path: Path) -> None:
+    source, tok = w.copy_inputs(tmp_path)
+    out = tmp_path / "out"
+    interrupt(w, out, source, tok)
+    factories.write_parquet(source / "part-00000.parquet", source_docs(w, 0)[:-500])
+    err = refused(out)
+    assert "part-00000.parquet: size" in err and "Restore the original files" in err
+
+
+def test_an_unread_file_modified_before_resume(w: World, tmp_path: Path) -> None:
+    """A file the run had not reached has no recorded hash yet; its changed mtime is
+    enough to refuse (the content the run would read is no longer the content it listed)."""
+    source, tok = w.copy_inputs(tmp_path)
+    out = tmp_path / "out"
+    interrupt(w, out, source, tok)
+    last = source / f"part-{w.corpus.n_files - 1:05d}.parquet"
+    cp = json.loads((fk.staging_of(out) / "checkpoint.json").read_text())
+    assert {f["path"]: f["sha256"] for f in cp["source"]["files"]}[last.name] is None
+    st = last.stat()
+    os.utime(last, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    err = refused(out)
+    assert "not yet read were modified" in err and last.name in err and "new --out" in err
+
+
+def test_a_file_removed(w: World, tmp_path: Path) -> None:
+    source, tok = w.copy_inputs(tmp_path)
+    out = tmp_path / "out"
+    interrupt(w, out, source, tok)
+    (source / f"part-{w.corpus.n_files - 1:05d}.parquet").unlink()
+    err = refused(out)
+    assert f"part-{w.corpus.n_files - 1:05d}.parquet: removed" in err
+
+
+def test_a_different_tokenizer_file(w: World, tmp_path: Path) -> None:
+    source, tok = w.copy_inputs(tmp_path)
+    out = tmp_path / "out"
+    interrupt(w, out, source, tok)
+    factories.bpe_tokenizer(tok, factories.numbered_docs(2000, start=500_000))
+    err = refused(out)
+    assert "tokenizer changed" in err and "sha256" in err
+    assert f"restore the original {tok}" in err
+
+
+# -- the staging directory ------------------------------------------------------------------
+
+
+def test_a_tampered_sealed_file(w: World, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cp = interrupt(w, out)
+    name = cp["splits"]["train"]["sealed"][0]["name"]
+    flip_byte(fk.staging_of(out) / name, 1024 + 101)
+    err = refused(out)
+    assert name in err and "SHA-256" in err and "modified after it was sealed" in err
+    assert "Delete" in err
+
+
+def test_a_tampered_byte_in_the_open_files_committed_ids(w: World, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cp = interrupt(w, out)
+    opened = cp["splits"]["train"]["open"]
+    assert opened["n_tokens"] > 0
+    flip_byte(fk.staging_of(out) / opened["name"], 1024 + 1)
+    err = refused(out)
+    assert opened["name"] in err and "do not match" in err and "Delete" in err
+
+
+def test_a_missing_sealed_file(w: World, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cp = interrupt(w, out)
+    name = cp["splits"]["train"]["sealed"][1]["name"]
+    (fk.staging_of(out) / name).unlink()
+    err = refused(out)
+    assert name in err and "missing" in err and "Delete" in err
+
+
+def test_an_open_file_cut_below_its_committed_ids(w: World, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cp = interrupt(w, out)
+    opened = cp["splits"]["train"]["open"]
+    path = fk.staging_of(out) / opened["name"]
+    path.write_bytes(path.read_bytes()[: 1024 + 2 * (opened["n_tokens"] - 1)])
+    err = refused(out)
+    assert opened["name"] in err and "shorter than" in err
+
+
+def test_a_corrupt_checkpoint(w: World, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    interrupt(w, out)
+    path = fk.staging_of(out) / "checkpoint.json"
+    path.write_bytes(path.read_bytes()[:200])
+    err = refused(out)
+    assert "checkpoint.json is corrupt" in err and "Delete" in err
+
+
+def test_an_unknown_checkpoint_format(w: World, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    interrupt(w, out)
+    path = fk.staging_of(out) / "checkpoint.json"
+    data = json.loads(path.read_text())
+    data["format"] = 99
+    path.write_text(json.dumps(data))
+    err = refused(out)
+    assert "format 99" in err and "another version of prep" in err
+
+
+# -- the recipe and the installed versions --------------------------------------------------
+
+
+def test_typed_options_contradicting_the_checkpoint_are_each_listed(
+    w: World, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    interrupt(w, out)
+    err = refused(out, "--seed", "7", "--max-file-tokens", "1234")
+    assert "--seed: typed 7, the run was started with 1337" in err
+    assert (
+        f"--max-file-tokens: typed 1234, the run was started with {w.corpus.max_file_tokens}" in err
+    )
+    assert "Drop them" in err
+
+
+def test_typed_options_agreeing_with_the_checkpoint_are_accepted(w: World, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    interrupt(w, out)
+    done = fk.run_plain(
+        [
+            "--out",
+            out,
+            "--resume",
+            "--seed",
+            "1337",
+            "--max-file-tokens",
+            str(w.corpus.max_file_tokens),
+            "--batch-size",
+            "100",
+        ]
+    )  # a run option, not the recipe: may change
+    assert done.returncode == 0, done.stderr
+    fk.assert_identical(w, out)
+
+
+@pytest.mark.parametrize("package", ["tokenizers", "numpy"])
+def test_a_different_package_version_refuses_unless_allowed(
+    w: World, tmp_path: Path, package: str
+) -> None:
+    out = tmp_path / "out"
+    interrupt(w, out)
+    path = fk.staging_of(out) / "checkpoint.json"
+    data = json.loads(path.read_text())
+    installed = data["versions"][package]
+    data["versions"][package] = "0.0.1"  # as if the run started under another version
+    path.write_text(json.dumps(data, indent=1))
+    err = refused(out)
+    assert f"{package} 0.0.1 -> {installed}" in err and "--allow-version-change" in err
+    done = fk.run_plain(["--out", out, "--resume", "--allow-version-change"])
+    assert done.returncode == 0, done.stderr
+    fk.assert_identical(w, out)
+
+
+def test_typed_options_contradicting_a_staging_ready_to_publish(w: World, tmp_path: Path) -> None:
+    """Killed after the manifest was written, the checkpoint still there: the typed options
+    contradict it just as before, so resume must refuse the same way."""
+    out = tmp_path / "out"
+    kill_after_manifest = {
+        "target": "prep.fsio.os.replace",
+        "arg_contains": "_MANIFEST.json",
+        "action": "kill",
+    }
+    done = fk.run_plain(["--out", out, *w.recipe()], fault=kill_after_manifest)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert (fk.staging_of(out) / "checkpoint.json").is_file()
+    err = refused(out, "--seed", "7")
+    assert "--seed: typed 7, the run was started with 1337" in err

@@ -1,0 +1,95 @@
+"""Soak (opt-in: ``pytest -m soak tests/faults``): a longer run killed again and again with
+SIGKILL, SIGTERM and SIGINT at random moments, each restart with random run options (batch
+size, threads, checkpoint interval: none of them part of the recipe), until it publishes;
+rounds repeat until enough kills have landed. Every round's result must be byte-identical
+to one uninterrupted run's.
+
+``PREP_SOAK_KILLS`` (default 60) and ``PREP_SOAK_SEED`` (default 2024) tune it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import faultkit as fk
+import pytest
+
+BATCH_SIZES = [1, 3, 8, 32, 100, 1024, 5000]
+INTERVALS = ["0.005", "0.05", "0.3", "2"]
+SIGNALS = [signal.SIGKILL] * 14 + [signal.SIGTERM] * 5 + [signal.SIGINT]
+# What a signalled run may end with: killed, stopped after a checkpoint (75), finished
+# before the signal was acted on (0), or killed by the default action of SIGTERM/SIGINT
+# before prep installed its handlers.
+ENDINGS = {
+    signal.SIGKILL: {-signal.SIGKILL, 0},
+    signal.SIGTERM: {-signal.SIGTERM, 75, 0},
+    signal.SIGINT: {-signal.SIGINT, 75, 0},
+}
+
+
+@pytest.mark.soak
+def test_soak_random_signals_and_run_options(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    target = int(os.environ.get("PREP_SOAK_KILLS", "60"))
+    rng = random.Random(int(os.environ.get("PREP_SOAK_SEED", "2024")))
+    w = fk.world(tmp_path_factory, fk.SOAK)
+    t0 = time.monotonic()
+    kills: Counter[str] = Counter()
+    endings: Counter[int] = Counter()
+    runs = rounds = 0
+    resumes: list[int] = []
+    while sum(kills.values()) < target:
+        rounds += 1
+        out = tmp_path / f"round-{rounds}" / "out"
+        for _ in range(400):
+            options = [
+                "--batch-size",
+                str(rng.choice(BATCH_SIZES)),
+                "--checkpoint-interval",
+                rng.choice(INTERVALS),
+                "--threads",
+                str(rng.choice([1, 2])),
+            ]
+            if fk.staging_of(out).is_dir() and rng.random() < 0.5:
+                cmd = ["--out", out, "--resume", *options]  # the recipe from the checkpoint
+            else:
+                cmd = ["--out", out, *w.recipe(), "--resume", *options]  # the supervisor's
+            start = fk.rows_committed(out)
+            proc = fk.spawn(cmd)
+            runs += 1
+            sig = rng.choice(SIGNALS)
+            sent = False
+            if sum(kills.values()) < target:
+                # Half the signals land anywhere (start-up, verification, replay, ...), half
+                # once this run has committed rows of its own (mid-stream, finishing).
+                anywhere = rng.random() < 0.5
+                if anywhere or fk.wait_until(proc, lambda s=start, o=out: fk.rows_committed(o) > s):
+                    sent = fk.kill_after(proc, rng.uniform(0, 1.5 if anywhere else 0.8), sig)
+            code, err = fk.finish(proc)
+            if not sent:
+                assert code == 0, err
+                break
+            kills[sig.name] += 1
+            endings[code] += 1
+            assert code in ENDINGS[sig], f"{sig.name} ended the run with {code}:\n{err}"
+            if code in (0, 75):
+                fk.no_traceback(err)
+            if code == 0:
+                break
+        else:
+            raise AssertionError("round did not finish")
+        fk.assert_identical(w, out)
+        resumes.append(fk.provenance(out)["resumes"])
+    seconds = time.monotonic() - t0
+    print(
+        f"\nsoak: {sum(kills.values())} signals ({dict(kills)}), exit codes {dict(endings)}, "
+        f"{runs} runs in {rounds} rounds, resumes per round {resumes}, {seconds:,.0f} s; "
+        "every round byte-identical to the uninterrupted run"
+    )
+    assert sum(kills.values()) >= target
