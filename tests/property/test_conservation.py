@@ -182,8 +182,14 @@ def test_splits_are_disjoint_by_document_index(
     from strategies import spec_is_val
 
     tails = data.draw(
-        st.lists(st.text(alphabet=st.characters(exclude_characters="\x00<>", exclude_categories=("Cs",)), max_size=8),
-                 min_size=n_docs, max_size=n_docs)
+        st.lists(
+            st.text(
+                alphabet=st.characters(exclude_characters="\x00<>", exclude_categories=("Cs",)),
+                max_size=8,
+            ),
+            min_size=n_docs,
+            max_size=n_docs,
+        )
     )
     texts = [f"<{i}>{t}" for i, t in enumerate(tails)]
     with tempfile.TemporaryDirectory() as tmp:
