@@ -41,12 +41,12 @@ from prep.readahead import ReadAhead
 from prep.recipe import Recipe, RunOptions
 from prep.resume import (
     OUTPUT_PACKAGES,
+    check_source,
+    check_tokenizer,
+    check_versions,
     recipe_conflicts,
-    source_differences,
-    tokenizer_differences,
     unnamed_files,
     verify_files,
-    version_differences,
 )
 from prep.sources import Source, count_rows, hash_and_check, resolve_local
 from prep.split import SPLITS, TRAIN
@@ -127,6 +127,7 @@ class Job:
     total_rows: int | None = None
     _start: tuple[int, int, int] = (0, 0, 0)
     _stream: Iterator[Any] | None = None
+    _final_digest: str | None = None  # a finished stream's digest, from the checkpoint
     _t0: float = field(default_factory=time.monotonic)
 
     # -- starting ---------------------------------------------------------------------------
@@ -198,42 +199,10 @@ class Job:
         base = Path(cp.source.get("cwd", os.getcwd()))
         source = resolve_source(recipe, opts.token, base, cp.source.get("revision"))
         source.extra["cwd"] = str(base)
-        diffs = source_differences(cp.source, source)
-        if diffs:
-            raise IntegrityError(
-                f"--resume of {paths.staging}: the source changed since the run started:\n  "
-                + "\n  ".join(diffs)
-                + "\nRestore the original files, or start a new run with a new --out"
-            )
-        recorded = {f["path"]: f["sha256"] for f in cp.source["files"]}
-        touched = []
-        for f in source.files:
-            if recorded.get(f.path):
-                f.expected_sha256 = recorded[f.path]
-            elif source.kind == "parquet" and cp.run.source_mtimes.get(f.path) != f.mtime_ns:
-                touched.append(f.path)  # not read yet, so no hash: its mtime is the evidence
-        if touched:
-            raise IntegrityError(
-                f"--resume of {paths.staging}: source files not yet read were modified since "
-                f"the run started (mtime changed): {', '.join(touched[:5])}"
-                + (f" and {len(touched) - 5} more" if len(touched) > 5 else "")
-                + ". Restore them, or start a new run with a new --out"
-            )
+        check_source(paths.staging, cp, source)
         encoder = _load_encoder(recipe, opts.token, cp.tokenizer.get("revision"))
-        tdiffs = tokenizer_differences(cp.tokenizer, encoder.identity)
-        if tdiffs:
-            raise IntegrityError(
-                f"--resume of {paths.staging}: the tokenizer changed since the run started "
-                f"({'; '.join(tdiffs)}); restore the original {recipe.tokenizer}, or start a "
-                "new run with a new --out"
-            )
-        vdiffs = version_differences(cp.versions, package_versions())
-        if vdiffs and not opts.allow_version_change:
-            raise IntegrityError(
-                f"--resume of {paths.staging}: installed versions differ from the run's "
-                f"({'; '.join(vdiffs)}); they can change the output. Reinstall those "
-                "versions, or pass --allow-version-change to accept the risk"
-            )
+        check_tokenizer(paths.staging, cp, encoder.identity)
+        check_versions(paths.staging, cp, package_versions(), opts.allow_version_change)
         facts = replace(cp.run, resumes=cp.run.resumes + 1)
         job = cls(paths, recipe, opts, source, encoder, stop_requested, argv, facts, fresh=False)
         opened = verify_files(paths.staging, cp, encoder.identity.vocab_size)
@@ -270,8 +239,6 @@ class Job:
             time.monotonic() - t_verify,
         )
         return job
-
-    _final_digest: str | None = None
 
     def _new_stream(self) -> Iterator[Any]:
         files = ordered_files(self.source.files, self.recipe.shuffle_files, self.recipe.seed)

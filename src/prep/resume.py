@@ -76,6 +76,53 @@ def version_differences(saved: dict[str, str], now: dict[str, str]) -> list[str]
     ]
 
 
+def check_source(staging: Path, cp: Checkpoint, source: Source) -> None:
+    """Refuse a source whose listing changed, or whose unread files were modified (they have
+    no recorded hash yet, so their mtime is the evidence). Arms the per-file hash checks of
+    the files already read (``expected_sha256``)."""
+    diffs = source_differences(cp.source, source)
+    if diffs:
+        raise IntegrityError(
+            f"--resume of {staging}: the source changed since the run started:\n  "
+            + "\n  ".join(diffs)
+            + "\nRestore the original files, or start a new run with a new --out"
+        )
+    recorded = {f["path"]: f["sha256"] for f in cp.source["files"]}
+    touched = []
+    for f in source.files:
+        if recorded.get(f.path):
+            f.expected_sha256 = recorded[f.path]
+        elif source.kind == "parquet" and cp.run.source_mtimes.get(f.path) != f.mtime_ns:
+            touched.append(f.path)
+    if touched:
+        raise IntegrityError(
+            f"--resume of {staging}: source files not yet read were modified since the run "
+            f"started (mtime changed): {', '.join(touched[:5])}"
+            + (f" and {len(touched) - 5} more" if len(touched) > 5 else "")
+            + ". Restore them, or start a new run with a new --out"
+        )
+
+
+def check_tokenizer(staging: Path, cp: Checkpoint, identity: TokenizerIdentity) -> None:
+    diffs = tokenizer_differences(cp.tokenizer, identity)
+    if diffs:
+        raise IntegrityError(
+            f"--resume of {staging}: the tokenizer changed since the run started "
+            f"({'; '.join(diffs)}); restore the original {cp.recipe.tokenizer}, or start a "
+            "new run with a new --out"
+        )
+
+
+def check_versions(staging: Path, cp: Checkpoint, now: dict[str, str], allow: bool) -> None:
+    diffs = version_differences(cp.versions, now)
+    if diffs and not allow:
+        raise IntegrityError(
+            f"--resume of {staging}: installed versions differ from the run's "
+            f"({'; '.join(diffs)}); they can change the output. Reinstall those versions, "
+            "or pass --allow-version-change to accept the risk"
+        )
+
+
 @dataclass
 class OpenPrefix:
     """A verified open file: its path, committed ids and a hasher over them."""
