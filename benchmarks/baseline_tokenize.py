@@ -26,7 +26,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("source", type=Path)
     p.add_argument("tokenizer", type=Path)
-    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--batch-size", type=int, default=512)
     args = p.parse_args()
     t0 = time.perf_counter()
     texts: list[str] = []

@@ -17,7 +17,7 @@ overhead of checkpointing every second), and with ``--resume`` it stops a run wi
 once ~90 % of the rows are committed, then times the resume's verification and replay
 (parsed from its log line) against the time the whole run took.
 
-    python benchmarks/throughput.py [--mb 200] [--pairs 3] [--batch-size 1024]
+    python benchmarks/throughput.py [--mb 200] [--pairs 3] [--batch-size 512]
                                     [--threads N] [--checkpoint] [--resume] [--workdir D]
 
 Prints one JSON line per measurement on stdout; progress on stderr.
@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="prep throughput against the tokenizer baseline")
     p.add_argument("--mb", type=float, default=200.0)
     p.add_argument("--pairs", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--batch-size", type=int, default=512)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--tokenizer", type=Path, default=DEFAULT_TOKENIZER)
     p.add_argument("--checkpoint", action="store_true", help="also measure checkpoint overhead")

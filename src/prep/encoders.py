@@ -62,22 +62,36 @@ class ByteEncoder:
         return [np.frombuffer(b, dtype=np.uint8) for b in utf8]
 
 
-class HFEncoder:
-    """A Hugging Face ``tokenizers`` tokenizer with ``encode_special_tokens = True``."""
+# Text per tokenizer call, per thread. An ``Encoding`` costs ~90 bytes per token until it is
+# converted, so a whole batch in one call held ~25x its text in memory; calls of about a
+# megabyte per thread keep that small and were no slower (benchmarks/, docs/performance.md).
+CHUNK_BYTES_PER_THREAD = 1 << 20
 
-    def __init__(self, tokenizer: Any, identity: TokenizerIdentity) -> None:
+
+class HFEncoder:
+    """A Hugging Face ``tokenizers`` tokenizer with ``encode_special_tokens = True``.
+
+    A batch is encoded in chunks of about ``chunk_bytes`` of text, each converted to numpy
+    at once; the ids do not depend on the chunking."""
+
+    def __init__(
+        self, tokenizer: Any, identity: TokenizerIdentity, threads: int | None = None
+    ) -> None:
         self.tokenizer = tokenizer
         self.identity = identity
-        self._fast = hasattr(tokenizer, "encode_batch_fast")
+        self.chunk_bytes = CHUNK_BYTES_PER_THREAD * (threads or os.cpu_count() or 1)
+        self._encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
 
     def encode_batch(self, texts: list[str], utf8: list[bytes]) -> list[npt.NDArray[Any]]:
-        if not texts:
-            return []
-        if self._fast:
-            encs = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
-        else:
-            encs = self.tokenizer.encode_batch(texts, add_special_tokens=False)
-        return [np.array(e.ids, dtype=np.uint32) for e in encs]
+        out: list[npt.NDArray[Any]] = []
+        start = size = 0
+        for i, data in enumerate(utf8):
+            size += len(data)
+            if size >= self.chunk_bytes or i == len(utf8) - 1:
+                encs = self._encode(texts[start : i + 1], add_special_tokens=False)
+                out.extend(np.array(e.ids, dtype=np.uint32) for e in encs)
+                start, size = i + 1, 0
+        return out
 
 
 def set_threads(threads: int | None) -> None:
@@ -156,6 +170,7 @@ def load_tokenizer_file(
     doc_sep_id: int | None,
     no_doc_sep: bool,
     tokenizer_id: str | None,
+    threads: int | None = None,
 ) -> HFEncoder:
     """Load a ``tokenizer.json``; the separator comes from ``doc_sep_id``, else the
     ``generation_config.json`` beside it. Raises ``InputError`` for an unreadable file."""
@@ -185,7 +200,7 @@ def load_tokenizer_file(
         vocab_size=vocab_size,
         doc_sep_id=sep,
     )
-    return HFEncoder(tok, identity)
+    return HFEncoder(tok, identity, threads)
 
 
 def _locate(spec: str, token: str | None, revision: str | None) -> tuple[Path, str, str | None]:
@@ -236,6 +251,7 @@ def load_encoder(
     tokenizer_id: str | None,
     token: str | None = None,
     revision: str | None = None,
+    threads: int | None = None,
 ) -> Encoder:
     """The encoder for ``--tokenizer``: ``byte``, a path, or ``hf:OWNER/NAME[@REV]``.
 
@@ -260,6 +276,7 @@ def load_encoder(
         doc_sep_id=doc_sep_id,
         no_doc_sep=no_doc_sep,
         tokenizer_id=tokenizer_id,
+        threads=threads,
     )
     if commit is not None:
         enc.identity = dataclasses.replace(enc.identity, revision=commit)

@@ -80,14 +80,15 @@ def _source_json(source: Source) -> dict[str, Any]:
     }
 
 
-def _load_encoder(recipe: Recipe, token: str | None, revision: str | None = None) -> Encoder:
+def _load_encoder(opts: RunOptions, recipe: Recipe, revision: str | None = None) -> Encoder:
     return load_encoder(
         recipe.tokenizer,
         doc_sep_id=recipe.doc_sep_id,
         no_doc_sep=recipe.no_doc_sep,
         tokenizer_id=recipe.tokenizer_id,
-        token=token,
+        token=opts.token,
         revision=revision,
+        threads=opts.threads,
     )
 
 
@@ -149,7 +150,7 @@ class Job:
         if source is None:
             source = resolve_source(recipe, opts.token)
         source.extra["cwd"] = os.getcwd()
-        encoder = _load_encoder(recipe, opts.token)
+        encoder = _load_encoder(opts, recipe)
         facts = RunFacts(source_mtimes={f.path: f.mtime_ns for f in source.files}, refresh=refresh)
         job = cls(paths, recipe, opts, source, encoder, stop_requested, argv, facts)
         job._make_writers(paths.building)
@@ -200,7 +201,7 @@ class Job:
         source = resolve_source(recipe, opts.token, base, cp.source.get("revision"))
         source.extra["cwd"] = str(base)
         check_source(paths.staging, cp, source)
-        encoder = _load_encoder(recipe, opts.token, cp.tokenizer.get("revision"))
+        encoder = _load_encoder(opts, recipe, cp.tokenizer.get("revision"))
         check_tokenizer(paths.staging, cp, encoder.identity)
         check_versions(paths.staging, cp, package_versions(), opts.allow_version_change)
         facts = replace(cp.run, resumes=cp.run.resumes + 1)

@@ -14,7 +14,7 @@ from typing import Any
 from prep.errors import IntegrityError, UsageError
 
 DEFAULT_MAX_FILE_TOKENS = 100_000_000
-DEFAULT_BATCH_SIZE = 1024
+DEFAULT_BATCH_SIZE = 512
 SEP_POSITIONS = ("prepend", "append")
 
 
