@@ -20,7 +20,7 @@ from types import FrameType
 from typing import Any
 
 from prep.encoders import set_threads
-from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, PrepError
+from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE, PrepError
 from prep.manifest import PROVENANCE_NAME
 from prep.progress import BarReporter, LineReporter, Reporter, silent
 from prep.recipe import DEFAULT_BATCH_SIZE, Recipe, RunOptions
@@ -224,7 +224,9 @@ def run_prepare(argv: list[str], prog: str = "prepare.py") -> int:
                 reporter=_reporter(opts),
             )
     except PrepError as e:
-        print(f"prep: error: {e}", file=sys.stderr)
+        # Exit 75 is not a failure: the run stopped where it can be resumed, or waits.
+        kind = "stopped" if e.exit_code == EXIT_TEMPFAIL else "error"
+        print(f"prep: {kind}: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print(
