@@ -235,15 +235,6 @@ def hash_ids_prefix(path: Path, n: int, width: int) -> Any:
     return h
 
 
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a whole file, read in chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 24):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def write_bin(path: str | Path, ids: npt.ArrayLike, vocab_size: int) -> str:
     """Write a complete, sealed ``.bin`` file of ``ids``; returns its SHA-256.
 

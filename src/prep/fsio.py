@@ -10,6 +10,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno
+import hashlib
 import os
 import sys
 import tempfile
@@ -25,6 +26,15 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a whole file, read in chunks (bounded memory)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 24):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

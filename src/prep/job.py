@@ -41,10 +41,10 @@ from prep.readahead import ReadAhead
 from prep.recipe import Recipe, RunOptions
 from prep.resume import (
     OUTPUT_PACKAGES,
+    check_recipe,
     check_source,
     check_tokenizer,
     check_versions,
-    recipe_conflicts,
     unnamed_files,
     verify_files,
 )
@@ -189,13 +189,7 @@ class Job:
         """Verify staging against its checkpoint (reading only), then reopen it."""
         t_verify = time.monotonic()
         cp = ckpt.load(paths.staging)
-        conflicts = recipe_conflicts(cp.recipe, typed)
-        if conflicts:
-            raise IntegrityError(
-                f"--resume of {paths.staging}: options contradict the run being resumed:\n  "
-                + "\n  ".join(conflicts)
-                + "\nDrop them (the recipe comes from the checkpoint), or use a new --out"
-            )
+        check_recipe(paths.staging, cp.recipe, typed)
         recipe = cp.recipe
         base = Path(cp.source.get("cwd", os.getcwd()))
         source = resolve_source(recipe, opts.token, base, cp.source.get("revision"))

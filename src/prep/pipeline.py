@@ -11,7 +11,7 @@ import contextlib
 import logging
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from prep.progress import Reporter, silent
 from prep.publish import OutputPaths, hold_lock, publish
 from prep.recipe import Recipe, RunOptions
 from prep.refresh import check_fresh, recover_swap, swap_in
-from prep.resume import recipe_conflicts
+from prep.resume import check_recipe
 from prep.sources import Source
 
 logger = logging.getLogger(__name__)
@@ -62,76 +62,137 @@ def run(
     exists (unless resuming or refreshing) or staging is left over without ``--resume``;
     ``IntegrityError`` when staging does not verify; ``InputError`` for bad input;
     ``Interrupted`` after a checkpoint when ``stop_requested()``."""
-    paths = OutputPaths.for_out(opts.out)
+    life = _Lifecycle(
+        OutputPaths.for_out(opts.out), recipe, opts, typed or {}, stop_requested, argv, reporter
+    )
     try:
-        return _run(paths, recipe, opts, typed or {}, stop_requested, argv, reporter)
+        return life.run()
     except PrepError:
         raise
     except OSError as e:  # staging creation, the lock info, publishing: not only the job
-        raise write_failure(e, paths) from e
+        raise write_failure(e, life.paths) from e
 
 
-def _run(
-    paths: OutputPaths,
-    recipe: Recipe,
-    opts: RunOptions,
-    typed: dict[str, Any],
-    stop_requested: StopRequested,
-    argv: list[str] | None,
-    reporter: Reporter,
-) -> Outcome:
-    t0 = time.monotonic()
-    with hold_lock(paths, opts.wait_lock):
-        if opts.refresh:
-            return _refresh(paths, recipe, opts, typed, stop_requested, argv, t0, reporter)
-        if paths.final.exists():
-            if opts.resume:
-                if paths.staging.exists():
-                    logger.warning(
-                        "%s holds an unfinished refresh; rerun with --refresh to finish it",
-                        paths.staging,
-                    )
-                logger.info("%s is already complete; nothing to do", paths.final)
-                return Outcome("already-complete", paths.final)
-            raise OutputError(
-                f"{paths.final} already exists; prep never overwrites a dataset. Choose "
-                "another --out, delete it to rebuild, or use --refresh to update it",
-                path=paths.final,
+@dataclass
+class _Lifecycle:
+    """One invocation: what it was asked, and the decisions about ``DIR`` and staging."""
+
+    paths: OutputPaths
+    recipe: Recipe
+    opts: RunOptions
+    typed: dict[str, Any]
+    stop_requested: StopRequested
+    argv: list[str] | None
+    reporter: Reporter
+    t0: float = field(default_factory=time.monotonic)
+
+    def run(self) -> Outcome:
+        paths = self.paths
+        with hold_lock(paths, self.opts.wait_lock):
+            if self.opts.refresh:
+                return self.refresh()
+            if paths.final.exists():
+                if self.opts.resume:
+                    if paths.staging.exists():
+                        logger.warning(
+                            "%s holds an unfinished refresh; rerun with --refresh to finish it",
+                            paths.staging,
+                        )
+                    logger.info("%s is already complete; nothing to do", paths.final)
+                    return Outcome("already-complete", paths.final)
+                raise OutputError(
+                    f"{paths.final} already exists; prep never overwrites a dataset. Choose "
+                    "another --out, delete it to rebuild, or use --refresh to update it",
+                    path=paths.final,
+                )
+            return self.publish(self.build())
+
+    def build(
+        self, *, source: Source | None = None, refresh: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Bring staging to "ready to publish" (a verified manifest in it); returns the
+        manifest."""
+        paths, opts = self.paths, self.opts
+        if paths.staging.exists():
+            if not (opts.resume or opts.refresh):
+                raise OutputError(
+                    f"{paths.staging} is left over from an interrupted run; rerun with "
+                    "--resume to continue it, or delete it to start over",
+                    path=paths.staging,
+                )
+            if (paths.staging / MANIFEST_NAME).exists():
+                return _verified_ready(paths.staging, self.typed)
+            job = Job.restore(paths, opts, self.typed, self.stop_requested, self.argv)
+        else:
+            job = Job.start(
+                paths,
+                self.recipe,
+                opts,
+                self.stop_requested,
+                self.argv,
+                source=source,
+                refresh=refresh,
             )
-        manifest = _build(paths, recipe, opts, typed, stop_requested, argv, reporter)
+        job.reporter = self.reporter
+        return job.execute()
+
+    def publish(self, manifest: dict[str, Any], changes: tuple[str, ...] = ()) -> Outcome:
+        """Drop the checkpoint and rename staging to ``DIR``, or swap it in over the
+        published version (a refresh)."""
+        paths = self.paths
         _drop_checkpoint(paths)
-        publish(paths)
-        logger.info("published %s", paths.final)
-        return Outcome("published", paths.final, manifest, time.monotonic() - t0)
-
-
-def _build(
-    paths: OutputPaths,
-    recipe: Recipe,
-    opts: RunOptions,
-    typed: dict[str, Any],
-    stop_requested: StopRequested,
-    argv: list[str] | None,
-    reporter: Reporter,
-    *,
-    source: Source | None = None,
-    refresh: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Bring staging to "ready to publish" (a verified manifest in it); returns the manifest."""
-    if paths.staging.exists():
-        if not (opts.resume or opts.refresh):
-            raise OutputError(
-                f"{paths.staging} is left over from an interrupted run; rerun with "
-                "--resume to continue it, or delete it to start over",
-                path=paths.staging,
+        if self.opts.refresh and paths.final.exists():
+            swap_in(paths)
+            logger.info(
+                "swapped in the new version of %s (previous kept as %s)",
+                paths.final,
+                paths.previous.name,
             )
-        if (paths.staging / MANIFEST_NAME).exists():
-            return _verified_ready(paths.staging, typed)
-        job = Job.restore(paths, opts, typed, stop_requested, argv)
-    else:
-        job = Job.start(paths, recipe, opts, stop_requested, argv, source=source, refresh=refresh)
-    job.reporter = reporter
-    return job.execute()
+        else:
+            publish(paths)
+            logger.info("published %s", paths.final)
+        return Outcome("published", paths.final, manifest, time.monotonic() - self.t0, changes)
+
+    def refresh(self) -> Outcome:
+        """Up to date: exit quickly. Otherwise build (or resume building) the new version in
+        staging and swap it in; the old version stays in place, untouched, until the swap."""
+        paths = self.paths
+        recover_swap(paths)
+        if not paths.final.exists():
+            return self.publish(self.build())
+        source: Source | None = None
+        info: dict[str, Any] | None = None
+        changes: tuple[str, ...] = ()
+        if not paths.staging.exists():
+            source = resolve_source(self.recipe, self.opts.token)
+            fresh = check_fresh(paths, self.recipe, source, self.opts.token)
+            if fresh.unchanged:
+                logger.info("%s is up to date", paths.final)
+                return Outcome("up-to-date", paths.final, seconds=time.monotonic() - self.t0)
+            changes = tuple(fresh.changes)
+            logger.info("%s changed: %s", paths.final, "; ".join(changes))
+            info = {
+                "previous_corpus_manifest_sha256": fresh.previous_corpus_sha256,
+                "changes": list(changes),
+            }
+        else:
+            logger.info("continuing the refresh in %s", paths.staging)
+        try:
+            manifest = self.build(source=source, refresh=info)
+        except IntegrityError as e:
+            if source is not None:
+                raise
+            raise IntegrityError(
+                f"{e}\n{paths.final} is intact; {paths.staging} is an unfinished refresh that "
+                f"cannot continue: delete {paths.staging} and rerun with --refresh to build "
+                "the new version from the current source",
+                path=e.path,
+            ) from e
+        if manifest_bytes(manifest) == (paths.final / MANIFEST_NAME).read_bytes():
+            logger.info("the rebuilt version is identical; %s is up to date", paths.final)
+            shutil.rmtree(paths.staging)
+            return Outcome("up-to-date", paths.final, seconds=time.monotonic() - self.t0)
+        return self.publish(manifest, changes)
 
 
 def _verified_ready(staging: Path, typed: dict[str, Any]) -> dict[str, Any]:
@@ -140,13 +201,7 @@ def _verified_ready(staging: Path, typed: dict[str, Any]) -> dict[str, Any]:
     from prep.verify import verify_dataset
 
     if typed and (staging / ckpt.CHECKPOINT_NAME).exists():
-        conflicts = recipe_conflicts(ckpt.load(staging).recipe, typed)
-        if conflicts:
-            raise IntegrityError(
-                f"--resume of {staging}: options contradict the run being resumed:\n  "
-                + "\n  ".join(conflicts)
-                + "\nDrop them (the recipe comes from the checkpoint), or use a new --out"
-            )
+        check_recipe(staging, ckpt.load(staging).recipe, typed)
     manifest = read_manifest(staging)
     problems = verify_dataset(staging, check_extra=False)
     if problems:
@@ -162,64 +217,3 @@ def _drop_checkpoint(paths: OutputPaths) -> None:
     with contextlib.suppress(FileNotFoundError):
         (paths.staging / ckpt.CHECKPOINT_NAME).unlink()
     fsync_dir(paths.staging)
-
-
-def _refresh(
-    paths: OutputPaths,
-    recipe: Recipe,
-    opts: RunOptions,
-    typed: dict[str, Any],
-    stop_requested: StopRequested,
-    argv: list[str] | None,
-    t0: float,
-    reporter: Reporter,
-) -> Outcome:
-    """Up to date: exit quickly. Otherwise build (or resume building) the new version in
-    staging and swap it in; the old version stays in place, untouched, until the swap."""
-    recover_swap(paths)
-    if not paths.final.exists():
-        manifest = _build(paths, recipe, opts, typed, stop_requested, argv, reporter)
-        _drop_checkpoint(paths)
-        publish(paths)
-        logger.info("published %s", paths.final)
-        return Outcome("published", paths.final, manifest, time.monotonic() - t0)
-    source: Source | None = None
-    info: dict[str, Any] | None = None
-    changes: tuple[str, ...] = ()
-    if not paths.staging.exists():
-        source = resolve_source(recipe, opts.token)
-        fresh = check_fresh(paths, recipe, source, opts.token)
-        if fresh.unchanged:
-            logger.info("%s is up to date", paths.final)
-            return Outcome("up-to-date", paths.final, seconds=time.monotonic() - t0)
-        changes = tuple(fresh.changes)
-        logger.info("%s changed: %s", paths.final, "; ".join(changes))
-        info = {
-            "previous_corpus_manifest_sha256": fresh.previous_corpus_sha256,
-            "changes": list(changes),
-        }
-    else:
-        logger.info("continuing the refresh in %s", paths.staging)
-    try:
-        manifest = _build(
-            paths, recipe, opts, typed, stop_requested, argv, reporter, source=source, refresh=info
-        )
-    except IntegrityError as e:
-        if source is not None:
-            raise
-        raise IntegrityError(
-            f"{e}\n{paths.final} is intact; {paths.staging} is an unfinished refresh that "
-            f"cannot continue: delete {paths.staging} and rerun with --refresh to build the "
-            "new version from the current source",
-            path=e.path,
-        ) from e
-    if manifest_bytes(manifest) == (paths.final / MANIFEST_NAME).read_bytes():
-        logger.info("the rebuilt version is identical; %s is up to date", paths.final)
-        shutil.rmtree(paths.staging)
-        return Outcome("up-to-date", paths.final, seconds=time.monotonic() - t0)
-    _drop_checkpoint(paths)
-    swap_in(paths)
-    logger.info(
-        "swapped in the new version of %s (previous kept as %s)", paths.final, paths.previous.name
-    )
-    return Outcome("published", paths.final, manifest, time.monotonic() - t0, changes)

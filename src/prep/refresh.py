@@ -25,11 +25,12 @@ from typing import Any
 
 from prep.encoders import tokenizer_fingerprint
 from prep.errors import IntegrityError
-from prep.fsio import atomic_write_bytes, exchange, fsync_dir, rename_noreplace
+from prep.fsio import atomic_write_bytes, exchange, file_sha256, fsync_dir, rename_noreplace
 from prep.manifest import MANIFEST_NAME, PROVENANCE_NAME, read_manifest
 from prep.publish import OutputPaths
 from prep.recipe import Recipe
-from prep.sources import Source, hash_file
+from prep.resume import source_differences
+from prep.sources import Source
 
 logger = logging.getLogger(__name__)
 
@@ -61,22 +62,16 @@ def source_changes(old: dict[str, Any], mtimes: dict[str, int], source: Source) 
     if source.kind == "hf":
         rev = old.get("revision")
         return [] if rev == source.revision else [f"Hub commit {rev} -> {source.revision}"]
+    changes = source_differences(old, source)
     before = {f["path"]: f for f in old["files"]}
-    now = {f.path: f for f in source.files}
-    changes = []
-    for path in sorted(set(before) | set(now)):
-        if path not in now:
-            changes.append(f"{path}: removed")
-        elif path not in before:
-            changes.append(f"{path}: added")
-        elif before[path]["size"] != now[path].size:
-            changes.append(f"{path}: size {before[path]['size']:,} -> {now[path].size:,}")
-        elif mtimes.get(path) != now[path].mtime_ns:
-            sha = hash_file(now[path].local)
-            now[path].sha256 = sha
-            if sha != before[path]["sha256"]:
-                changes.append(f"{path}: content changed")
-    return changes
+    for f in source.files:
+        was = before.get(f.path)
+        if was is None or was["size"] != f.size or mtimes.get(f.path) == f.mtime_ns:
+            continue
+        f.sha256 = file_sha256(f.local)
+        if f.sha256 != was["sha256"]:
+            changes.append(f"{f.path}: content changed")
+    return sorted(changes)  # by path: each line starts with one
 
 
 def recipe_changes(manifest: dict[str, Any], recipe: Recipe, dataset: str) -> list[str]:

@@ -14,7 +14,6 @@ from typing import Any
 from prep.binfile import (
     HEADER_BYTES,
     dtype_for_version,
-    file_sha256,
     hash_ids_prefix,
     unpack_header,
     version_for_vocab,
@@ -22,6 +21,7 @@ from prep.binfile import (
 from prep.checkpoint import Checkpoint
 from prep.encoders import TokenizerIdentity
 from prep.errors import FormatError, IntegrityError
+from prep.fsio import file_sha256
 from prep.recipe import Recipe
 from prep.sources import Source
 
@@ -40,6 +40,17 @@ def recipe_conflicts(saved: Recipe, typed: dict[str, Any]) -> list[str]:
             was = getattr(saved, name)
             out.append(f"{flag}: typed {value!r}, the run was started with {was!r}")
     return out
+
+
+def check_recipe(staging: Path, saved: Recipe, typed: dict[str, Any]) -> None:
+    """Refuse typed options that contradict the run being resumed, listing each."""
+    conflicts = recipe_conflicts(saved, typed)
+    if conflicts:
+        raise IntegrityError(
+            f"--resume of {staging}: options contradict the run being resumed:\n  "
+            + "\n  ".join(conflicts)
+            + "\nDrop them (the recipe comes from the checkpoint), or use a new --out"
+        )
 
 
 def source_differences(saved: dict[str, Any], source: Source) -> list[str]:

@@ -9,7 +9,6 @@ with pyarrow; a whole file is never held in memory.
 from __future__ import annotations
 
 import glob
-import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prep.errors import InputError, IntegrityError, PrepError
+from prep.fsio import file_sha256
 
 _GLOB_CHARS = set("*?[")
 READ_BATCH_ROWS = 4096
@@ -126,14 +126,6 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
     return Source(kind="parquet", uri=given, root=str(root_abs), files=files)
 
 
-def hash_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def hash_and_check(source: Source, f: SourceFile) -> None:
     """Fill ``f.sha256`` (once) and refuse a file whose bytes changed since recorded."""
     if f.sha256 is None:
@@ -146,7 +138,7 @@ def hash_and_check(source: Source, f: SourceFile) -> None:
                 "the new data",
                 path=f.path,
             )
-        f.sha256 = hash_file(local)
+        f.sha256 = file_sha256(local)
     if f.expected_sha256 is not None and f.sha256 != f.expected_sha256:
         raise IntegrityError(
             f"source file {f.path} changed since the run started (SHA-256 {f.sha256[:12]}… "

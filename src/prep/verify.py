@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from prep.binfile import HEADER_BYTES, file_sha256, read_header
+from prep.binfile import HEADER_BYTES, read_header
 from prep.errors import FormatError, IntegrityError
+from prep.fsio import file_sha256
 from prep.manifest import read_manifest
 from prep.split import SPLITS
 

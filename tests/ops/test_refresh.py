@@ -82,8 +82,8 @@ def test_unchanged_source_is_up_to_date_without_reading_parquet(cli, w: World, o
 def test_touched_file_is_rehashed_and_still_up_to_date(w: World, out: Path, tmp_path: Path
                                                        ) -> None:
     before = tree(out)
-    calls = tmp_path / "hash_file.calls"
-    hook = {"target": "prep.refresh.hash_file", "action": "record", "record": str(calls)}
+    calls = tmp_path / "file_sha256.calls"
+    hook = {"target": "prep.refresh.file_sha256", "action": "record", "record": str(calls)}
 
     code, err = spawn(w.args(out, "--refresh"), tmp_path / "a.log", [hook]).finish()
     assert code == 0, err

@@ -92,7 +92,7 @@ def test_sigkill_during_the_swap_then_refresh_finishes_it_forward(
     assert not journal.exists()
     assert not staging.exists()
     assert provenance(out)["refresh"]["changes"] == [
-        f"part-00002.parquet: size {size:,} -> {grown:,}"
+        f"part-00002.parquet: size {size:,} -> {grown:,} bytes"
     ]
     stray = {n for n in leftovers(out) if not n.startswith(".out.swap.json.")}
     assert stray == set()
