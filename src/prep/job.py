@@ -9,8 +9,6 @@ threads, checkpoint interval or interruptions.
 
 from __future__ import annotations
 
-import errno
-import itertools
 import logging
 import os
 import shutil
@@ -25,7 +23,7 @@ from prep import checkpoint as ckpt
 from prep.binfile import BinWriter
 from prep.checkpoint import Checkpoint, Progress, RunFacts
 from prep.encoders import Encoder, load_encoder
-from prep.errors import InputError, IntegrityError, Interrupted, OutputError, PrepError
+from prep.errors import InputError, IntegrityError, Interrupted, PrepError
 from prep.fsio import fsync_dir
 from prep.manifest import (
     SplitTotals,
@@ -36,7 +34,7 @@ from prep.manifest import (
     write_provenance,
 )
 from prep.progress import Reporter, Snapshot, silent
-from prep.publish import OutputPaths, create_staging
+from prep.publish import OutputPaths, create_staging, write_failure
 from prep.readahead import ReadAhead
 from prep.recipe import Recipe, RunOptions
 from prep.resume import (
@@ -48,25 +46,24 @@ from prep.resume import (
     unnamed_files,
     verify_files,
 )
-from prep.sources import Source, count_rows, hash_and_check, resolve_local
+from prep.sources import Source, count_rows, hash_and_check, resolve_source
 from prep.split import SPLITS, TRAIN
-from prep.stream import DOC, EMPTY, Batch, Cursor, Failure, Preparer, document_stream, ordered_files
+from prep.stream import (
+    DOC,
+    EMPTY,
+    Batch,
+    Cursor,
+    Failure,
+    Preparer,
+    batches,
+    document_stream,
+    ordered_files,
+)
 from prep.writer import SplitState, SplitWriter
 
 logger = logging.getLogger(__name__)
 
 StopRequested = Callable[[], bool]
-
-
-def resolve_source(
-    recipe: Recipe, token: str | None, base: Path | None = None, revision: str | None = None
-) -> Source:
-    """The source's file list; a Hub source is pinned to ``revision`` when given (resume)."""
-    if recipe.source.startswith("hf://"):
-        from prep.hub import resolve_hub_source
-
-        return resolve_hub_source(recipe.source, token=token, revision=revision)
-    return resolve_local(recipe.source, base)
 
 
 def _source_json(source: Source) -> dict[str, Any]:
@@ -90,16 +87,6 @@ def _load_encoder(opts: RunOptions, recipe: Recipe, revision: str | None = None)
         revision=revision,
         threads=opts.threads,
     )
-
-
-def _batches(stream: Iterator[Any], preparer: Preparer, size: int) -> Iterator[Batch]:
-    while True:
-        items = list(itertools.islice(stream, size))
-        if not items:
-            return
-        yield preparer.prepare(items)
-        if isinstance(items[-1], Failure):
-            return
 
 
 def _tokenize(batches: Iterable[Batch], encoder: Encoder) -> Iterator[tuple[Batch, list[Any]]]:
@@ -148,7 +135,7 @@ class Job:
         """Resolve the source (unless given) and tokenizer, then create staging with its
         first checkpoint. ``refresh`` says what changed, for a refresh build."""
         if source is None:
-            source = resolve_source(recipe, opts.token)
+            source = resolve_source(recipe.source, opts.token)
         source.extra["cwd"] = os.getcwd()
         encoder = _load_encoder(opts, recipe)
         facts = RunFacts(source_mtimes={f.path: f.mtime_ns for f in source.files}, refresh=refresh)
@@ -192,7 +179,7 @@ class Job:
         check_recipe(paths.staging, cp.recipe, typed)
         recipe = cp.recipe
         base = Path(cp.source.get("cwd", os.getcwd()))
-        source = resolve_source(recipe, opts.token, base, cp.source.get("revision"))
+        source = resolve_source(recipe.source, opts.token, base, cp.source.get("revision"))
         source.extra["cwd"] = str(base)
         check_source(paths.staging, cp, source)
         encoder = _load_encoder(opts, recipe, cp.tokenizer.get("revision"))
@@ -339,7 +326,7 @@ class Job:
         # Three stages, each in its own thread: read and prepare (Parquet, UTF-8, split
         # hashes), tokenize (releases the GIL), commit (here). Committing batch k overlaps
         # tokenizing batch k+1, so the tokenizer never waits for the writer.
-        prepared = ReadAhead(_batches(stream, preparer, self.opts.batch_size), depth=2)
+        prepared = ReadAhead(batches(stream, preparer, self.opts.batch_size), depth=2)
         with prepared, ReadAhead(_tokenize(prepared, self.encoder), depth=1) as tokenized:
             for batch, ids in tokenized:
                 reached = self._commit(batch, ids)
@@ -502,21 +489,3 @@ class Job:
         write_provenance(staging, provenance)
         write_manifest(staging, manifest)  # a manifest in staging means "ready to publish"
         return manifest
-
-
-def write_failure(e: OSError, paths: OutputPaths) -> OutputError:
-    """An OS error while writing (disk full, quota, I/O error): nothing committed is lost."""
-    where = e.filename or (paths.staging if paths.staging.exists() else paths.final)
-    if e.errno in (errno.ENOSPC, errno.EDQUOT):
-        what = f"no space left on the device writing {where} ({e.strerror})"
-        fix = "free some space, then rerun"
-    else:
-        what = f"writing {where} failed: {e.strerror or e}"
-        fix = "fix the cause, then rerun"
-    if paths.staging.exists():
-        state = f"the last checkpoint in {paths.staging} is intact"
-        fix += f" with --resume (prep prepare --out {paths.final} --resume)"
-    else:
-        state = "nothing was committed yet"
-        fix += " the same command"
-    return OutputError(f"{what}; {state}: {fix}", path=where)

@@ -18,14 +18,14 @@ from typing import Any
 from prep import checkpoint as ckpt
 from prep.errors import IntegrityError, OutputError, PrepError
 from prep.fsio import fsync_dir
-from prep.job import Job, StopRequested, resolve_source, write_failure
+from prep.job import Job, StopRequested
 from prep.manifest import MANIFEST_NAME, manifest_bytes, read_manifest
 from prep.progress import Reporter, silent
-from prep.publish import OutputPaths, hold_lock, publish
+from prep.publish import OutputPaths, hold_lock, publish, write_failure
 from prep.recipe import Recipe, RunOptions
 from prep.refresh import check_fresh, recover_swap, swap_in
 from prep.resume import check_recipe
-from prep.sources import Source
+from prep.sources import Source, resolve_source
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ class _Lifecycle:
         info: dict[str, Any] | None = None
         changes: tuple[str, ...] = ()
         if not paths.staging.exists():
-            source = resolve_source(self.recipe, self.opts.token)
+            source = resolve_source(self.recipe.source, self.opts.token)
             fresh = check_fresh(paths, self.recipe, source, self.opts.token)
             if fresh.unchanged:
                 logger.info("%s is up to date", paths.final)

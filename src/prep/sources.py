@@ -126,6 +126,18 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
     return Source(kind="parquet", uri=given, root=str(root_abs), files=files)
 
 
+def resolve_source(
+    spec: str, token: str | None, base: Path | None = None, revision: str | None = None
+) -> Source:
+    """The source's file list: ``hf://`` through the Hub (pinned to ``revision`` when given,
+    as on resume), anything else local (relative to ``base``)."""
+    if spec.startswith("hf://"):
+        from prep.hub import resolve_hub_source
+
+        return resolve_hub_source(spec, token=token, revision=revision)
+    return resolve_local(spec, base)
+
+
 def hash_and_check(source: Source, f: SourceFile) -> None:
     """Fill ``f.sha256`` (once) and refuse a file whose bytes changed since recorded."""
     if f.sha256 is None:

@@ -206,3 +206,15 @@ class Cursor:
     @property
     def prefix_sha256(self) -> str:
         return self._digest.hexdigest()
+
+
+def batches(stream: Iterator[Any], preparer: Preparer, size: int) -> Iterator[Batch]:
+    """Stream items in lists of ``size``, prepared; ends after a Failure (raised when the
+    consumer visits it)."""
+    while True:
+        items = list(itertools.islice(stream, size))
+        if not items:
+            return
+        yield preparer.prepare(items)
+        if isinstance(items[-1], Failure):
+            return
