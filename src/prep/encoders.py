@@ -186,6 +186,10 @@ def load_tokenizer_file(
             path=json_path,
         ) from e
     tok.encode_special_tokens = True
+    # A saved padding or truncation setting would make ids depend on the batch (pads to the
+    # longest text of a call) or silently cut documents: neither is ever wanted here.
+    tok.no_padding()
+    tok.no_truncation()
     vocab = tok.get_vocab(with_added_tokens=True)
     if not vocab:
         raise InputError(f"{json_path}: the tokenizer has an empty vocabulary", path=json_path)

@@ -27,9 +27,15 @@ def inspect_bin(path: Path, first: int, tokenizer: str | None) -> list[str]:
     if tokenizer and tokenizer != "byte":
         from tokenizers import Tokenizer
 
-        tok = Tokenizer.from_file(
-            tokenizer if not Path(tokenizer).is_dir() else str(Path(tokenizer) / "tokenizer.json")
-        )
+        json_path = Path(tokenizer) / "tokenizer.json" if Path(tokenizer).is_dir() else tokenizer
+        try:
+            tok = Tokenizer.from_file(str(json_path))
+        except Exception as e:  # tokenizers raises a bare Exception
+            raise InputError(
+                f"--tokenizer {tokenizer}: cannot load a tokenizer.json ({e}); give the file "
+                "the dataset was made with, or `byte`",
+                path=str(json_path),
+            ) from e
         lines.append(f"decoded: {tok.decode(head, skip_special_tokens=False)!r}")
     elif tokenizer == "byte":
         lines.append(f"decoded: {bytes(i for i in head if i < 256).decode('utf-8', 'replace')!r}")

@@ -90,9 +90,31 @@ def _load_encoder(opts: RunOptions, recipe: Recipe, revision: str | None = None)
 
 
 def _tokenize(batches: Iterable[Batch], encoder: Encoder) -> Iterator[tuple[Batch, list[Any]]]:
+    """Ids per document. A document the tokenizer cannot encode becomes an ``InputError`` in
+    its place, raised when it is visited (so the documents before it still count)."""
     for batch in batches:
         docs_utf8 = [b for b, k in zip(batch.utf8, batch.kinds, strict=True) if k == DOC]
-        yield batch, encoder.encode_batch(batch.docs, docs_utf8)  # type: ignore[arg-type]
+        ids: list[Any]
+        try:
+            ids = encoder.encode_batch(batch.docs, docs_utf8)  # type: ignore[arg-type]
+        except Exception:  # tokenizers raises a bare Exception: find the document
+            ids = []
+            for k, (text, data) in enumerate(zip(batch.docs, docs_utf8, strict=True)):
+                try:
+                    ids.extend(encoder.encode_batch([text], [data]))  # type: ignore[list-item]
+                except Exception as e:
+                    path, row = batch.doc_where[k]
+                    ids.append(
+                        InputError(
+                            f"{path} row {row}: the tokenizer cannot encode this document "
+                            f"({e}); fix the tokenizer (for example give its model an "
+                            "unk_token) or remove the row",
+                            path=path,
+                            row=row,
+                        )
+                    )
+                    break
+        yield batch, ids
 
 
 @dataclass
@@ -196,6 +218,11 @@ class Job:
             job.cursor.rows_visited = cp.progress.rows_visited
         job.cursor.empty_rows_skipped = cp.progress.empty_rows_skipped
         job.cursor.docs = cp.progress.docs_written
+        # Files the reader had hashed ahead of the committed rows, which the replay did not
+        # reach: check them too while staging is still untouched.
+        for f in source.files:
+            if f.sha256 is None and f.expected_sha256 is not None:
+                hash_and_check(source, f)
         # Everything verified: only now change staging.
         for extra in unnamed_files(paths.staging, cp):
             logger.info("removing %s (written after the last checkpoint)", extra.name)
@@ -357,6 +384,8 @@ class Job:
         d = 0
         for i, kind in enumerate(batch.kinds):
             if kind == DOC:
+                if isinstance(ids[d], PrepError):
+                    raise ids[d]
                 data = batch.utf8[i]
                 cursor.visit(data)  # type: ignore[arg-type]
                 split = batch.doc_splits[d]
@@ -453,7 +482,16 @@ class Job:
                 "source, --text-column, --split-column and --val-fraction"
             )
         for f in self.source.files:  # files never reached still belong to the identity
-            hash_and_check(self.source, f)
+            try:
+                hash_and_check(self.source, f)
+            except PrepError:
+                raise
+            except OSError as e:
+                raise InputError(
+                    f"{f.path}: cannot read the source file ({e.strerror or e}); fix its "
+                    "permissions or restore it, then rerun with --resume",
+                    path=f.path,
+                ) from e
         read_order = ordered_files(self.source.files, self.recipe.shuffle_files, self.recipe.seed)
         source = {
             "kind": self.source.kind,

@@ -48,7 +48,12 @@ class ReadAhead(Generic[T]):
 
     def __iter__(self) -> Iterator[T]:
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=0.1)
+            except queue.Empty:
+                if self._stop.is_set():  # closed: the producer will put nothing more
+                    return
+                continue
             if item is _DONE:
                 return
             if isinstance(item, _Raised):

@@ -201,16 +201,27 @@ def iter_batches(
 
     Raises ``InputError`` for unreadable Parquet, a missing column (naming those that
     exist) or a column that is not of a string type."""
-    local = source.local_path(f)
-    hash_and_check(source, f)
     try:
-        pf = pq.ParquetFile(local)
+        local = source.local_path(f)
+        hash_and_check(source, f)
+    except PrepError:  # some are OSErrors too (a Hub TransientError is a ConnectionError)
+        raise
+    except OSError as e:
+        raise InputError(
+            f"{f.path}: cannot read the source file ({e.strerror or e}); fix its permissions "
+            "or restore it",
+            path=f.path,
+        ) from e
+    try:
+        # buffer_size: stream each column chunk instead of reading it whole, so memory does
+        # not grow with the row-group size the writer chose.
+        pf = pq.ParquetFile(local, buffer_size=1 << 20)
+        schema = pf.schema_arrow
     except (pa.ArrowException, OSError, ValueError) as e:  # ValueError: names not UTF-8
         raise InputError(
             f"{f.path}: not a readable Parquet file ({e}); remove or replace the file",
             path=f.path,
         ) from e
-    schema = pf.schema_arrow
     columns = [text_column] + ([split_column] if split_column else [])
     for col, flag in zip(columns, ("--text-column", "--split-column"), strict=False):
         if schema.get_field_index(col) < 0:

@@ -120,6 +120,7 @@ class Batch:
     utf8: list[bytes | None] = field(default_factory=list)
     docs: list[str] = field(default_factory=list)
     doc_splits: list[int] = field(default_factory=list)
+    doc_where: list[tuple[str, int]] = field(default_factory=list)  # (file, row) per DOC row
     errors: dict[int, PrepError] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -185,6 +186,7 @@ class Preparer:
             b.utf8.append(data)
             b.docs.append(text)
             b.doc_splits.append(split)
+            b.doc_where.append((self.files[item[2]].path, item[3]))
         return b
 
 

@@ -6,6 +6,7 @@ files, changes one thing, and resumes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -160,6 +161,30 @@ def test_a_file_rewritten_with_fewer_rows(w: World, tmp_path: Path) -> None:
     factories.write_parquet(source / "part-00000.parquet", source_docs(w, 0)[:-500])
     err = refused(out)
     assert "part-00000.parquet: size" in err and "Restore the original files" in err
+
+
+def test_a_read_ahead_file_modified_before_resume_is_refused_before_any_change(
+    w: World, tmp_path: Path
+) -> None:
+    """The reader thread hashes files ahead of the committed rows, and a checkpoint records
+    those hashes. A file recorded that way but not reached by the replay must still be
+    checked before staging is touched (here the hash is recorded explicitly, as the reader
+    would have, so the scenario does not depend on thread timing)."""
+    source, tok = w.copy_inputs(tmp_path)
+    out = tmp_path / "out"
+    cp = interrupt(w, out, source, tok)
+    files = cp["source"]["files"]
+    ahead = next(f for f in files if f["sha256"] is None)  # not reached by the committed rows
+    path = source / ahead["path"]
+    ahead["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (fk.staging_of(out) / "checkpoint.json").write_text(json.dumps(cp, indent=1))
+    st = path.stat()
+    raw = bytearray(path.read_bytes())
+    raw[-20] ^= 0xFF  # same size, same mtime: only the recorded hash can tell
+    path.write_bytes(bytes(raw))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    err = refused(out)
+    assert ahead["path"] in err and "changed since the run started" in err, err
 
 
 def test_an_unread_file_modified_before_resume(w: World, tmp_path: Path) -> None:
