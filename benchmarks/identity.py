@@ -24,28 +24,24 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from memory import DEFAULT_TOKENIZER, REPO, build_corpus_isolated
+from memory import DEFAULT_TOKENIZER, REPO, build_corpus_isolated, prepare_command
 
 PRE_OPTIMIZATION = "dad62f2bbc42d9de8833e21547c4dd396853f328"
 
 
 def prepare(checkout: Path, corpus: Path, tok: Path, out: Path, batch: int | None) -> None:
     env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
-    cmd = [
-        sys.executable,
-        str(checkout / "scripts" / "prepare.py"),
-        "--source",
-        str(corpus),
-        "--tokenizer",
-        str(tok),
-        "--out",
-        str(out),
+    cmd = prepare_command(
+        corpus,
+        tok,
+        out,
         "--dataset",
         "identity",
         "--quiet",
         "--max-file-tokens",
         "20000000",
-    ]
+        script=checkout / "scripts" / "prepare.py",
+    )
     if batch:
         cmd += ["--batch-size", str(batch)]
     subprocess.run(cmd, check=True, env=env, cwd=checkout)

@@ -71,6 +71,23 @@ class RunResult:
     seconds: float
 
 
+def prepare_command(
+    corpus: Path, tokenizer: str | Path, out: Path, *extra: str, script: Path = PREPARE
+) -> list[str]:
+    """``python scripts/prepare.py --source CORPUS --tokenizer TOK --out OUT EXTRA...``."""
+    return [
+        sys.executable,
+        str(script),
+        "--source",
+        str(corpus),
+        "--tokenizer",
+        str(tokenizer),
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
 def run_measured(cmd: list[str], log: Path) -> RunResult:
     """Run ``cmd`` (stdout and stderr to ``log``) and return its exit code and peak RSS.
 
@@ -145,16 +162,7 @@ def measure(mb: float, tokenizer: str, workdir: Path) -> tuple[RunResult, int]:
         f"floor (this process's peak RSS) {own_peak_rss_mib():,.1f} MiB",
         file=sys.stderr,
     )
-    cmd = [
-        sys.executable,
-        str(PREPARE),
-        "--source",
-        str(corpus),
-        "--tokenizer",
-        tokenizer,
-        "--out",
-        str(out),
-    ]
+    cmd = prepare_command(corpus, tokenizer, out)
     result = run_measured(cmd, log)
     if result.exit_code != 0:
         raise BenchmarkError(

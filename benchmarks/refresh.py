@@ -76,8 +76,22 @@ def write_source(root: Path, files: int, rows: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while",
-             "cron", "runs", "every", "night"]
+    words = [
+        "the",
+        "quick",
+        "brown",
+        "fox",
+        "jumps",
+        "over",
+        "a",
+        "lazy",
+        "dog",
+        "while",
+        "cron",
+        "runs",
+        "every",
+        "night",
+    ]
     root.mkdir(parents=True)
     for i in range(files):
         texts = [
@@ -163,8 +177,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--files", type=int, default=1000, help="Parquet files (1000)")
     p.add_argument("--rows", type=int, default=4, help="rows per file (4)")
     p.add_argument("--reps", type=int, default=5, help="repetitions of each timing (5)")
-    p.add_argument("--tokenizer", type=Path, default=DEFAULT_TOKENIZER,
-                   help="tokenizer.json (the GPT-2 test fixture)")
+    p.add_argument(
+        "--tokenizer",
+        type=Path,
+        default=DEFAULT_TOKENIZER,
+        help="tokenizer.json (the GPT-2 test fixture)",
+    )
     p.add_argument("--workdir", type=Path, help="work directory (default: a temporary one)")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     ns = p.parse_args(argv)

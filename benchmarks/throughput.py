@@ -45,6 +45,7 @@ from memory import (
     REPO,
     build_corpus_isolated,
     manifest_tokens,
+    prepare_command,
     run_measured,
 )
 
@@ -67,22 +68,9 @@ def run_e2e(
 ) -> tuple[float, int, int]:
     """(seconds, peak RSS KiB, tokens) of one prepare run into a fresh ``out``."""
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [
-        sys.executable,
-        str(PREPARE),
-        "--source",
-        str(corpus),
-        "--tokenizer",
-        str(tok),
-        "--out",
-        str(out),
-        "--quiet",
-        "--batch-size",
-        str(batch),
-        "--dataset",
-        "bench",
-        *extra,
-    ]
+    cmd = prepare_command(
+        corpus, tok, out, "--quiet", "--batch-size", str(batch), "--dataset", "bench", *extra
+    )
     if threads:
         cmd += ["--threads", str(threads)]
     res = run_measured(cmd, out.with_suffix(".log"))
@@ -186,15 +174,10 @@ def resume_cost(args: argparse.Namespace, corpus: Path, work: Path) -> None:
     total_rows = json.loads((out / "_MANIFEST.json").read_text())["source"]["rows_visited"]
     shutil.rmtree(out)
     staging = out.with_name(out.name + ".incomplete")
-    cmd = [
-        sys.executable,
-        str(PREPARE),
-        "--source",
-        str(corpus),
-        "--tokenizer",
-        str(args.tokenizer),
-        "--out",
-        str(out),
+    cmd = prepare_command(
+        corpus,
+        args.tokenizer,
+        out,
         "--quiet",
         "--batch-size",
         str(args.batch_size),
@@ -202,7 +185,7 @@ def resume_cost(args: argparse.Namespace, corpus: Path, work: Path) -> None:
         "0.5",
         "--dataset",
         "bench",
-    ]
+    )
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(args.threads)
     )
