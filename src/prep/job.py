@@ -29,7 +29,6 @@ from prep.manifest import (
     SplitTotals,
     build_manifest,
     build_provenance,
-    package_versions,
     write_manifest,
     write_provenance,
 )
@@ -38,11 +37,11 @@ from prep.publish import OutputPaths, create_staging, write_failure
 from prep.readahead import ReadAhead
 from prep.recipe import Recipe, RunOptions
 from prep.resume import (
-    OUTPUT_PACKAGES,
     check_recipe,
     check_source,
     check_tokenizer,
     check_versions,
+    output_versions,
     unnamed_files,
     verify_files,
 )
@@ -138,6 +137,8 @@ class Job:
     _start: tuple[int, int, int] = (0, 0, 0)
     _stream: Iterator[Any] | None = None
     _final_digest: str | None = None  # a finished stream's digest, from the checkpoint
+    versions: dict[str, str] = field(default_factory=lambda: output_versions())
+    _committed_rows: int = 0  # rows of the last checkpoint this job wrote
     _t0: float = field(default_factory=time.monotonic)
 
     # -- starting ---------------------------------------------------------------------------
@@ -206,9 +207,21 @@ class Job:
         check_source(paths.staging, cp, source)
         encoder = _load_encoder(opts, recipe, cp.tokenizer.get("revision"))
         check_tokenizer(paths.staging, cp, encoder.identity)
-        check_versions(paths.staging, cp, package_versions(), opts.allow_version_change)
+        versions = output_versions()
+        check_versions(paths.staging, cp, versions, opts.allow_version_change)
         facts = replace(cp.run, resumes=cp.run.resumes + 1)
-        job = cls(paths, recipe, opts, source, encoder, stop_requested, argv, facts, fresh=False)
+        job = cls(
+            paths,
+            recipe,
+            opts,
+            source,
+            encoder,
+            stop_requested,
+            argv,
+            facts,
+            fresh=False,
+            versions=versions,
+        )
         opened = verify_files(paths.staging, cp, encoder.identity.vocab_size)
         job.finished = cp.progress.finished
         if not job.finished:
@@ -217,7 +230,6 @@ class Job:
         else:
             job.cursor.rows_visited = cp.progress.rows_visited
         job.cursor.empty_rows_skipped = cp.progress.empty_rows_skipped
-        job.cursor.docs = cp.progress.docs_written
         # Files the reader had hashed ahead of the committed rows, which the replay did not
         # reach: check them too while staging is still untouched.
         for f in source.files:
@@ -391,7 +403,6 @@ class Job:
                 split = batch.doc_splits[d]
                 writers[SPLITS[split]].add(ids[d], len(data))  # type: ignore[arg-type]
                 d += 1
-                cursor.docs += 1
                 if split == TRAIN and train_budget is not None and train.n_tokens >= train_budget:
                     return True
             elif kind == EMPTY:
@@ -407,7 +418,7 @@ class Job:
     def _save_checkpoint(self, directory: Path) -> None:
         progress = Progress(
             rows_visited=self.cursor.rows_visited,
-            docs_written=self.cursor.docs,
+            docs_written=sum(w.n_docs for w in self.writers.values()),
             empty_rows_skipped=self.cursor.empty_rows_skipped,
             prefix_sha256=self._final_digest or self.cursor.prefix_sha256,
             finished=self.finished,
@@ -416,13 +427,14 @@ class Job:
             recipe=self.recipe,
             source=_source_json(self.source),
             tokenizer=self.encoder.identity.to_json(),
-            versions={k: v for k, v in package_versions().items() if k in OUTPUT_PACKAGES},
+            versions=self.versions,
             progress=progress,
             splits={s: w.state() for s, w in self.writers.items()},
             run=replace(self.run_facts, active_seconds=self._elapsed()),
             written_at=time.time(),
         )
         ckpt.save(directory, cp)
+        self._committed_rows = progress.rows_visited
 
     def _checkpoint(self) -> None:
         """The commit point: fsync the open files, then replace the checkpoint."""
@@ -452,17 +464,10 @@ class Job:
 
     def _discard_if_empty(self) -> bool:
         """Bad input before anything was committed: remove the empty staging directory so
-        the corrected command can simply be run again. True when it was removed."""
-        if not self.fresh or not self.paths.staging.exists():
-            return not self.paths.staging.exists()
-        try:
-            cp = ckpt.load(self.paths.staging)
-        except PrepError:
-            return False
-        if cp.progress.rows_visited == 0 and cp.run.resumes == 0:
+        the corrected command can simply be run again. True when it is gone."""
+        if self.fresh and self._committed_rows == 0:
             shutil.rmtree(self.paths.staging, ignore_errors=True)
-            return True
-        return False
+        return not self.paths.staging.exists()
 
     # -- finishing --------------------------------------------------------------------------
 
@@ -482,16 +487,7 @@ class Job:
                 "source, --text-column, --split-column and --val-fraction"
             )
         for f in self.source.files:  # files never reached still belong to the identity
-            try:
-                hash_and_check(self.source, f)
-            except PrepError:
-                raise
-            except OSError as e:
-                raise InputError(
-                    f"{f.path}: cannot read the source file ({e.strerror or e}); fix its "
-                    "permissions or restore it, then rerun with --resume",
-                    path=f.path,
-                ) from e
+            hash_and_check(self.source, f)
         read_order = ordered_files(self.source.files, self.recipe.shuffle_files, self.recipe.seed)
         source = {
             "kind": self.source.kind,

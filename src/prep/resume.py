@@ -22,6 +22,7 @@ from prep.checkpoint import Checkpoint
 from prep.encoders import TokenizerIdentity
 from prep.errors import FormatError, IntegrityError
 from prep.fsio import file_sha256
+from prep.manifest import package_versions
 from prep.recipe import Recipe
 from prep.sources import Source
 
@@ -132,6 +133,11 @@ def check_versions(staging: Path, cp: Checkpoint, now: dict[str, str], allow: bo
             f"({'; '.join(diffs)}); they can change the output. Reinstall those versions, "
             "or pass --allow-version-change to accept the risk"
         )
+
+
+def output_versions() -> dict[str, str]:
+    """Installed versions of the packages that can change the output bytes."""
+    return {k: v for k, v in package_versions().items() if k in OUTPUT_PACKAGES}
 
 
 @dataclass

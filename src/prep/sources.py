@@ -139,18 +139,29 @@ def resolve_source(
 
 
 def hash_and_check(source: Source, f: SourceFile) -> None:
-    """Fill ``f.sha256`` (once) and refuse a file whose bytes changed since recorded."""
+    """Fill ``f.sha256`` (once) and refuse a file whose bytes changed since recorded.
+
+    Raises ``IntegrityError`` for changed bytes, ``InputError`` for a file that cannot be
+    read (permissions, vanished): bad input, not a failure of the output side."""
     if f.sha256 is None:
         local = source.local_path(f)
-        size = os.path.getsize(local)
-        if size != f.size:
+        try:
+            size = os.path.getsize(local)
+            sha = file_sha256(local) if size == f.size else None
+        except OSError as e:
+            raise InputError(
+                f"{f.path}: cannot read the source file ({e.strerror or e}); fix its "
+                "permissions or restore it",
+                path=f.path,
+            ) from e
+        if sha is None:
             raise IntegrityError(
                 f"source file {f.path} is {size:,} bytes, but {f.size:,} were recorded; the "
                 "source changed during or since the run. Start a new run (new --out) to use "
                 "the new data",
                 path=f.path,
             )
-        f.sha256 = file_sha256(local)
+        f.sha256 = sha
     if f.expected_sha256 is not None and f.sha256 != f.expected_sha256:
         raise IntegrityError(
             f"source file {f.path} changed since the run started (SHA-256 {f.sha256[:12]}… "
@@ -201,17 +212,8 @@ def iter_batches(
 
     Raises ``InputError`` for unreadable Parquet, a missing column (naming those that
     exist) or a column that is not of a string type."""
-    try:
-        local = source.local_path(f)
-        hash_and_check(source, f)
-    except PrepError:  # some are OSErrors too (a Hub TransientError is a ConnectionError)
-        raise
-    except OSError as e:
-        raise InputError(
-            f"{f.path}: cannot read the source file ({e.strerror or e}); fix its permissions "
-            "or restore it",
-            path=f.path,
-        ) from e
+    local = source.local_path(f)
+    hash_and_check(source, f)
     try:
         # buffer_size: stream each column chunk instead of reading it whole, so memory does
         # not grow with the row-group size the writer chose.

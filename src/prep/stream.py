@@ -197,7 +197,6 @@ class Cursor:
     def __init__(self) -> None:
         self.rows_visited = 0
         self.empty_rows_skipped = 0
-        self.docs = 0
         self._digest = hashlib.sha256()
 
     def visit(self, utf8: bytes) -> None:
