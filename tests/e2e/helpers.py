@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import bin_ids, split_bins
+from spec_model import spec_is_val
 
 MAGIC = 20240520
 HEADER_BYTES = 1024
@@ -55,10 +56,7 @@ def prefix_sha256(texts: Iterable[str]) -> str:
     return h.hexdigest()
 
 
-def is_val(text: str, seed: int, fraction: float) -> bool:
-    """product.md's content-hash rule."""
-    digest = hashlib.sha256(f"{seed}\0{text}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") < int(fraction * 2**64)
+is_val = spec_is_val
 
 
 def is_empty(text: str) -> bool:

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from conftest import FIXTURES, GPT2_DIR, make_corpus, numbered_docs, write_parquet
 from golden_corpus import tiktoken_gpt2
+from spec_model import spec_file_order, spec_shuffle
 
 from .helpers import (
     canonical,
@@ -160,24 +160,9 @@ def _shuffle_corpus(root: Path) -> dict[str, list[str]]:
 def _reference_order(contents: dict[str, list[str]], seed: int, shuffle_files: bool,
                      buffer: int) -> tuple[list[str], list[str]]:
     """stream.md steps 1, 2 and 4, written independently: (file order, row order)."""
-    files = sorted(contents)  # step 1: by relative path as a POSIX string
-    if shuffle_files:  # step 2
-        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, 0])))
-        files = [files[i] for i in rng.permutation(len(files))]
+    files = spec_file_order(sorted(contents), shuffle_files, seed)  # steps 1 and 2
     rows = [t for f in files for t in contents[f]]  # step 3
-    if buffer == 0:
-        return files, rows
-    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, 1])))
-    out, buf = [], []
-    for t in rows:  # step 4
-        if len(buf) < buffer:
-            buf.append(t)
-            continue
-        i = int(rng.integers(0, len(buf)))
-        out.append(buf[i])
-        buf[i] = t
-    rng.shuffle(buf)
-    return files, out + buf
+    return files, spec_shuffle(rows, buffer, seed)  # step 4
 
 
 @pytest.mark.parametrize(("shuffle_files", "buffer"), [

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
+from spec_model import spec_is_val, spec_shuffle
 
 # Texts that str.strip() empties, including Unicode whitespace.
 WHITESPACE = ["", " ", "\t\n", "\r\n  ", "\u3000", "\u00a0", " \u2028 ", "\x1c"]
@@ -38,29 +38,6 @@ def corpora(max_files: int = 3, max_rows: int = 8) -> st.SearchStrategy[list[lis
 
 
 # -- the spec model ---------------------------------------------------------------------------
-
-
-def spec_is_val(text: str, seed: int, fraction: float) -> bool:
-    top = int.from_bytes(hashlib.sha256(f"{seed}\0{text}".encode()).digest()[:8], "big")
-    return top < int(fraction * 2**64)
-
-
-def spec_shuffle(rows: list[Any], buffer: int, seed: int) -> list[Any]:
-    """stream.md step 4, transcribed."""
-    if buffer <= 0:
-        return list(rows)
-    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, 1])))
-    out: list[Any] = []
-    buf: list[Any] = []
-    for t in rows:
-        if len(buf) < buffer:
-            buf.append(t)
-        else:
-            i = int(rng.integers(0, len(buf)))
-            out.append(buf[i])
-            buf[i] = t
-    rng.shuffle(buf)
-    return out + buf
 
 
 @dataclass

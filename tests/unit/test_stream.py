@@ -16,6 +16,7 @@ import pytest
 from conftest import write_parquet
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from spec_model import spec_shuffle
 
 from prep.errors import InputError
 from prep.recipe import Recipe
@@ -78,25 +79,6 @@ def test_file_shuffle_of_zero_and_one_files() -> None:
 
 
 # -- step 4: document shuffle -----------------------------------------------------------------
-
-
-def spec_shuffle(rows: list[Any], buffer: int, seed: int) -> list[Any]:
-    """stream.md step 4, transcribed."""
-    if buffer <= 0:
-        return list(rows)
-    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, 1])))
-    out: list[Any] = []
-    buf: list[Any] = []
-    for t in rows:
-        if len(buf) < buffer:
-            buf.append(t)
-        else:
-            i = int(rng.integers(0, len(buf)))
-            out.append(buf[i])
-            buf[i] = t
-    rng.shuffle(buf)
-    out.extend(buf)
-    return out
 
 
 def rows_of(n: int) -> list[tuple[str, None, int, int]]:

@@ -1,0 +1,44 @@
+"""The spec's order and split rules, transcribed from stream.md and product.md for use as
+test oracles: written from the spec text, never by calling prep. One copy, shared by the
+unit, property and end-to-end tests."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+
+def spec_file_order(files: list[T], shuffle: bool, seed: int) -> list[T]:
+    """stream.md step 2: the sorted list, or its PCG64(SeedSequence([seed, 0])) permutation."""
+    if not shuffle:
+        return list(files)
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, 0])))
+    return [files[int(i)] for i in rng.permutation(len(files))]
+
+
+def spec_shuffle(rows: list[Any], buffer: int, seed: int) -> list[Any]:
+    """stream.md step 4: the bounded-buffer document shuffle."""
+    if buffer <= 0:
+        return list(rows)
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, 1])))
+    out: list[Any] = []
+    buf: list[Any] = []
+    for t in rows:
+        if len(buf) < buffer:
+            buf.append(t)
+        else:
+            i = int(rng.integers(0, len(buf)))
+            out.append(buf[i])
+            buf[i] = t
+    rng.shuffle(buf)
+    return out + buf
+
+
+def spec_is_val(text: str, seed: int, fraction: float) -> bool:
+    """product.md's content-hash rule."""
+    top = int.from_bytes(hashlib.sha256(f"{seed}\0{text}".encode()).digest()[:8], "big")
+    return top < int(fraction * 2**64)
