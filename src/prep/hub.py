@@ -379,6 +379,28 @@ class HubSource(Source):
             return local
 
 
+def _pinned_listing(
+    api: HfApi,
+    ref: HubRef,
+    repo_type: str,
+    given: str,
+    repo_url: str,
+    token: str | None,
+    opts: HubOptions,
+    revision: str | None,
+    under: str,
+    recursive: bool,
+) -> tuple[str, dict[str, RepoFile]]:
+    """The commit (``revision`` when given, else ``ref``'s revision resolved now) and the
+    repository's files at it, by path. ``given`` names the option in messages."""
+    if revision is None:
+        what = f"{given}: resolving revision {ref.revision or 'main'!r}"
+        revision = _resolve_commit(api, ref, repo_type, _Call(what, repo_url, token, opts))
+    call = _Call(f"{given}: listing commit {revision[:12]}", repo_url, token, opts)
+    files = _list_files(api, ref.repo_id, repo_type, revision, under, recursive, call)
+    return revision, {e.path: e for e in files}
+
+
 def resolve_hub_source(
     uri: str, *, token: str | None, revision: str | None = None, options: HubOptions | None = None
 ) -> HubSource:
@@ -392,16 +414,10 @@ def resolve_hub_source(
     opts = options or HubOptions()
     api = HfApi(endpoint=opts.endpoint)
     root = f"hf://datasets/{ref.repo_id}"
-    if revision is None:
-        call = _Call(
-            f"--source {uri}: resolving revision {ref.revision or 'main'!r}", root, token, opts
-        )
-        revision = _resolve_commit(api, ref, "dataset", call)
     under = listing_root(ref.path)
-    call = _Call(f"--source {uri}: listing commit {revision[:12]}", root, token, opts)
-    entries = {
-        e.path: e for e in _list_files(api, ref.repo_id, "dataset", revision, under, True, call)
-    }
+    revision, entries = _pinned_listing(
+        api, ref, "dataset", f"--source {uri}", root, token, opts, revision, under, True
+    )
     chosen = select_paths(list(entries), ref.path)
     if not chosen:
         have = ", ".join(sorted(entries)[:8]) or "nothing"
@@ -459,16 +475,9 @@ def download_tokenizer(
     opts = options or HubOptions()
     api = HfApi(endpoint=opts.endpoint)
     repo_url = f"hf:{ref.repo_id}"
-    if revision is None:
-        call = _Call(
-            f"--tokenizer {spec}: resolving revision {ref.revision or 'main'!r}",
-            repo_url,
-            token,
-            opts,
-        )
-        revision = _resolve_commit(api, ref, "model", call)
-    call = _Call(f"--tokenizer {spec}: listing commit {revision[:12]}", repo_url, token, opts)
-    entries = {e.path: e for e in _list_files(api, ref.repo_id, "model", revision, "", False, call)}
+    revision, entries = _pinned_listing(
+        api, ref, "model", f"--tokenizer {spec}", repo_url, token, opts, revision, "", False
+    )
     if "tokenizer.json" not in entries:
         raise InputError(
             f"--tokenizer {spec}: commit {revision[:12]} has no tokenizer.json (it has: "
