@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from memory import DEFAULT_TOKENIZER, REPO, build_corpus_isolated, prepare_command
+from memory import DEFAULT_TOKENIZER, REPO, prepare_command, reusable_corpus
 
 PRE_OPTIMIZATION = "dad62f2bbc42d9de8833e21547c4dd396853f328"
 
@@ -63,11 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--workdir", type=Path, default=None, help="kept; the corpus is reused")
     args = p.parse_args(argv)
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="prep-identity-"))
-    work.mkdir(parents=True, exist_ok=True)
-    corpus = work / f"corpus-{args.mb:g}mb"
-    if not corpus.exists():
-        build_corpus_isolated(corpus, args.mb)
+    work, corpus = reusable_corpus(args.workdir, args.mb, "prep-identity-")
     ref = Path(tempfile.mkdtemp(prefix="prep-ref-")) / "ref"
     subprocess.run(
         ["git", "-C", str(REPO), "worktree", "add", "--detach", str(ref), args.ref],

@@ -129,6 +129,18 @@ def build_corpus_isolated(out: Path, mb: float) -> tuple[int, int, int]:
         return pool.submit(_build_corpus, str(out), mb).result()
 
 
+def reusable_corpus(workdir: Path | None, mb: float, prefix: str) -> tuple[Path, Path]:
+    """(work directory, corpus of ``mb`` MB in it): ``workdir`` (kept, its corpus reused
+    when already built) or a new temporary directory."""
+    work = workdir or Path(tempfile.mkdtemp(prefix=prefix))
+    work.mkdir(parents=True, exist_ok=True)
+    corpus = work / f"corpus-{mb:g}mb"
+    if not corpus.exists():
+        print(f"building a {mb:g} MB corpus in {corpus}", file=sys.stderr, flush=True)
+        build_corpus_isolated(corpus, mb)
+    return work, corpus
+
+
 def own_peak_rss_mib() -> float:
     """This process's peak RSS so far: the floor under any child's ``ru_maxrss``."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -34,7 +34,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -43,9 +42,9 @@ from memory import (
     DEFAULT_TOKENIZER,
     PREPARE,
     REPO,
-    build_corpus_isolated,
     manifest_tokens,
     prepare_command,
+    reusable_corpus,
     run_measured,
 )
 
@@ -243,12 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-throughput", action="store_true")
     p.add_argument("--workdir", type=Path, default=None, help="kept; the corpus is reused")
     args = p.parse_args(argv)
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="prep-throughput-"))
-    work.mkdir(parents=True, exist_ok=True)
-    corpus = work / f"corpus-{args.mb:g}mb"
-    if not corpus.exists():
-        log(f"building a {args.mb:g} MB corpus in {corpus}")
-        build_corpus_isolated(corpus, args.mb)
+    work, corpus = reusable_corpus(args.workdir, args.mb, "prep-throughput-")
     text_bytes = int(args.mb * 1e6)
     if not args.skip_throughput:
         throughput(args, corpus, text_bytes, work)
