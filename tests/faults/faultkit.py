@@ -1,6 +1,6 @@
 """Shared machinery of the fault tests: one corpus and tokenizer, the reference output of an
 uninterrupted run, and runners for real ``prepare`` subprocesses (plain, or through
-``driver.py`` with one fault injected at its import site).
+``tests/fault_driver.py`` with one fault injected at its import site).
 
 Not a ``conftest.py`` on purpose: conftest modules outside packages all import as
 ``conftest`` and would shadow the factories in ``tests/conftest.py`` for other directories.
@@ -29,7 +29,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
-DRIVER = HERE / "driver.py"
+DRIVER = HERE.parent / "fault_driver.py"
 
 
 def _load_factories() -> ModuleType:

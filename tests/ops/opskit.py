@@ -1,9 +1,10 @@
 """Helpers for the operations tests: inputs (a small corpus and tokenizer, edits that keep
 a file's size), real ``prepare`` processes with hooks at import sites, directory hashes.
 
-``spawn(args, hooks)`` runs ``python -c DRIVER ARGS``. The driver wraps each hook's target
-where prep looks it up (``prep.refresh.exchange`` is the ``exchange`` that ``swap_in``
-calls), lets the original run, and at the chosen call does one thing:
+``spawn(args, hooks)`` runs ``tests/fault_driver.py ARGS`` (shared with tests/faults). It
+wraps each hook's target where prep looks it up (``prep.refresh.exchange`` is the
+``exchange`` that ``swap_in`` calls), lets the original run, and at the chosen call does
+one thing:
 
 ``kill``    SIGKILL this process (a real kill -9, nothing cleans up)
 ``gate``    create ``reached``, then block until ``release`` exists (the test decides when
@@ -35,64 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from conftest import PREPARE, REPO, bpe_tokenizer, dir_bytes, numbered_docs
 
-DRIVER = r"""
-import importlib, json, os, signal, sys, time
-from pathlib import Path
-
-def resolve(dotted):
-    parts = dotted.split(".")
-    for i in range(len(parts) - 1, 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for name in parts[i:-1]:
-            obj = getattr(obj, name)
-        return obj, parts[-1]
-    raise SystemExit("driver: cannot resolve " + dotted)
-
-def install(hook):
-    holder, attr = resolve(hook["target"])
-    original = getattr(holder, attr)
-    action = hook["action"]
-    nth = int(hook.get("nth", 1))
-    when = hook.get("when", "after")
-    calls = [0]
-
-    def act(args):
-        if action == "kill":
-            sys.stderr.flush()
-            os.kill(os.getpid(), signal.SIGKILL)
-        elif action == "gate":
-            Path(hook["reached"]).touch()
-            deadline = time.monotonic() + float(hook.get("timeout", 120))
-            while not Path(hook["release"]).exists() and time.monotonic() < deadline:
-                time.sleep(0.005)
-        elif action == "record":
-            with open(hook["record"], "a") as f:
-                f.write(str(args[0] if args else "") + "\n")
-
-    def wrapper(*args, **kwargs):
-        if "arg_contains" in hook and not any(hook["arg_contains"] in str(a) for a in args):
-            return original(*args, **kwargs)
-        calls[0] += 1
-        fire = action == "record" or calls[0] == nth
-        if action == "return" and fire:
-            return hook["value"]
-        if fire and when == "before":
-            act(args)
-        result = original(*args, **kwargs)
-        if fire and when == "after":
-            act(args)
-        return result
-
-    setattr(holder, attr, wrapper)
-
-for hook in json.loads(os.environ.get("PREP_OPS_HOOKS", "[]")):
-    install(hook)
-from prep.cli import run_prepare
-sys.exit(run_prepare(sys.argv[1:]))
-"""
+DRIVER = REPO / "tests" / "fault_driver.py"
 
 TIMEOUT = 120.0
 
@@ -124,7 +68,7 @@ class Proc:
 
 def command(args: Sequence[object], hooks: Sequence[dict[str, Any]] = ()) -> list[str]:
     if hooks:
-        return [sys.executable, "-c", DRIVER, *map(str, args)]
+        return [sys.executable, str(DRIVER), *map(str, args)]
     return [sys.executable, str(PREPARE), *map(str, args)]
 
 
@@ -132,7 +76,7 @@ def spawn(args: Sequence[object], log: Path, hooks: Sequence[dict[str, Any]] = (
           stderr: int | None = None) -> Proc:
     """Start ``prepare ARGS`` (through the driver when there are hooks); stderr goes to
     ``log`` unless a file descriptor is given (a pseudo-terminal)."""
-    env = {**os.environ, "PREP_OPS_HOOKS": json.dumps(list(hooks))}
+    env = {**os.environ, "PREP_FAULT": json.dumps(list(hooks))}
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as f:
         popen = subprocess.Popen(

@@ -1,9 +1,11 @@
-"""Run ``prep.cli.run_prepare(argv)`` in this process with one fault injected at its import site.
+"""Run ``prep.cli.run_prepare(argv)`` in this process with faults injected at their import
+sites. Shared by the fault tests (tests/faults) and the operations tests (tests/ops).
 
-Used by the fault tests as ``python tests/faults/driver.py PREPARE-ARGS...`` with the fault in
-the environment variable ``PREP_FAULT`` (JSON). Nothing under test is replaced: the target
-callable is wrapped, the original still runs, and at the chosen call the wrapper does one
-thing: SIGKILL this process, raise ``OSError(ENOSPC)``, or sleep (a slow batch).
+Used as ``python tests/fault_driver.py PREPARE-ARGS...`` with the fault, or a list of them,
+in the environment variable ``PREP_FAULT`` (JSON). Nothing under test is replaced: the
+target callable is wrapped, the original still runs (except for ``return``), and at the
+chosen call the wrapper does one thing: SIGKILL this process, raise ``OSError(ENOSPC)``,
+sleep (a slow batch), park on a gate, record the call, or return a fixed value.
 
 Fault keys:
 
@@ -12,7 +14,11 @@ Fault keys:
                     ``prep.pipeline.publish``, ``pathlib.Path.unlink``...
 ``nth``             act at the Nth matching call (1-based; default 1)
 ``when``            ``before`` or ``after`` the original runs (default ``after``)
-``action``          ``kill`` (SIGKILL), ``enospc`` (raise OSError(ENOSPC)), ``sleep`` (``seconds``)
+``action``          ``kill`` (SIGKILL), ``enospc`` (raise OSError(ENOSPC)), ``sleep`` (``seconds``),
+                    ``gate`` (touch ``reached``, then wait until ``release`` exists, at most
+                    ``timeout`` s: the test decides when the process goes on), ``record``
+                    (append the first argument to ``record``, at every matching call), or
+                    ``return`` (skip the original and return ``value``)
 ``arg_contains``    only calls where some positional argument's ``str`` contains this
 ``within``          only calls with frames of these function names on the stack (a name or
                     a list of names)
@@ -116,16 +122,27 @@ def install(fault: dict[str, Any]) -> None:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         elif action == "sleep":
             time.sleep(float(fault.get("seconds", 30)))
-        else:
+        elif action == "gate":
+            Path(fault["reached"]).touch()
+            deadline = time.monotonic() + float(fault.get("timeout", 120))
+            while not Path(fault["release"]).exists() and time.monotonic() < deadline:
+                time.sleep(0.005)
+        elif action == "record":
+            with open(fault["record"], "a") as f:
+                f.write(str(args[0] if args else "") + "\n")
+        elif action != "return":
             raise SystemExit(f"driver: unknown action {action}")
 
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nonlocal count
         fire = False
-        if count < nth and matches(args):
+        if matches(args):
             count += 1
-            fire = count == nth
+            fire = count == nth or action == "record"
+        if fire and action == "return":
+            act(args)
+            return fault["value"]
         if fire and when == "before":
             act(args)
         result = original(*args, **kwargs)
@@ -137,9 +154,9 @@ def install(fault: dict[str, Any]) -> None:
 
 
 def main() -> int:
-    spec = os.environ.get("PREP_FAULT")
-    if spec:
-        install(json.loads(spec))
+    spec = json.loads(os.environ.get("PREP_FAULT") or "[]")
+    for fault in spec if isinstance(spec, list) else [spec]:
+        install(fault)
     from prep.cli import run_prepare
 
     return run_prepare(sys.argv[1:])
