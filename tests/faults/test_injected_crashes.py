@@ -1,6 +1,6 @@
 """SIGKILL at exact calls of a real run (injected at the call's import site by
-tests/fault_driver.py), then resume: nothing half-written is visible, and the result is byte-identical to an
-uninterrupted run's."""
+tests/fault_driver.py), then resume: nothing half-written is visible, and the result is
+byte-identical to an uninterrupted run's."""
 
 from __future__ import annotations
 
