@@ -157,7 +157,7 @@ def test_a_second_sigint_aborts_and_resume_is_identical(w: World, tmp_path: Path
     out = tmp_path / "out"
     mark = tmp_path / "fired"
     slow_batch = {
-        "target": "prep.pipeline.Job._checkpoint",
+        "target": "prep.run.state.RunState.checkpoint",
         "when": "before",
         "action": "sleep",
         "seconds": 60,

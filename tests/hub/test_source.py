@@ -1,4 +1,4 @@
-"""prep.hub in-process against the loopback Hub: parsing, listing and selection, pinning,
+"""prep.hub and prep.sources.hub in-process against the loopback Hub: parsing, listing and selection, pinning,
 lazy verified downloads, retries and the errors' messages."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from prep.errors import InputError, IntegrityError, TransientError, UsageError
-from prep.hub import HubOptions, resolve_hub_source
-from prep.hub_paths import (
+from prep.hub.client import HubOptions
+from prep.sources.hub import resolve_hub_source
+from prep.hub.paths import (
     glob_regex,
     listing_root,
     parse_dataset_uri,

@@ -49,7 +49,7 @@ def parked_first(world: World, out: Path, tmp_path: Path, *extra: object, nth: i
     g = tmp_path / "gate"
     g.mkdir()
     first = spawn(world.args(out, "--batch-size", 8, *extra), tmp_path / "first.log",
-                  [gate("prep.job.Job._report", g, nth=nth)])
+                  [gate("prep.run.loop.ProgressReport.__call__", g, nth=nth)])
     wait_for((g / "reached").exists, "the first run to reach its gate", first)
     return first, g
 

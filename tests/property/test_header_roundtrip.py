@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prep.binfile import BinWriter, read_bin, write_bin
+from prep.formats.llmc import BinWriter, read_bin, write_bin
 from prep.errors import FormatError
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from prep.binfile import BinWriter, hash_ids_prefix, read_bin, read_header, write_bin
+from prep.formats.llmc import BinWriter, hash_ids_prefix, read_bin, read_header, write_bin
 from prep.errors import FormatError, InputError
 
 MAGIC = 20240520
