@@ -76,8 +76,8 @@ class Recipe:
 
 def validate(r: Recipe) -> None:
     """Raise ``UsageError`` for any out-of-range setting."""
-    if not 0 < r.val_fraction < 1:
-        raise UsageError(f"--val-fraction {r.val_fraction} must be strictly between 0 and 1")
+    if not 0 <= r.val_fraction < 1:  # 0: no val split (the validation data lives elsewhere)
+        raise UsageError(f"--val-fraction {r.val_fraction} must be in [0, 1): 0 <= F < 1")
     if not 0 <= r.seed < 2**32:
         raise UsageError(f"--seed {r.seed} must be in 0..2**32-1")
     if r.shuffle_buffer < 0:

@@ -248,7 +248,7 @@ def test_source_glob_matching_nothing(cli, tmp_path: Path, good: Path, out: Path
     ("--max-file-tokens", "0"),
     ("--max-file-tokens", str(2**31)),
     ("--val-fraction", "1"),
-    ("--val-fraction", "0"),
+    ("--val-fraction", "-0.01"),
     ("--seed", "-1"),
     ("--seed", str(2**32)),
     ("--batch-size", "0"),

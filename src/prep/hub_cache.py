@@ -1,0 +1,347 @@
+"""Hub repositories read from the local Hugging Face cache only: offline mode.
+
+With ``HF_HUB_OFFLINE=1`` or ``--offline``, ``hf://datasets/OWNER/NAME[@REV][/GLOB]`` and
+``hf:OWNER/NAME[@REV]`` are resolved without the network, in the cache that ``hf download``
+(or ``snapshot_download``) filled on a machine that had it. The cache layout is the one the
+Hub documents for every client (``<cache>/datasets--OWNER--NAME/``):
+
+- the revision: a 40-hex commit is taken as it is; a branch or tag is read from
+  ``refs/<REV>``, the commit it pointed to when it was downloaded;
+- the files: those of ``snapshots/<commit>/``, each a link to ``blobs/<etag>``, where the
+  etag is the LFS SHA-256 (64 hex) of a file stored in LFS, or the git blob id (40 hex) of
+  one stored in git; each is read through ``try_to_load_from_cache`` and its bytes are
+  checked against that name before a row is read, as a download would be;
+- completeness: when the cache also holds the commit's whole listing (recent
+  ``huggingface_hub`` records it on ``snapshot_download``, ``get_cached_repo_tree``), a file
+  the URI selects that was not downloaded is refused, never skipped; without that listing,
+  the snapshot's files are the listing.
+
+A missing repository, revision or file is an ``InputError`` (exit 1) naming it and the exact
+``hf download ...`` command that fetches it into this cache. Nothing here opens a socket.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shlex
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import huggingface_hub
+from huggingface_hub import constants, try_to_load_from_cache
+
+from prep.errors import InputError, IntegrityError
+from prep.hub import HubOptions, _Expected, _mismatch
+from prep.hub_paths import listing_root, parse_dataset_uri, parse_tokenizer_spec, select_paths
+from prep.sources import Source, SourceFile
+
+logger = logging.getLogger(__name__)
+
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_SHOWN = 5  # missing files named in a message
+
+
+def cache_dir(options: HubOptions) -> Path:
+    """The cache to read: ``options.cache_dir``, else huggingface_hub's (``HF_HUB_CACHE``)."""
+    return Path(options.cache_dir or constants.HF_HUB_CACHE).expanduser()
+
+
+def download_command(
+    repo_id: str,
+    repo_type: str,
+    *,
+    revision: str | None,
+    cache: Path,
+    files: tuple[str, ...] = (),
+    include: str | None = None,
+) -> str:
+    """The ``hf download`` command line that puts these files of ``repo_id`` at ``revision``
+    into ``cache`` (all of the repository when neither ``files`` nor ``include`` is given)."""
+    args = ["hf", "download", repo_id, *files]
+    if repo_type != "model":
+        args += ["--repo-type", repo_type]
+    if revision:
+        args += ["--revision", revision]
+    if include and not files:
+        args += ["--include", include]
+    args += ["--cache-dir", str(cache)]
+    return shlex.join(args)
+
+
+@dataclass(frozen=True)
+class CachedFile:
+    """One file of a cached snapshot. ``want`` is what its bytes must be: the size, and the
+    hash its blob is named by (an LFS SHA-256, or a git blob id)."""
+
+    path: str  # in the repository, POSIX
+    local: Path  # the snapshot's entry, as try_to_load_from_cache returns it
+    want: _Expected
+
+
+@dataclass(frozen=True)
+class CachedCommit:
+    """A repository at one commit, as far as the cache holds it."""
+
+    repo_id: str
+    repo_type: str
+    commit: str
+    cache: Path
+    files: dict[str, CachedFile]  # downloaded, by path
+    listing: dict[str, int] | None  # the commit's whole listing (path -> size), when cached
+
+    def paths(self) -> list[str]:
+        """The commit's files: its recorded listing, else what the snapshot holds."""
+        return sorted(self.listing if self.listing is not None else self.files)
+
+    def command(
+        self, files: tuple[str, ...] = (), include: str | None = None, revision: str | None = None
+    ) -> str:
+        return download_command(
+            self.repo_id,
+            self.repo_type,
+            revision=revision or self.commit,
+            cache=self.cache,
+            files=files,
+            include=include,
+        )
+
+    def missing(self, given: str, paths: list[str]) -> InputError:
+        """The error for ``paths`` the commit lists but the cache does not hold."""
+        shown = ", ".join(paths[:_SHOWN]) + (
+            f" and {len(paths) - _SHOWN:,} more" if len(paths) > _SHOWN else ""
+        )
+        files = tuple(paths) if len(paths) <= _SHOWN else ()
+        return InputError(
+            f"{given}: offline, and the Hugging Face cache {self.cache} lacks "
+            f"{len(paths):,} file(s) of commit {self.commit[:12]}: {shown}. On a machine with "
+            f"network access run: {self.command(files)} ; then rerun this command",
+            path=paths[0],
+        )
+
+
+def _storage(repo_id: str, repo_type: str, cache: Path) -> Path:
+    return cache / f"{repo_type}s--{repo_id.replace('/', '--')}"
+
+
+def _resolve(repo_id: str, repo_type: str, revision: str | None, cache: Path, given: str) -> str:
+    """The commit ``revision`` (default ``main``) names in the cache; ``InputError`` naming
+    the ``hf download`` command when the cache never saw it."""
+    rev = revision or constants.DEFAULT_REVISION
+    storage = _storage(repo_id, repo_type, cache)
+    commit: str | None = rev if _COMMIT.fullmatch(rev) else None
+    if commit is None:
+        try:
+            commit = (storage / "refs" / rev).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            commit = None
+    if commit is None or not (storage / "snapshots" / commit).is_dir():
+        what = f"commit {rev}" if _COMMIT.fullmatch(rev) else f"revision {rev!r}"
+        cmd = download_command(repo_id, repo_type, revision=revision, cache=cache)
+        raise InputError(
+            f"{given}: offline, and the Hugging Face cache {cache} holds no {what} of "
+            f"{repo_id} (looked in {storage}). On a machine with network access run: {cmd} ; "
+            "then rerun this command (or set HF_HUB_CACHE to the cache that holds it)",
+            path=given,
+        )
+    return commit
+
+
+def _cached_listing(
+    repo_id: str, repo_type: str, commit: str, cache: Path
+) -> dict[str, int] | None:
+    """The commit's whole listing, when this huggingface_hub records one and has it."""
+    get_tree = getattr(huggingface_hub, "get_cached_repo_tree", None)
+    if get_tree is None:
+        return None
+    try:
+        entries = get_tree(repo_id, repo_type=repo_type, revision=commit, cache_dir=cache)
+    except Exception:  # CachedRepoTreeNotFoundError: the snapshot is the listing
+        return None
+    return {str(e.path): int(e.size) for e in entries}
+
+
+def _want(local: Path, size: int) -> _Expected:
+    """What ``local``'s bytes must be, from the name of the blob it links to."""
+    etag = os.path.basename(os.readlink(local)) if local.is_symlink() else ""
+    return _Expected(
+        size=size,
+        sha256=etag if _SHA256.fullmatch(etag) else None,
+        blob_id=etag if _COMMIT.fullmatch(etag) else None,
+    )
+
+
+def open_commit(
+    repo_id: str, repo_type: str, revision: str | None, options: HubOptions, given: str
+) -> CachedCommit:
+    """``repo_id`` at ``revision`` (resolved in the cache) and the files the cache holds of
+    it. Raises ``InputError`` when the cache has no such revision."""
+    cache = cache_dir(options)
+    commit = _resolve(repo_id, repo_type, revision, cache, given)
+    snapshot = _storage(repo_id, repo_type, cache) / "snapshots" / commit
+    listing = _cached_listing(repo_id, repo_type, commit, cache)
+    files: dict[str, CachedFile] = {}
+    for top, _dirs, names in os.walk(snapshot):
+        for name in names:
+            rel = (Path(top) / name).relative_to(snapshot).as_posix()
+            local = try_to_load_from_cache(
+                repo_id, rel, cache_dir=cache, revision=commit, repo_type=repo_type
+            )
+            if not isinstance(local, str):  # a link whose blob is gone: not cached
+                continue
+            path = Path(local)
+            size = listing[rel] if listing and rel in listing else path.stat().st_size
+            files[rel] = CachedFile(rel, path, _want(path, size))
+    return CachedCommit(repo_id, repo_type, commit, cache, files, listing)
+
+
+# -- the entry points -------------------------------------------------------------------------
+
+
+@dataclass
+class CachedHubSource(Source):
+    """A dataset repository at one commit, read from the cache: each file is checked against
+    its blob's hash before its path is returned, once."""
+
+    cached: CachedCommit | None = field(default=None, repr=False)
+    _checked: set[str] = field(default_factory=set, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def local_path(self, f: SourceFile) -> Path:
+        """The verified cached copy of ``f``; ``IntegrityError`` when its bytes are not the
+        file the cache says they are."""
+        cached = self.cached
+        if cached is None:
+            raise RuntimeError("a cached source without its commit")
+        entry = cached.files.get(f.path)
+        if entry is None:
+            raise cached.missing(f"--source {self.uri}", [f.path])
+        with self._lock:
+            if f.path not in self._checked:
+                problem = _mismatch(entry.local, entry.want)
+                if problem is not None:
+                    raise IntegrityError(
+                        f"{self.uri}: the cached copy of {f.path} at commit "
+                        f"{cached.commit[:12]} is damaged: {problem}. Download"
+                        f" it again on a machine with network access: "
+                        f"{cached.command((f.path,))} --force-download",
+                        path=f.path,
+                    )
+                self._checked.add(f.path)
+        return entry.local
+
+
+def resolve_cached_source(
+    uri: str, *, revision: str | None = None, options: HubOptions | None = None
+) -> CachedHubSource:
+    """The files ``uri`` selects at ``revision`` (a resume passes the recorded commit), else
+    at the URI's revision resolved through the cache's ``refs/``; reads nothing but the cache.
+
+    Raises ``UsageError`` for a malformed URI and ``InputError`` (naming the ``hf download``
+    command) when the revision, or a file the URI selects, is not in the cache."""
+    ref = parse_dataset_uri(uri)
+    given = f"--source {uri}"
+    cached = open_commit(
+        ref.repo_id, "dataset", revision or ref.revision, options or HubOptions(), given
+    )
+    paths = cached.paths()
+    chosen = select_paths(paths, ref.path)
+    if not chosen:
+        under = listing_root(ref.path)
+        have = ", ".join(paths[:8]) or "nothing"
+        what = f"files matching {ref.path!r}" if ref.path else "*.parquet files"
+        raise InputError(
+            f"{given}: offline, and commit {cached.commit[:12]} in the Hugging Face cache "
+            f"{cached.cache} holds no {what} (under {(under or '/')!r} it has: {have}). To "
+            f"fetch them on a machine with network access run: "
+            f"{cached.command(include=ref.path or '*.parquet')} ; then rerun this command",
+            path=uri,
+        )
+    absent = [p for p in chosen if p not in cached.files]
+    if absent:
+        raise cached.missing(given, absent)
+    files = []
+    for p in chosen:
+        want = cached.files[p].want
+        files.append(
+            SourceFile(
+                path=p,
+                local=cached.files[p].local,
+                size=want.size,
+                sha256=want.sha256,
+                expected_sha256=want.sha256,
+            )
+        )
+    complete = "its recorded listing" if cached.listing is not None else "the snapshot's files"
+    logger.info(
+        "hf://datasets/%s at commit %s, offline from %s (%s): %d files, %s bytes",
+        ref.repo_id,
+        cached.commit[:12],
+        cached.cache,
+        complete,
+        len(files),
+        f"{sum(f.size for f in files):,}",
+    )
+    return CachedHubSource(
+        kind="hf",
+        uri=uri,
+        root=f"hf://datasets/{ref.repo_id}",
+        files=files,
+        revision=cached.commit,
+        cached=cached,
+    )
+
+
+def cached_tokenizer(
+    spec: str, *, revision: str | None = None, options: HubOptions | None = None
+) -> tuple[Path, str, str]:
+    """``tokenizer.json`` (with ``generation_config.json`` beside it when cached) of
+    ``hf:OWNER/NAME[@REVISION]`` from the cache, checked against its blob's hash.
+
+    Returns (path of tokenizer.json, ``OWNER/NAME``, commit SHA), like
+    ``prep.hub.download_tokenizer``. Raises ``InputError`` naming the ``hf download``
+    command when it is not cached, ``IntegrityError`` when the cached bytes are damaged."""
+    ref = parse_tokenizer_spec(spec)
+    given = f"--tokenizer {spec}"
+    cached = open_commit(
+        ref.repo_id, "model", revision or ref.revision, options or HubOptions(), given
+    )
+    names = ("tokenizer.json", "generation_config.json")
+    # generation_config.json decides the separator: a listed but absent copy is an error
+    # too, else the offline run would silently differ from the online one.
+    known = set(cached.listing) if cached.listing is not None else {"tokenizer.json"}
+    if "tokenizer.json" not in known:
+        raise InputError(
+            f"{given}: commit {cached.commit[:12]} has no tokenizer.json (it has: "
+            f"{', '.join(cached.paths()[:8]) or 'nothing'}); choose a repository with a "
+            "Hugging Face tokenizer.json, or give a local path",
+            path=spec,
+        )
+    absent = [n for n in names if n in known and n not in cached.files]
+    if absent:
+        raise cached.missing(given, absent)
+    no_config = try_to_load_from_cache(
+        ref.repo_id, names[1], cache_dir=cached.cache, revision=cached.commit, repo_type="model"
+    )
+    if cached.listing is None and names[1] not in cached.files and no_config is None:
+        logger.warning(
+            "%s: offline, and the cache holds no generation_config.json of commit %s nor the "
+            "commit's listing; if the repository has one (it sets the separator), fetch it: %s",
+            given,
+            cached.commit[:12],
+            cached.command((names[1],)),
+        )
+    for name in names:
+        entry = cached.files.get(name)
+        if entry is not None:
+            problem = _mismatch(entry.local, entry.want)
+            if problem is not None:
+                raise IntegrityError(
+                    f"{given}: the cached {name} at commit {cached.commit[:12]} is damaged "
+                    f"({problem}); download it again: {cached.command((name,))} --force-download",
+                    path=str(entry.local),
+                )
+    return cached.files["tokenizer.json"].local, ref.repo_id, cached.commit
