@@ -24,7 +24,7 @@ MID_RUN = [
                  id="appending-ids-mid-run"),
     pytest.param(enospc(FSYNC, within=["seal", "_roll"], nth=3), False,
                  id="sealing-a-file-at-rollover"),
-    pytest.param(enospc(FSYNC, within=["save", "_checkpoint"], nth=5), True,
+    pytest.param(enospc(FSYNC, within=["save", "checkpoint"], nth=5), True,
                  id="writing-a-checkpoint"),
     pytest.param(enospc(FSYNC, within="write_manifest"), False,
                  id="writing-the-manifest"),

@@ -134,7 +134,7 @@ def test_kill_at_an_exact_call_then_resume_is_identical(
 
 
 SECOND = [
-    pytest.param(kill("pathlib.Path.unlink", within="restore", arg_contains=".bin"),
+    pytest.param(kill("pathlib.Path.unlink", within="apply_restore", arg_contains=".bin"),
                  id="after-removing-a-file-written-after-the-checkpoint"),
     pytest.param(kill("prep.formats.llmc.BinWriter.resume", within="apply_restore"),
                  id="after-truncating-the-open-file"),

@@ -83,7 +83,7 @@ def test_touched_file_is_rehashed_and_still_up_to_date(w: World, out: Path, tmp_
                                                        ) -> None:
     before = tree(out)
     calls = tmp_path / "file_sha256.calls"
-    hook = {"target": "prep.refresh.file_sha256", "action": "record", "record": str(calls)}
+    hook = {"target": "prep.sources.local.file_sha256", "action": "record", "record": str(calls)}
 
     code, err = spawn(w.args(out, "--refresh"), tmp_path / "a.log", [hook]).finish()
     assert code == 0, err

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from prep.state import checkpoint as ckpt
-from prep.state.checkpoint import Checkpoint, Progress, RunFacts
 from prep.errors import IntegrityError
 from prep.recipe import Recipe
+from prep.state import checkpoint as ckpt
+from prep.state.checkpoint import Checkpoint, Progress, RunFacts
 from prep.state.identity import FileIdentity, SourceIdentity, TokenizerIdentity
 from prep.state.shards import FileRecord, OpenFile, SplitState
 

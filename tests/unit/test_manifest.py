@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from conftest import bin_ids, write_parquet
 
-from prep.state.identity import TokenizerIdentity
 from prep.errors import IntegrityError
+from prep.recipe import Recipe
+from prep.state.identity import TokenizerIdentity
 from prep.state.manifest import (
     Manifest,
     ManifestSource,
@@ -21,7 +22,6 @@ from prep.state.manifest import (
     read_manifest,
     write_manifest,
 )
-from prep.recipe import Recipe
 from prep.state.shards import FileRecord
 
 # manifest.md's tables, in order.

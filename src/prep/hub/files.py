@@ -32,7 +32,7 @@ class Expected:
     blob_id: str | None  # the git blob id of a file stored in git
 
 
-def _mismatch(path: Path, want: Expected) -> str | None:
+def mismatch(path: Path, want: Expected) -> str | None:
     """Why the file at ``path`` is not the one listed, or None when it is."""
     size = path.stat().st_size
     if size != want.size:
@@ -79,12 +79,12 @@ def fetch_verified(
         logger.info(
             "downloaded %s: %s bytes in %.1f s", filename, f"{want.size:,}", time.monotonic() - t0
         )
-    problem = _mismatch(path, want)
+    problem = mismatch(path, want)
     if problem is None:
         return path
     logger.warning("%s: %s; downloading it again", call.what, problem)
     path = call_hub(call, lambda: fetch(True))
-    problem = _mismatch(path, want)
+    problem = mismatch(path, want)
     if problem is None:
         return path
     raise IntegrityError(

@@ -20,9 +20,10 @@ from typing import ClassVar
 
 from huggingface_hub import HfApi
 
-from prep.errors import InputError
+from prep.errors import InputError, IntegrityError
+from prep.hub.cache import CachedCommit, open_commit
 from prep.hub.client import HubCall, HubOptions, pinned_listing
-from prep.hub.files import Expected, expected_of, fetch_verified
+from prep.hub.files import Expected, expected_of, fetch_verified, mismatch
 from prep.hub.paths import listing_root, parse_dataset_uri, select_paths
 from prep.sources.base import Source, SourceFile
 from prep.state.identity import SourceIdentity
@@ -31,7 +32,19 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class HubSource(Source):
+class PinnedHubSource(Source):
+    """A dataset repository at one commit: the commit is the whole identity."""
+
+    kind: ClassVar[str] = "hf"
+
+    def changes_since(self, published: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
+        """A new commit is the change."""
+        rev = published.revision
+        return [] if rev == self.revision else [f"Hub commit {rev} -> {self.revision}"]
+
+
+@dataclass
+class HubSource(PinnedHubSource):
     """A dataset repository at one commit. Files are downloaded when first asked for, and
     checked against the listing's size and hash before their path is returned."""
 
@@ -41,12 +54,6 @@ class HubSource(Source):
     expected: dict[str, Expected] = field(default_factory=dict, repr=False)
     _local: dict[str, Path] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-    kind: ClassVar[str] = "hf"
-
-    def changes_since(self, published: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
-        """A pinned commit is the whole identity: a new commit is the change."""
-        rev = published.revision
-        return [] if rev == self.revision else [f"Hub commit {rev} -> {self.revision}"]
 
     def local_path(self, f: SourceFile) -> Path:
         """The verified local copy of ``f`` (downloaded on the first call). Raises
@@ -126,4 +133,98 @@ def resolve_hub_source(
         token=token,
         options=opts,
         expected=expected,
+    )
+
+
+@dataclass
+class CachedHubSource(PinnedHubSource):
+    """A dataset repository at one commit, read from the cache: each file is checked against
+    its blob's hash before its path is returned, once."""
+
+    cached: CachedCommit | None = field(default=None, repr=False)
+    _checked: set[str] = field(default_factory=set, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def local_path(self, f: SourceFile) -> Path:
+        """The verified cached copy of ``f``; ``IntegrityError`` when its bytes are not the
+        file the cache says they are."""
+        cached = self.cached
+        if cached is None:
+            raise RuntimeError("a cached source without its commit")
+        entry = cached.files.get(f.path)
+        if entry is None:
+            raise cached.missing(f"--source {self.uri}", [f.path])
+        with self._lock:
+            if f.path not in self._checked:
+                problem = mismatch(entry.local, entry.want)
+                if problem is not None:
+                    raise IntegrityError(
+                        f"{self.uri}: the cached copy of {f.path} at commit "
+                        f"{cached.commit[:12]} is damaged: {problem}. Download"
+                        f" it again on a machine with network access: "
+                        f"{cached.command((f.path,))} --force-download",
+                        path=f.path,
+                    )
+                self._checked.add(f.path)
+        return entry.local
+
+
+def resolve_cached_source(
+    uri: str, *, revision: str | None = None, options: HubOptions | None = None
+) -> CachedHubSource:
+    """The files ``uri`` selects at ``revision`` (a resume passes the recorded commit), else
+    at the URI's revision resolved through the cache's ``refs/``; reads nothing but the cache.
+
+    Raises ``UsageError`` for a malformed URI and ``InputError`` (naming the ``hf download``
+    command) when the revision, or a file the URI selects, is not in the cache."""
+    ref = parse_dataset_uri(uri)
+    given = f"--source {uri}"
+    cached = open_commit(
+        ref.repo_id, "dataset", revision or ref.revision, options or HubOptions(), given
+    )
+    paths = cached.paths()
+    chosen = select_paths(paths, ref.path)
+    if not chosen:
+        under = listing_root(ref.path)
+        have = ", ".join(paths[:8]) or "nothing"
+        what = f"files matching {ref.path!r}" if ref.path else "*.parquet files"
+        raise InputError(
+            f"{given}: offline, and commit {cached.commit[:12]} in the Hugging Face cache "
+            f"{cached.cache} holds no {what} (under {(under or '/')!r} it has: {have}). To "
+            f"fetch them on a machine with network access run: "
+            f"{cached.command(include=ref.path or '*.parquet')} ; then rerun this command",
+            path=uri,
+        )
+    absent = [p for p in chosen if p not in cached.files]
+    if absent:
+        raise cached.missing(given, absent)
+    files = []
+    for p in chosen:
+        want = cached.files[p].want
+        files.append(
+            SourceFile(
+                path=p,
+                local=cached.files[p].local,
+                size=want.size,
+                sha256=want.sha256,
+                expected_sha256=want.sha256,
+            )
+        )
+    complete = "its recorded listing" if cached.listing is not None else "the snapshot's files"
+    logger.info(
+        "hf://datasets/%s at commit %s, offline from %s (%s): %d files, %s bytes",
+        ref.repo_id,
+        cached.commit[:12],
+        cached.cache,
+        complete,
+        len(files),
+        f"{sum(f.size for f in files):,}",
+    )
+    return CachedHubSource(
+        uri=uri,
+        root=f"hf://datasets/{ref.repo_id}",
+        files=files,
+        revision=cached.commit,
+        cwd=os.getcwd(),
+        cached=cached,
     )
