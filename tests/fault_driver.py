@@ -1,5 +1,6 @@
 """Run ``prep.cli.run_prepare(argv)`` in this process with faults injected at their import
-sites. Shared by the fault tests (tests/faults) and the operations tests (tests/ops).
+sites. Started through ``tests/harness.py`` by the fault tests (tests/faults) and the
+operations tests (tests/ops).
 
 Used as ``python tests/fault_driver.py PREPARE-ARGS...`` with the fault, or a list of them,
 in the environment variable ``PREP_FAULT`` (JSON). Nothing under test is replaced: the

@@ -63,11 +63,7 @@ def _manifest_sha(directory: Path) -> str | None:
 def check_fresh(paths: OutputPaths, recipe: Recipe, source: Source, token: str | None) -> Freshness:
     """Compare the published ``DIR`` with the current source, tokenizer and recipe."""
     manifest = read_manifest(paths.final)
-    published = manifest.source.identity()
-    if published.kind != source.kind:
-        changes = [f"source kind {published.kind} -> {source.kind}"]
-    else:
-        changes = source.changes_since(published, read_source_mtimes(paths.final))
+    changes = source.changes_from(manifest.source.identity(), read_source_mtimes(paths.final))
     tok = tokenizer_fingerprint(
         recipe.tokenizer,
         doc_sep_id=recipe.doc_sep_id,

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 from conftest import dir_bytes
-
-from .opskit import (
+from harness import (
     Proc,
     World,
     build,
     gate,
     make_world,
     no_traceback,
+    ops_corpus,
     release,
     run,
     spawn,
@@ -35,7 +35,7 @@ STARTED = re.compile(r"started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     """20,000 documents in 5 files: long enough (with --batch-size 8) to overlap runs."""
-    return make_world(tmp_path_factory.mktemp("lockworld"), 5, 4000)
+    return make_world(tmp_path_factory.mktemp("lockworld"), ops_corpus(5, 4000))
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from .opskit import World, make_world, manifest, no_traceback, spawn
+from harness import World, make_world, manifest, no_traceback, ops_corpus, spawn
 
 N_DOCS = 5000
 SLOW = ["--batch-size", "8"]
@@ -39,7 +38,7 @@ def num(text: str) -> int:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> World:
-    return make_world(tmp_path_factory.mktemp("progress"), 2, N_DOCS // 2)
+    return make_world(tmp_path_factory.mktemp("progress"), ops_corpus(2, N_DOCS // 2))
 
 
 def check_summary(line: str, out: Path) -> None:

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO, bpe_tokenizer, dir_bytes, numbered_docs
-
-from .opskit import (
+from harness import (
     World,
     build,
     bump_mtime,
@@ -137,7 +136,7 @@ def test_changed_content_swaps_in_new_version_and_keeps_the_old(cli, w: World, o
 
 
 def _retrain_tokenizer(w: World) -> list[str]:
-    bpe_tokenizer(w.tok, numbered_docs(500), vocab_size=280)
+    bpe_tokenizer(w.tokenizer, numbered_docs(500), vocab_size=280)
     return []
 
 

@@ -74,9 +74,15 @@ class Source:
         return limit
 
     def changes_since(self, published: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
-        """How this source differs from a published identity, one line per change, sorted
-        (``mtimes``: the published run's source mtimes)."""
+        """How this source differs from a published identity of the same kind, one line per
+        change, sorted (``mtimes``: the published run's source mtimes)."""
         raise NotImplementedError
+
+    def changes_from(self, published: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
+        """How this source differs from a published identity of any kind."""
+        if published.kind != self.kind:
+            return [f"source kind {published.kind} -> {self.kind}"]
+        return self.changes_since(published, mtimes)
 
 
 def arm_expected(source: Source, saved: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
