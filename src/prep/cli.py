@@ -19,10 +19,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from prep.console import Console
 from prep.encoders import set_threads
 from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE, PrepError
 from prep.manifest import PROVENANCE_NAME
-from prep.progress import BarReporter, LineReporter, Reporter, silent
 from prep.recipe import DEFAULT_BATCH_SIZE, Recipe, RunOptions
 
 logger = logging.getLogger("prep")
@@ -145,23 +145,6 @@ class _Signals:
                 signal.signal(s, h)
 
 
-def _configure_logging(quiet: bool) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s prep: %(message)s", "%H:%M:%S"))
-    root = logging.getLogger("prep")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING if quiet else logging.INFO)
-    root.propagate = False
-
-
-def _reporter(opts: RunOptions) -> Reporter:
-    if opts.quiet:
-        return silent
-    if sys.stderr.isatty():
-        return BarReporter(sys.stderr)
-    return LineReporter(opts.log_interval)
-
-
 def _summary(outcome: Any) -> str:
     m = outcome.manifest
     if outcome.status == "up-to-date":
@@ -189,14 +172,23 @@ def _active_seconds(out: Path) -> float | None:
 
 def run_prepare(argv: list[str], prog: str = "prepare.py") -> int:
     """``prepare`` with its own argv; returns the exit code."""
-    from prep.pipeline import run
-
     try:
         ns = prepare_parser(prog).parse_args(argv)
     except SystemExit as e:  # argparse already printed the usage error
         return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
     typed, run_args = _split_args(ns)
-    _configure_logging(bool(run_args.get("quiet")))
+    console = Console(
+        sys.stderr, bool(run_args.get("quiet")), run_args.get("log_interval", 30.0)
+    )
+    with console:
+        return _prepare(typed, run_args, argv, console)
+
+
+def _prepare(
+    typed: dict[str, Any], run_args: dict[str, Any], argv: list[str], console: Console
+) -> int:
+    from prep.pipeline import run
+
     try:
         recipe = Recipe(**{**_RECIPE_DEFAULTS, **typed})
         opts = RunOptions(
@@ -221,21 +213,20 @@ def run_prepare(argv: list[str], prog: str = "prepare.py") -> int:
                 typed=typed,
                 stop_requested=signals,
                 argv=list(argv),
-                reporter=_reporter(opts),
+                reporter=console.reporter,
             )
     except PrepError as e:
         # Exit 75 is not a failure: the run stopped where it can be resumed, or waits.
         kind = "stopped" if e.exit_code == EXIT_TEMPFAIL else "error"
-        print(f"prep: {kind}: {e}", file=sys.stderr)
+        console.message(f"prep: {kind}: {e}")
         return e.exit_code
     except KeyboardInterrupt:
-        print(
+        console.message(
             "prep: aborted by a second interrupt; rerun with --resume to continue from "
-            "the last checkpoint",
-            file=sys.stderr,
+            "the last checkpoint"
         )
         return 130
-    print(_summary(outcome), file=sys.stderr)
+    console.summary(_summary(outcome))
     return EXIT_OK
 
 
