@@ -19,9 +19,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from prep.console import Console
 from prep.encoders import set_threads
 from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE, InputError, PrepError
-from prep.progress import BarReporter, LineReporter, Reporter, silent
 from prep.recipe import Recipe, RunOptions
 from prep.state.provenance import read_active_seconds
 
@@ -163,23 +163,6 @@ class _Signals:
                 signal.signal(s, h)
 
 
-def _configure_logging(quiet: bool) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s prep: %(message)s", "%H:%M:%S"))
-    root = logging.getLogger("prep")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING if quiet else logging.INFO)
-    root.propagate = False
-
-
-def _reporter(opts: RunOptions) -> Reporter:
-    if opts.quiet:
-        return silent
-    if sys.stderr.isatty():
-        return BarReporter(sys.stderr)
-    return LineReporter(opts.log_interval)
-
-
 def _summary(outcome: Any) -> str:
     m = outcome.manifest
     if outcome.status == "up-to-date":
@@ -200,60 +183,73 @@ class _Aborted(Exception):
     """A second SIGINT during ``prepare``."""
 
 
-def _boundary(command: Callable[[], int]) -> int:
+class _Say:
+    """Where the error boundary writes: stderr, or a run's console once it exists (which
+    ends an open progress bar first)."""
+
+    def __init__(self) -> None:
+        self.to: Callable[[str], None] = lambda text: print(text, file=sys.stderr)
+
+    def __call__(self, text: str) -> None:
+        self.to(text)
+
+
+def _boundary(command: Callable[[_Say], int]) -> int:
     """The one place errors become messages and exit codes. ``PrepError``: its message and
     exit code (75 is "stopped", resumable, not a failure); argparse's exit: its code (it
     printed the usage error); a second interrupt: 130. Anything else keeps its traceback."""
+    say = _Say()
     try:
-        return command()
+        return command(say)
     except SystemExit as e:  # only argparse raises it, after printing
         return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
     except PrepError as e:
-        kind = "stopped" if e.exit_code == EXIT_TEMPFAIL else "error"
-        print(f"prep: {kind}: {e}", file=sys.stderr)
+        say(f"prep: {'stopped' if e.exit_code == EXIT_TEMPFAIL else 'error'}: {e}")
         return e.exit_code
     except OSError as e:  # reading for verify or inspect; prepare translates its own
-        print(f"prep: error: {e}", file=sys.stderr)
+        say(f"prep: error: {e}")
         return EXIT_ERROR
     except _Aborted:
-        print(
+        say(
             "prep: aborted by a second interrupt; rerun with --resume to continue from "
-            "the last checkpoint",
-            file=sys.stderr,
+            "the last checkpoint"
         )
         return 130
 
 
-def _prepare(argv: list[str], prog: str) -> int:
+def _prepare(say: _Say, argv: list[str], prog: str) -> int:
     from prep.pipeline import run
 
-    ns = prepare_parser(prog).parse_args(argv)
-    typed, run_args = _split_args(ns)
-    _configure_logging(bool(run_args.get("quiet")))
-    recipe = Recipe(**{"source": str(SAMPLE_CORPUS), **typed})
-    token = run_args.pop("token", None) or os.environ.get("HF_TOKEN")
-    opts = RunOptions(**run_args, token=token)
-    set_threads(opts.threads)
-    signals = _Signals()
-    try:
-        with signals.installed():
-            outcome = run(
-                recipe,
-                opts,
-                typed=typed,
-                stop_requested=signals,
-                argv=list(argv),
-                reporter=_reporter(opts),
-            )
-    except KeyboardInterrupt:
-        raise _Aborted from None
-    print(_summary(outcome), file=sys.stderr)
+    typed, run_args = _split_args(prepare_parser(prog).parse_args(argv))
+    console = Console(
+        sys.stderr, bool(run_args.get("quiet")), run_args.get("log_interval", RUN["log_interval"])
+    )
+    say.to = console.message
+    with console:
+        recipe = Recipe(**{"source": str(SAMPLE_CORPUS), **typed})
+        token = run_args.pop("token", None) or os.environ.get("HF_TOKEN")
+        opts = RunOptions(**run_args, token=token)
+        set_threads(opts.threads)
+        signals = _Signals()
+        try:
+            with signals.installed():
+                outcome = run(
+                    recipe,
+                    opts,
+                    typed=typed,
+                    stop_requested=signals,
+                    argv=list(argv),
+                    reporter=console.reporter,
+                )
+        except KeyboardInterrupt:
+            raise _Aborted from None
+        console.summary(_summary(outcome))
     return EXIT_OK
 
 
 def run_prepare(argv: list[str], prog: str = "prepare.py") -> int:
     """``prepare`` with its own argv; returns the exit code."""
-    return _boundary(lambda: _prepare(argv, prog))
+    return _boundary(lambda say: _prepare(say, argv, prog))
 
 
 def _verify(argv: list[str]) -> int:
@@ -275,7 +271,7 @@ def _verify(argv: list[str]) -> int:
 
 
 def run_verify(argv: list[str]) -> int:
-    return _boundary(lambda: _verify(argv))
+    return _boundary(lambda _say: _verify(argv))
 
 
 def _inspect(argv: list[str]) -> int:
@@ -294,7 +290,7 @@ def _inspect(argv: list[str]) -> int:
 
 
 def run_inspect(argv: list[str]) -> int:
-    return _boundary(lambda: _inspect(argv))
+    return _boundary(lambda _say: _inspect(argv))
 
 
 _COMMANDS = {"prepare": run_prepare, "verify": run_verify, "inspect": run_inspect}

@@ -1,5 +1,5 @@
-"""Progress reporting: a bar on a terminal, a plain line every ``--log-interval`` seconds
-otherwise (cron logs), nothing with ``--quiet``.
+"""Progress reporting: a bar on a terminal (tqdm), a plain line every ``--log-interval``
+seconds otherwise (cron logs), nothing with ``--quiet``.
 
 The job calls a :class:`Reporter` after every committed batch with a :class:`Snapshot`; the
 reporter decides whether to draw. Rendering is a pure function of the snapshot.
@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Protocol, TextIO
+from typing import NoReturn, Protocol, TextIO
+
+from tqdm import tqdm
 
 logger = logging.getLogger(__name__)
 
@@ -39,17 +41,14 @@ def _duration(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def render(snap: Snapshot, *, bar_width: int = 0) -> str:
-    """One line: rows (and % of the total), tokens, tokens/s, MB/s, ETA."""
+def render(snap: Snapshot) -> str:
+    """One log line: rows (and % of the total), tokens, tokens/s, MB/s, ETA."""
     el = max(snap.seconds, 1e-9)
     tok_rate = (snap.tokens - snap.start_tokens) / el
     mb_rate = (snap.text_bytes - snap.start_bytes) / 1e6 / el
     parts = []
     if snap.total_rows:
         frac = min(snap.rows / snap.total_rows, 1.0)
-        if bar_width:
-            done = int(frac * bar_width)
-            parts.append("[" + "#" * done + "." * (bar_width - done) + "]")
         parts.append(f"{frac:6.1%} rows {snap.rows:,}/{snap.total_rows:,}")
     else:
         parts.append(f"rows {snap.rows:,}")
@@ -77,21 +76,67 @@ class LineReporter:
 
 
 class BarReporter:
-    """A single redrawn line on a terminal, at most 10 times a second."""
+    """A tqdm bar on a terminal: one line that fits the terminal's width (re-read at each
+    redraw), redrawn at most 10 times a second; closed once, so 100 % is drawn once.
+
+    Log records must reach the terminal through :class:`BarLogHandler` while the bar is
+    open, or they would be drawn over it. :meth:`close` ends the line (call it when a run
+    stops early: an error message must not continue the bar's line).
+    """
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
-        self._last = 0.0
+        self._bar: tqdm[NoReturn] | None = None
 
     def __call__(self, snap: Snapshot, final: bool = False) -> None:
-        now = time.monotonic()
-        if not final and now - self._last < 0.1:
-            return
-        self._last = now
-        self.stream.write("\r\x1b[2K" + render(snap, bar_width=30))
+        bar = self._bar or self._open(snap)
+        bar.set_postfix_str(_bar_stats(snap), refresh=False)
+        bar.update(snap.rows - bar.n)
         if final:
-            self.stream.write("\n")
-        self.stream.flush()
+            self.close()
+
+    def _open(self, snap: Snapshot) -> tqdm[NoReturn]:
+        known = snap.total_rows is not None
+        bar: tqdm[NoReturn] = tqdm(
+            total=snap.total_rows,
+            initial=snap.start_rows,
+            file=self.stream,
+            dynamic_ncols=True,
+            mininterval=0.1,
+            unit_scale=True,
+            bar_format=_BAR if known else _COUNTER,
+        )
+        self._bar = bar
+        return bar
+
+    def close(self) -> None:
+        """Draw the last state and end the line; a no-op when no bar is open."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+# tqdm fills {bar} with whatever the terminal's width leaves; {postfix} is ", <stats>".
+_BAR = "{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} rows [{elapsed}<{remaining}{postfix}]"
+_COUNTER = "{n_fmt} rows [{elapsed}{postfix}]"
+
+
+def _bar_stats(snap: Snapshot) -> str:
+    el = max(snap.seconds, 1e-9)
+    tok_rate = (snap.tokens - snap.start_tokens) / el
+    mb_rate = (snap.text_bytes - snap.start_bytes) / 1e6 / el
+    size = tqdm.format_sizeof
+    return f"{size(snap.tokens)} tok, {size(tok_rate)} tok/s, {mb_rate:,.1f} MB/s"
+
+
+class BarLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes each record above an open bar (tqdm clears the bar, writes, redraws it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            tqdm.write(self.format(record), file=self.stream)
+        except Exception:  # the logging contract: report, never raise
+            self.handleError(record)
 
 
 def silent(snap: Snapshot, final: bool = False) -> None:

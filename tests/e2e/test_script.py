@@ -81,7 +81,10 @@ def test_prep_prepare_is_the_same_as_the_script(tmp_path: Path) -> None:
     command_out = tmp_path / "cwd" / "rel" / "tokens"
     assert dir_bytes(command_out) == dir_bytes(script_out)
     lines = pc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"published {command_out}:"), pc.stderr
+    # --quiet: the summary alone, with the date and time (a cron log's only line)
+    assert len(lines) == 1, pc.stderr
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d prep: "
+    assert re.match(stamp + re.escape(f"published {command_out}:"), lines[0]), pc.stderr
     assert manifest(command_out)["dataset"] == "s"
 
 

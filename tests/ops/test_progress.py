@@ -1,22 +1,27 @@
 """Progress and the final summary: plain lines every ``--log-interval`` when stderr is not a
-terminal (cron logs), a redrawn bar on a terminal, nothing but the summary with ``--quiet``.
+terminal (cron logs), each with the date and time; a bar on a terminal that fits its width;
+nothing but the summary, stamped, with ``--quiet``.
 
-Real processes; the terminal is a real pseudo-terminal. With ``--batch-size 8`` a run over
-5,000 documents makes 625 batches and lasts a few tenths of a second, dozens of
-``--log-interval 0.01`` periods (28 lines here); the test asks for four.
+Real processes; the terminals are a real tmux pane of 80 x 24 and a real pseudo-terminal.
+With ``--batch-size 8`` a run over 5,000 documents makes 625 batches and lasts a few tenths
+of a second, dozens of ``--log-interval 0.01`` periods (28 lines here); the test asks for
+four. With ``--batch-size 1`` the bar is redrawn every 0.1 s for about half a second.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import threading
+import shutil
+import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import PREPARE, REPO, write_parquet
 from harness import World, make_world, manifest, no_traceback, ops_corpus, spawn
+from terminal import drawn_segments, run_in_tmux, run_with_pty_stderr, tmux_available
 
 N_DOCS = 5000
 SLOW = ["--batch-size", "8"]
@@ -32,8 +37,21 @@ SUMMARY = re.compile(
 )
 
 
+STAMP = re.compile(r"^(?P<when>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) prep: (?P<text>.*)$")
+
+
 def num(text: str) -> int:
     return int(text.replace(",", ""))
+
+
+def stamped(line: str, start: float, end: float) -> str:
+    """The text of a log line that carries the local date and time of a moment between
+    ``start`` and ``end`` (epoch seconds, whole seconds as written)."""
+    m = STAMP.match(line)
+    assert m, f"no date and time: {line!r}"
+    when = datetime.strptime(m["when"], "%Y-%m-%d %H:%M:%S").timestamp()
+    assert int(start) <= when <= end, (m["when"], start, end)
+    return m["text"]
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +75,15 @@ def check_summary(line: str, out: Path) -> None:
 
 def test_periodic_lines_when_stderr_is_not_a_terminal(world: World, tmp_path: Path) -> None:
     out = tmp_path / "out"
+    start = time.time()
     code, err = spawn(world.args(out, "--log-interval", 0.01, *SLOW), tmp_path / "log").finish()
+    end = time.time()
     assert code == 0, err
     no_traceback(err)
+    log = err.splitlines()[:-1]
+    assert log, err
+    for line in log:  # every log line carries the date and the time
+        stamped(line, start, end)
     lines = [m for m in map(PROGRESS.search, err.splitlines()) if m]
     assert len(lines) >= 4, err  # at least three periodic lines and the final one
     rows = [num(m["rows"]) for m in lines]
@@ -88,22 +112,27 @@ def test_default_interval_logs_only_the_final_progress_line(cli, world: World, t
     check_summary(r.err.splitlines()[-1], out)
 
 
-def test_quiet_prints_only_the_summary(world: World, tmp_path: Path) -> None:
+def test_quiet_prints_only_the_summary_with_date_and_time(world: World, tmp_path: Path
+                                                          ) -> None:
     out = tmp_path / "out"
+    start = time.time()
     code, err = spawn(world.args(out, "--quiet", "--log-interval", 0.01, *SLOW),
                       tmp_path / "log").finish()
+    end = time.time()
     assert code == 0, err
     assert len(err.splitlines()) == 1, err
-    check_summary(err.splitlines()[0], out)
+    check_summary(stamped(err.splitlines()[0], start, end), out)
 
 
 def test_quiet_still_reports_up_to_date_and_errors(cli, world: World, tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert cli("prepare", *world.args(out, "--quiet")).code == 0
 
+    start = time.time()
     r = cli("prepare", *world.args(out, "--quiet", "--refresh"))
     assert r.code == 0, r.err
-    assert r.err.splitlines() == [f"{out} is up to date"]
+    assert len(r.err.splitlines()) == 1, r.err
+    assert stamped(r.err.splitlines()[0], start, time.time()) == f"{out} is up to date"
 
     r = cli("prepare", *world.args(out, "--quiet"))
     assert r.code == 1, r.err
@@ -112,38 +141,63 @@ def test_quiet_still_reports_up_to_date_and_errors(cli, world: World, tmp_path: 
     assert "already exists" in lines[0]
 
 
-def _drain(fd: int, chunks: list[bytes]) -> None:
-    while True:
-        try:
-            data = os.read(fd, 1 << 16)
-        except OSError:  # EIO: every slave descriptor is closed
-            return
-        if not data:
-            return
-        chunks.append(data)
+BAR = re.compile(r"\d%.*\brows\b")  # a drawn bar: "NN%" then the rows done
 
 
-def test_bar_on_a_terminal(world: World, tmp_path: Path) -> None:
+def prepare_command(world: World, out: Path, *extra: object) -> list[object]:
+    return [sys.executable, PREPARE, *world.args(out, *extra)]
+
+
+@pytest.mark.skipif(not tmux_available(), reason="tmux is not installed (.ci/run installs it)")
+def test_bar_fits_a_real_80x24_terminal(world: World, tmp_path: Path) -> None:
+    """In a tmux pane of 80 x 24 the bar is one line, redrawn in place: the pane (with its
+    scroll-back) holds exactly one bar line, at 100 % once, and then the summary."""
     out = tmp_path / "out"
-    master, slave = os.openpty()
-    chunks: list[bytes] = []
-    reader = threading.Thread(target=_drain, args=(master, chunks), daemon=True)
-    reader.start()
-    try:
-        proc = spawn(world.args(out, *SLOW), tmp_path / "unused.log", stderr=slave)
-    finally:
-        os.close(slave)
-    code, _ = proc.finish()
-    reader.join(30)
-    os.close(master)
-    text = b"".join(chunks).decode(errors="replace")
-    assert code == 0, text
-    no_traceback(text)
-    redraws = text.split("\r\x1b[2K")[1:]
-    assert redraws, f"no bar redraw in {text!r}"
-    assert all(r.startswith("[") for r in redraws)
-    final = redraws[-1].splitlines()[0]
-    assert final.startswith("[" + "#" * 30 + "] | 100.0% rows 5,000/5,000 | tokens "), final
-    assert not re.search(r"prep: +[\d.]+% rows", text), "log-style progress on a terminal"
-    lines = text.replace("\r\n", "\n").split("\n")
+    screen = run_in_tmux(prepare_command(world, out, "--batch-size", 1), REPO)
+    assert screen.code == 0, screen.text
+    no_traceback(screen.text)
+    bars = [line for line in screen.lines if BAR.search(line)]
+    assert len(bars) == 1, "the bar flooded the terminal:\n" + screen.text
+    assert bars[0].startswith("100%|"), bars[0]
+    assert f"| {N_DOCS / 1000:.2f}k/{N_DOCS / 1000:.2f}k rows [" in bars[0], bars[0]
+    assert sum(line.count("100%") for line in screen.lines) == 1, screen.text
+    assert not any(re.search(r"prep: +[\d.]+% rows", line) for line in screen.lines)
+    # the summary is the last thing printed (the pane wraps it at 80 columns)
+    after = "".join(screen.lines[screen.lines.index(bars[0]) + 1:])
+    check_summary(after[after.rindex(f"published {out}: "):], out)
+
+
+def test_bar_is_never_wider_than_the_terminal(world: World, tmp_path: Path) -> None:
+    """The bytes written to a pseudo-terminal of 80 columns: many redraws, every one of them
+    drawn from column 0 and at most 80 columns wide, so the terminal never wraps a bar."""
+    out = tmp_path / "out"
+    code, raw = run_with_pty_stderr(prepare_command(world, out, "--batch-size", 1), REPO)
+    assert code == 0, raw
+    no_traceback(raw)
+    bars = [s for s in drawn_segments(raw) if BAR.search(s)]
+    assert len(bars) >= 3, f"expected several redraws, got {raw!r}"
+    too_wide = [s for s in bars if len(s.rstrip()) > 80]
+    assert not too_wide, too_wide
+    assert all(len(s.rstrip()) >= 70 for s in bars), "the bar does not use the width"
+    assert bars[-1].startswith("100%|"), bars[-1]
+    tail = raw[raw.rindex(bars[-1].rstrip()):]
+    assert tail.count("\n") >= 1 and not BAR.search(tail.split("\n", 1)[1]), "bar after the end"
+    lines = raw.replace("\r\n", "\n").split("\n")
     check_summary(next(line for line in reversed(lines) if line.strip()), out)
+
+
+def test_an_error_after_the_bar_starts_on_its_own_line(world: World, tmp_path: Path) -> None:
+    """Bad data found mid-run on a terminal: the bar is ended before the error, so the
+    message starts at column 0 instead of continuing the bar's line."""
+    source = tmp_path / "src"
+    shutil.copytree(world.source, source)
+    write_parquet(source / "part-99999.parquet", ["fine", None])
+    out = tmp_path / "out"
+    args = ["--source", source, "--tokenizer", world.tok, "--out", out, "--batch-size", 1]
+    code, raw = run_with_pty_stderr([sys.executable, PREPARE, *args], REPO)
+    assert code == 1, raw
+    no_traceback(raw)
+    assert BAR.search(raw), f"no bar was drawn before the error: {raw!r}"
+    error = raw.index("prep: error: ")
+    assert raw[error - 1] == "\n", repr(raw[error - 80:error + 80])
+    assert "part-99999.parquet" in raw[error:], raw[error:]

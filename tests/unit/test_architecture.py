@@ -20,6 +20,8 @@ ALLOWED: dict[str, set[str]] = {
     "split": set(),
     "readahead": set(),
     "progress": set(),
+    "argtypes": set(),
+    "console": {"progress"},
     "state": {"fsio", "recipe", "split"},
     "hub": {"fsio", "globs"},
     "sources": {"fsio", "globs", "hub", "state"},
@@ -35,12 +37,14 @@ ALLOWED: dict[str, set[str]] = {
     "refresh": {"encoders", "fsio", "publish", "recipe", "sources", "state"},
     "verify": {"formats", "split", "state"},
     "inspector": {"formats", "state"},
+    "tokenstream": {"formats", "fsio", "state"},
     "pipeline": {
         "formats", "fsio", "progress", "publish", "recipe", "refresh", "run", "sources",
         "state", "verify",
     },
     "cli": {
-        "encoders", "inspector", "pipeline", "progress", "recipe", "state", "verify",
+        "argtypes", "console", "encoders", "inspector", "pipeline", "progress", "recipe",
+        "state", "verify",
     },
     "__main__": {"cli"},
     "": {"formats", "recipe"},  # the package's __init__: the public API

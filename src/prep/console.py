@@ -1,0 +1,81 @@
+"""What the operator sees on stderr, set up by the CLI: the log format, the progress
+reporter, and the final summary line.
+
+- On a terminal: log lines carry the time (the reader is watching), progress is a bar.
+- Elsewhere (cron, systemd, a log file): every log line carries the date and the time, and
+  progress is a plain line every ``--log-interval`` seconds.
+- With ``--quiet``: only errors and the summary, and the summary carries the date and time
+  too (it is the only line a cron log gets, and must say when the run ended).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from prep.progress import BarLogHandler, BarReporter, LineReporter, Reporter, silent
+
+LOGGER = "prep"
+DATE_TIME = "%Y-%m-%d %H:%M:%S"
+TIME = "%H:%M:%S"
+
+
+@dataclass
+class Console:
+    """The stderr of one ``prepare`` run. Use as a context manager: leaving it closes an open
+    bar, so a message printed after a failure starts on a line of its own."""
+
+    stream: TextIO
+    quiet: bool
+    log_interval: float
+    terminal: bool = field(init=False)
+    reporter: Reporter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.terminal = self.stream.isatty()
+        self.reporter = self._make_reporter()
+        handler: logging.Handler = (
+            BarLogHandler(self.stream) if self.terminal else logging.StreamHandler(self.stream)
+        )
+        handler.setFormatter(_formatter(TIME if self.terminal else DATE_TIME))
+        root = logging.getLogger(LOGGER)
+        root.handlers[:] = [handler]
+        root.setLevel(logging.WARNING if self.quiet else logging.INFO)
+        root.propagate = False
+
+    def _make_reporter(self) -> Reporter:
+        if self.quiet:
+            return silent
+        if self.terminal:
+            return BarReporter(self.stream)
+        return LineReporter(self.log_interval)
+
+    def summary(self, text: str) -> None:
+        """The run's last line: as is after a bar or log lines, stamped with ``--quiet``."""
+        self.message(stamp(text, time.time()) if self.quiet else text)
+
+    def message(self, text: str) -> None:
+        """A line of its own (an error, the summary): ends an open bar first."""
+        self.close()
+        print(text, file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if isinstance(self.reporter, BarReporter):
+            self.reporter.close()
+
+    def __enter__(self) -> Console:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _formatter(datefmt: str) -> logging.Formatter:
+    return logging.Formatter(f"%(asctime)s {LOGGER}: %(message)s", datefmt)
+
+
+def stamp(text: str, when: float) -> str:
+    """``text`` as a log line written at ``when`` (epoch seconds, local time)."""
+    return f"{time.strftime(DATE_TIME, time.localtime(when))} {LOGGER}: {text}"

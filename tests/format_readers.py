@@ -1,0 +1,104 @@
+"""Independent readers for every container prep writes, from the published layouts only.
+
+Nothing here imports prep: each reader is a second implementation, written with ``struct``
+from the layouts (llm.c's ``dev/data/data_common.py`` and ``llmc/dataloader.h``; Megatron's
+``megatron/core/datasets/indexed_dataset.py``; the headerless shards of a
+``PretrainDataset``), so a test that compares prep's output with these compares two routes.
+Each reader raises ``AssertionError`` on anything the layout does not allow (tests only).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+# (magic, version) -> struct code of one id
+LLMC_KINDS = {(20240520, 1): "H", (20240520, 2): "I", (20240801, 7): "I"}
+MEGATRON_CODES = {8: "H", 4: "i"}  # the two dtypes prep may write: uint16, int32
+
+
+def read_llmc(path: Path, *, magic: int | None = None) -> list[int]:
+    """Ids of an llm.c token file (GPT-2 v1, prep's v2, or Llama-3 v7); checks the size."""
+    raw = path.read_bytes()
+    ints = struct.unpack("<256i", raw[:1024])
+    assert magic is None or ints[0] == magic, f"{path.name}: magic {ints[0]} is not {magic}"
+    code = LLMC_KINDS[(ints[0], ints[1])]
+    n = ints[2]
+    width = struct.calcsize(code)
+    assert len(raw) == 1024 + n * width, f"{path.name}: size {len(raw)} does not match n = {n}"
+    assert all(v == 0 for v in ints[4:]), f"{path.name}: header ints [4:] are not zero"
+    return list(struct.unpack(f"<{n}{code}", raw[1024:]))
+
+
+def read_megatron_index(path: Path) -> dict[str, Any]:
+    """The fields of an ``MMIDIDX`` ``.idx`` file, in layout order."""
+    raw = path.read_bytes()
+    assert raw[:9] == b"MMIDIDX\x00\x00", f"{path.name}: bad magic {raw[:9]!r}"
+    (version,) = struct.unpack_from("<Q", raw, 9)
+    (code,) = struct.unpack_from("<B", raw, 17)
+    n_seq, n_doc = struct.unpack_from("<QQ", raw, 18)
+    assert version == 1
+    lengths = list(struct.unpack_from(f"<{n_seq}i", raw, 34))
+    pointers = list(struct.unpack_from(f"<{n_seq}q", raw, 34 + 4 * n_seq))
+    doc_index = list(struct.unpack_from(f"<{n_doc}q", raw, 34 + 12 * n_seq))
+    assert len(raw) == 34 + 12 * n_seq + 8 * n_doc, f"{path.name}: trailing or missing bytes"
+    return {"code": code, "lengths": lengths, "pointers": pointers, "doc_index": doc_index}
+
+
+def read_megatron_docs(prefix: Path) -> list[list[int]]:
+    """The documents of a ``prefix.bin`` / ``prefix.idx`` pair, read through the index."""
+    idx = read_megatron_index(prefix.with_suffix(".idx"))
+    data = prefix.with_suffix(".bin").read_bytes()
+    code = MEGATRON_CODES[idx["code"]]
+    width = struct.calcsize(code)
+    assert len(data) == sum(idx["lengths"]) * width, f"{prefix.name}: .bin size disagrees"
+    sequences = []
+    for ptr, length in zip(idx["pointers"], idx["lengths"], strict=True):
+        sequences.append(list(struct.unpack_from(f"<{length}{code}", data, ptr)))
+    bounds = idx["doc_index"]
+    assert bounds[0] == 0 and bounds[-1] == len(sequences)
+    return [[i for s in sequences[a:b] for i in s] for a, b in itertools.pairwise(bounds)]
+
+
+def read_raw(path: Path, dtype: str) -> list[int]:
+    """Ids of a headerless shard of ``uint16`` or ``uint32``."""
+    code = {"uint16": "H", "uint32": "I"}[dtype]
+    raw = path.read_bytes()
+    width = struct.calcsize(code)
+    assert len(raw) % width == 0, f"{path.name}: {len(raw)} bytes is not a whole number of ids"
+    return list(struct.unpack(f"<{len(raw) // width}{code}", raw))
+
+
+def manifest_of(out: Path) -> dict[str, Any]:
+    return dict(json.loads((out / "_MANIFEST.json").read_bytes()))
+
+
+def split_files(out: Path, split: str) -> list[Path]:
+    """A split's token files in stream order (``.bin`` only; ``.idx`` are companions)."""
+    return sorted(out.glob(f"{split}-*.bin"))
+
+
+def read_file(out: Path, path: Path) -> list[int]:
+    """Ids of one token file of a published dataset, by the route its format needs."""
+    m = manifest_of(out)
+    fmt = m.get("format", "llmc")
+    if fmt == "llmc":
+        return read_llmc(path, magic=20240520)
+    if fmt == "llmc-llama3":
+        return read_llmc(path, magic=20240801)
+    if fmt == "megatron":
+        return [i for doc in read_megatron_docs(path.with_suffix("")) for i in doc]
+    if fmt == "raw":
+        return read_raw(path, m["dtype"])
+    raise AssertionError(f"unknown format {fmt!r}")
+
+
+def split_stream(out: Path, split: str) -> list[int]:
+    """A split's whole token stream: its files' ids, concatenated in name order."""
+    ids: list[int] = []
+    for path in split_files(out, split):
+        ids += read_file(out, path)
+    return ids
