@@ -1,0 +1,109 @@
+"""Partitioned runs: which files part ``I`` of ``N`` reads, and where it writes.
+
+The rule (docs/format.md, "Partitioned runs") is a pure function of the ordered file list's
+sizes and ``N``. Part ``I`` reads the contiguous range ``files[b[I]:b[I+1]]`` of the list in
+read order (after ``--shuffle-files``), with ``b[0] = 0``, ``b[N] = n`` and, for
+``0 < I < N``, ``b[I]`` the ``k`` in ``[b[I-1] + 1, n - (N - I)]`` that minimises
+``|N * c[k] - I * S|``, the smaller ``k`` on a tie, where ``c[k]`` is the total size of the
+first ``k`` files and ``S = c[n]``. So every part holds at least one file, and each boundary
+is the file boundary nearest to an equal share of the bytes. ``N`` may not exceed ``n``.
+
+Each part is an ordinary run into ``DIR.parts/I-of-N/``; ``prep merge DIR`` joins them.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from pathlib import Path
+
+from prep.errors import InputError, UsageError
+
+PARTS_SUFFIX = ".parts"
+_PART_SPEC = re.compile(r"(\d+)/(\d+)")
+
+
+@dataclass(frozen=True)
+class Part:
+    """Part ``index`` of ``count`` (0-based): ``0 <= index < count``."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < self.count:
+            raise UsageError(
+                f"--part {self.index}/{self.count}: I must be in 0..N-1 (parts are numbered "
+                f"from 0), e.g. --part 0/{max(self.count, 1)}"
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> Part:
+        """``"I/N"`` as typed after ``--part``; ``UsageError`` for anything else."""
+        m = _PART_SPEC.fullmatch(text.strip())
+        if m is None:
+            raise UsageError(f"--part {text!r}: expected I/N, e.g. --part 0/4")
+        return cls(int(m.group(1)), int(m.group(2)))
+
+    @property
+    def name(self) -> str:
+        """The part's directory name under ``DIR.parts/``: ``I-of-N``."""
+        return f"{self.index}-of-{self.count}"
+
+
+def parts_root(out: Path) -> Path:
+    """``DIR.parts``: where the parts of ``DIR`` are built, beside ``DIR``."""
+    return out.with_name(out.name + PARTS_SUFFIX)
+
+
+def part_out(out: Path, part: Part) -> Path:
+    """``DIR.parts/I-of-N``: the output directory of one part (an ordinary run's ``--out``)."""
+    return parts_root(out) / part.name
+
+
+def boundaries(sizes: Sequence[int], count: int) -> list[int]:
+    """``b[0..N]`` by the rule in this module's docstring: part ``I`` is ``b[I]:b[I+1]``.
+
+    Raises ``InputError`` when ``count`` exceeds the number of files (a part would be empty).
+    """
+    n = len(sizes)
+    if count < 1:
+        raise UsageError(f"the number of parts must be >= 1, not {count}")
+    if count > n:
+        raise InputError(
+            f"{count} parts but the source has only {n} file(s): a part is a range of whole "
+            f"files, so use at most {n} parts (or split the source into more files)"
+        )
+    if any(s < 0 for s in sizes):
+        raise ValueError("file sizes must be >= 0")
+    cum = [0, *accumulate(sizes)]
+    total = cum[-1]
+    bounds = [0]
+    for i in range(1, count):
+        lo, hi = bounds[-1] + 1, n - (count - i)
+        bounds.append(min(max(_nearest(cum, i * total, count), lo), hi))
+    bounds.append(n)
+    return bounds
+
+
+def _nearest(cum: list[int], target: int, count: int) -> int:
+    """The smallest ``k`` minimising ``|count * cum[k] - target|`` (``cum`` non-decreasing).
+
+    The distance falls then rises in ``k``, so clamping this unconstrained minimum into a
+    range gives the minimum over that range."""
+    above = bisect_left(cum, -(-target // count))  # first k with count * cum[k] >= target
+    if above == 0:
+        return 0
+    below = bisect_left(cum, cum[above - 1])  # first k of the plateau just below target
+    if above == len(cum) or target - count * cum[below] <= count * cum[above] - target:
+        return below
+    return above
+
+
+def part_range(sizes: Sequence[int], part: Part) -> range:
+    """The indices (into the ordered file list) of the files ``part`` reads."""
+    b = boundaries(sizes, part.count)
+    return range(b[part.index], b[part.index + 1])
