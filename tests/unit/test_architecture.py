@@ -21,6 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "readahead": set(),
     "progress": set(),
     "argtypes": set(),
+    "partition": set(),
     "console": {"progress"},
     "state": {"fsio", "recipe", "split"},
     "hub": {"fsio", "globs"},
