@@ -1,0 +1,191 @@
+"""A fast exact engine: gigatoken, used only where it reproduces ``tokenizers`` exactly.
+
+The ids are fixed by the ``tokenizer.json``; an engine only computes them faster. So the
+gigatoken engine is built only when every part of the file is one it is known to reproduce
+(``gate`` below, plus gigatoken's own refusal of split regexes it does not know, plus a
+probe set compared with the reference at load time), and otherwise it *declines* with a
+reason the caller logs before using the reference.
+
+Special-token text: stream.md step 7 makes the text of a special (or any added) token
+ordinary text inside a document, but gigatoken always matches added tokens. A document that
+contains the text of any added token is therefore encoded by the reference encoder, and
+only the others by gigatoken; the output order is the input order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+ENGINE = "gigatoken"
+
+# Tried at load time on both engines; a difference declines the engine. Short, but each
+# line is a known pitfall of byte-level BPE pre-tokenizers.
+PROBES = (
+    "Hello world",
+    "don't I'll we've they're it's HE'S",
+    "  leading and trailing spaces   ",
+    "tabs\tand\r\nCRLF\r\n\r\n\n\n  end",
+    "123 4567 89,012.5 ٣٤٥ ½",
+    "café naïve e\u0301 \u00e9 Zażółć",
+    "日本語のテキスト 中文 한국어",
+    "emoji 👨\u200d👩\u200d👧 🇫🇷 👍🏽",
+    "nul\x00byte \x7f del \u2028 line sep \ufeff bom \U0010ffff",
+    "x" * 300 + " " * 300 + "y",
+)
+
+
+class Declined(Exception):
+    """The engine cannot reproduce this tokenizer exactly; ``str(self)`` says why."""
+
+
+def gate(config: dict[str, Any]) -> None:
+    """Raise ``Declined`` unless ``config`` (a parsed tokenizer.json) uses only parts the
+    engine reproduces: a plain byte-level BPE, no normalizer, a byte-level pre-tokenizer
+    (alone or after one regex split) without a prefix space."""
+    model = config.get("model") or {}
+    if model.get("type") != "BPE":
+        raise Declined(f"model {model.get('type')!r} is not a BPE")
+    for key in ("dropout", "continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(key):
+            raise Declined(f"BPE option {key}={model[key]!r} is not supported")
+    if model.get("byte_fallback"):
+        raise Declined("BPE byte_fallback is not supported")
+    if config.get("normalizer") is not None:
+        kind = config["normalizer"].get("type")
+        raise Declined(f"normalizer {kind!r} is not supported (only byte-level BPE without one)")
+    pre = config.get("pre_tokenizer") or {}
+    parts = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else [pre]
+    kinds = [p.get("type") for p in parts]
+    if kinds == ["ByteLevel"] and parts[0].get("use_regex", True):
+        byte_level = parts[0]
+    elif kinds == ["Split", "ByteLevel"] and not parts[1].get("use_regex", True):
+        split, byte_level = parts
+        if split.get("behavior") != "Isolated" or split.get("invert"):
+            raise Declined("a Split pre-tokenizer other than an isolating regex")
+    else:
+        raise Declined(f"pre-tokenizer {'+'.join(map(str, kinds)) or 'none'} is not byte-level")
+    if byte_level.get("add_prefix_space"):
+        raise Declined("ByteLevel add_prefix_space=true is not supported")
+
+
+def added_texts(config: dict[str, Any]) -> list[str]:
+    """The contents of every added token (special or not): text that goes to the reference."""
+    return [str(t["content"]) for t in config.get("added_tokens") or [] if t.get("content")]
+
+
+@dataclass(frozen=True)
+class FlatIds:
+    """The ids of a batch: ``ids[offsets[i]:offsets[i + 1]]`` are document ``i``'s."""
+
+    ids: npt.NDArray[np.uint32]
+    offsets: npt.NDArray[np.int64]
+
+    def split(self) -> list[npt.NDArray[np.uint32]]:
+        """One array per document (views into ``ids``)."""
+        return np.split(self.ids, self.offsets[1:-1])
+
+    @classmethod
+    def of(cls, arrays: Sequence[npt.NDArray[Any]]) -> FlatIds:
+        """Concatenate per-document arrays."""
+        offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+        np.cumsum([len(a) for a in arrays], out=offsets[1:])
+        ids = np.concatenate(arrays).astype(np.uint32, copy=False) if arrays else np.zeros(
+            0, dtype=np.uint32)
+        return cls(ids, offsets)
+
+
+Reference = Callable[[list[str], list[bytes]], FlatIds]
+
+
+class GigatokenEncoder:
+    """Ids from gigatoken for documents without added-token text, from ``reference`` for
+    the others; identical to ``reference`` alone wherever ``gate`` and the probes accept."""
+
+    name = ENGINE
+
+    def __init__(self, backend: Any, specials: Sequence[str], reference: Reference) -> None:
+        self._backend = backend
+        self._reference = reference
+        pattern = b"|".join(re.escape(s.encode("utf-8")) for s in sorted(set(specials)))
+        self._special = re.compile(pattern) if pattern else None
+
+    def routed(self, utf8: Sequence[bytes]) -> list[int]:
+        """Indices of documents holding added-token text (encoded by the reference)."""
+        if self._special is None:
+            return []
+        search = self._special.search
+        return [i for i, data in enumerate(utf8) if search(data) is not None]
+
+    def encode_fast(self, utf8: Sequence[bytes]) -> FlatIds:
+        """gigatoken alone, on one thread of this process (workers give the parallelism)."""
+        out = self._backend.encode_batch(list(utf8), parallel=False)
+        layout = out.layout
+        return FlatIds(
+            np.asarray(layout.content.data, dtype=np.uint32),
+            np.asarray(layout.offsets.data, dtype=np.int64),
+        )
+
+    def encode_flat(self, texts: list[str], utf8: list[bytes]) -> FlatIds:
+        slow = self.routed(utf8)
+        if not slow:
+            return self.encode_fast(utf8)
+        fast_idx = np.setdiff1d(np.arange(len(utf8)), slow)
+        fast = self.encode_fast([utf8[i] for i in fast_idx])
+        ref = self._reference([texts[i] for i in slow], [utf8[i] for i in slow])
+        lengths = np.empty(len(utf8), dtype=np.int64)
+        lengths[fast_idx] = np.diff(fast.offsets)
+        lengths[slow] = np.diff(ref.offsets)
+        offsets = np.zeros(len(utf8) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        ids = np.empty(int(offsets[-1]), dtype=np.uint32)
+        for source, picked in ((fast, fast_idx), (ref, np.asarray(slow))):
+            for j, i in enumerate(picked):
+                ids[offsets[i] : offsets[i + 1]] = source.ids[
+                    source.offsets[j] : source.offsets[j + 1]
+                ]
+        return FlatIds(ids, offsets)
+
+
+def load_gigatoken(raw: bytes, reference: Reference) -> GigatokenEncoder:
+    """The gigatoken engine for the tokenizer.json bytes ``raw``.
+
+    Raises ``Declined`` (with the reason) when the file has a part the engine does not
+    reproduce, gigatoken is not installed or refuses the file, or a probe differs from
+    ``reference``."""
+    try:
+        config = json.loads(raw)
+    except ValueError as e:
+        raise Declined(f"tokenizer.json is not JSON ({e})") from e
+    gate(config)
+    try:
+        from gigatoken.gigatoken_rs import load_hf_json
+    except ImportError as e:
+        raise Declined(f"gigatoken is not installed ({e}); pip install gigatoken") from e
+    try:
+        backend = load_hf_json(raw)
+    except Exception as e:  # the Rust side raises RuntimeError with a multi-line report
+        raise Declined(f"gigatoken refused the file: {str(e).splitlines()[0]}") from e
+    engine = GigatokenEncoder(backend, added_texts(config), reference)
+    probes = [p for p in PROBES if not engine.routed([p.encode("utf-8")])]
+    got = engine.encode_fast([p.encode("utf-8") for p in probes])
+    want = reference(probes, [p.encode("utf-8") for p in probes])
+    if not (np.array_equal(got.ids, want.ids) and np.array_equal(got.offsets, want.offsets)):
+        bad = next(
+            p for p, a, b in zip(probes, got.split(), want.split(), strict=True)
+            if not np.array_equal(a, b)
+        )
+        raise Declined(f"gigatoken's ids differ from tokenizers' on the probe text {bad[:40]!r}")
+    return engine
+
+
+def load_gigatoken_file(path: Path, reference: Reference) -> GigatokenEncoder:
+    """``load_gigatoken`` for a file."""
+    return load_gigatoken(path.read_bytes(), reference)

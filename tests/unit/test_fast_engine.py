@@ -1,0 +1,152 @@
+"""The gigatoken engine (issue 10): exact ids or a clean decline, on the parity set.
+
+The reference is Hugging Face ``tokenizers`` with ``encode_special_tokens = True`` and
+``add_special_tokens=False``; GPT-2 is also checked against tiktoken, an independent
+implementation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import FIXTURES, GPT2_DIR
+from parity_corpus import parity_texts, parity_tokenizers
+
+from prep.fast_engine import (
+    Declined,
+    FlatIds,
+    GigatokenEncoder,
+    load_gigatoken,
+    load_gigatoken_file,
+)
+
+pytest.importorskip("gigatoken")
+
+# Which parity tokenizers the engine takes: a silent decline would make parity trivially
+# true, so each decision is pinned, with the reason of each decline.
+EXPECTED = {
+    "gpt2": None,
+    "bpe-trained": None,
+    "cl100k": "gigatoken refused the file: Unknown pre_tokenizer Split regexes",
+    "nfkc-metaspace": "normalizer 'Sequence' is not supported",
+}
+
+
+def hf_reference(path: Path) -> Any:
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(path))
+    tok.encode_special_tokens = True
+
+    def encode(texts: list[str], utf8: list[bytes]) -> FlatIds:
+        encs = tok.encode_batch(texts, add_special_tokens=False)
+        return FlatIds.of([np.array(e.ids, dtype=np.uint32) for e in encs])
+
+    encode.tokenizer = tok  # type: ignore[attr-defined]
+    return encode
+
+
+@pytest.fixture(scope="module")
+def tokenizers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return parity_tokenizers(tmp_path_factory.mktemp("parity"))
+
+
+def vocab_documents(ref: Any) -> list[str]:
+    """Every vocabulary entry's text as a document: words BPE would not reach by merges
+    (GPT-2 keeps ``ignore_merges`` off) are where a fast engine's shortcut would show."""
+    from tokenizers import decoders
+
+    dec = decoders.ByteLevel()
+    vocab = ref.tokenizer.get_vocab(with_added_tokens=False)
+    return [t for t in (dec.decode([tok]) for tok in vocab) if t and "\ufffd" not in t]
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_engine_is_exact_or_declines_with_the_reason(name: str, tokenizers: dict[str, Path]
+                                                     ) -> None:
+    path = tokenizers[name]
+    ref = hf_reference(path)
+    if EXPECTED[name] is not None:
+        with pytest.raises(Declined, match=EXPECTED[name]):
+            load_gigatoken_file(path, ref)
+        return
+    engine = load_gigatoken_file(path, ref)
+    texts = parity_texts() + vocab_documents(ref)
+    utf8 = [t.encode("utf-8") for t in texts]
+    got, want = engine.encode_flat(texts, utf8), ref(texts, utf8)
+    assert np.array_equal(got.offsets, want.offsets)
+    assert np.array_equal(got.ids, want.ids)
+    assert len(engine.routed(utf8)) > 10  # the special-token rule was exercised
+
+
+def test_gpt2_ids_equal_tiktoken_encode_ordinary() -> None:
+    from golden_corpus import tiktoken_gpt2
+
+    enc = tiktoken_gpt2(FIXTURES)
+    path = GPT2_DIR / "tokenizer.json"
+    engine = load_gigatoken_file(path, hf_reference(path))
+    texts = parity_texts()
+    got = engine.encode_flat(texts, [t.encode("utf-8") for t in texts]).split()
+    for text, ids in zip(texts, got, strict=True):
+        assert ids.tolist() == enc.encode_ordinary(text), text[:60]
+
+
+def test_special_token_text_is_ordinary_text_in_order() -> None:
+    path = GPT2_DIR / "tokenizer.json"
+    engine = load_gigatoken_file(path, hf_reference(path))
+    texts = ["Hello world", "a <|endoftext|> b", "Hi", "<|endoftext|>", "Hello world"]
+    utf8 = [t.encode() for t in texts]
+    assert engine.routed(utf8) == [1, 3]
+    got = [a.tolist() for a in engine.encode_flat(texts, utf8).split()]
+    # tiktoken's encode_ordinary gives these, and gigatoken alone would give 50256 instead.
+    assert got == [[15496, 995], [64, 1279, 91, 437, 1659, 5239, 91, 29, 275], [17250],
+                   [27, 91, 437, 1659, 5239, 91, 29], [15496, 995]]
+    assert engine.encode_fast([utf8[1]]).ids.tolist() == [64, 220, 50256, 275]
+
+
+def test_a_batch_of_only_special_text_and_an_empty_batch() -> None:
+    path = GPT2_DIR / "tokenizer.json"
+    engine = load_gigatoken_file(path, hf_reference(path))
+    only = engine.encode_flat(["<|endoftext|>"], [b"<|endoftext|>"])
+    assert only.offsets.tolist() == [0, 7]
+    empty = engine.encode_flat([], [])
+    assert empty.ids.size == 0 and empty.offsets.tolist() == [0]
+
+
+def gpt2_config() -> dict[str, Any]:
+    return json.loads((GPT2_DIR / "tokenizer.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    (lambda c: c.update(normalizer={"type": "NFKC"}), "normalizer 'NFKC' is not supported"),
+    (lambda c: c["model"].update(dropout=0.1), "dropout=0.1"),
+    (lambda c: c["model"].update(byte_fallback=True), "byte_fallback"),
+    (lambda c: c["model"].update(type="WordPiece"), "model 'WordPiece' is not a BPE"),
+    (lambda c: c["pre_tokenizer"].update(add_prefix_space=True), "add_prefix_space"),
+    (lambda c: c.update(pre_tokenizer={"type": "Whitespace"}), "Whitespace is not byte-level"),
+    (lambda c: c.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": r"\p{L}+|\s+|."}, "behavior": "Isolated",
+         "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+         "use_regex": False}]}), "gigatoken refused the file: Unknown pre_tokenizer Split"),
+])
+def test_declines_what_it_cannot_reproduce(change: Any, reason: str) -> None:
+    config = gpt2_config()
+    change(config)
+    ref = hf_reference(GPT2_DIR / "tokenizer.json")
+    with pytest.raises(Declined, match=reason):
+        load_gigatoken(json.dumps(config).encode(), ref)
+
+
+def test_declines_when_a_probe_differs_from_the_reference(tokenizers: dict[str, Path]) -> None:
+    # The engine loads GPT-2 but is held against another tokenizer: the probes must catch it.
+    with pytest.raises(Declined, match="differ from tokenizers' on the probe text 'Hello world'"):
+        load_gigatoken((GPT2_DIR / "tokenizer.json").read_bytes(),
+                       hf_reference(tokenizers["bpe-trained"]))
+
+
+def test_engine_name_is_stable() -> None:
+    assert GigatokenEncoder.name == "gigatoken"
