@@ -1,0 +1,95 @@
+"""OrderedPool: results in task order whatever the finishing order; errors at their place;
+a dead worker is reported; workers neither outlive a killed main process nor take its
+signals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import worker_tasks as wt
+
+from prep.workers import OrderedPool, WorkerDied
+
+TESTS = Path(__file__).resolve().parent.parent
+
+
+def test_results_come_back_in_task_order_from_several_processes() -> None:
+    # Early tasks sleep longest, so they finish last: only ordering can put them first.
+    tasks = [(i, 0.05 * (12 - i) / 12) for i in range(12)]
+    with OrderedPool(wt.slow_echo, workers=3) as pool:
+        out = list(pool.map(tasks))
+    assert [n for n, _ in out] == list(range(12))
+    assert len({p for _, p in out}) > 1
+    assert os.getpid() not in {p for _, p in out}
+
+
+def test_an_exception_is_raised_at_its_tasks_place() -> None:
+    seen = []
+    with OrderedPool(wt.fail_on_three, workers=2) as pool, pytest.raises(ValueError,
+                                                                         match="task 3 failed"):
+        for n in pool.map(range(10)):
+            seen.append(n)
+    assert seen == [0, 1, 2]
+
+
+def test_a_killed_worker_is_reported() -> None:
+    with OrderedPool(wt.die_on_two, workers=2) as pool, pytest.raises(
+            WorkerDied, match="rerun with --resume"):
+        list(pool.map(range(6)))
+
+
+def test_close_ends_the_workers_at_once() -> None:
+    pool: OrderedPool[tuple[int, float], tuple[int, int]] = OrderedPool(wt.slow_echo, workers=2)
+    it = pool.map([(i, 30.0 if i else 0.0) for i in range(4)])
+    _, worker = next(it)
+    pool.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(worker, 0)
+
+
+CHILD = """
+import sys, time
+sys.path[:0] = {paths!r}
+import worker_tasks as wt
+from prep.workers import OrderedPool
+pool = OrderedPool(wt.slow_echo, workers=2)
+pids = {{p for _, p in pool.map([(0, 0.3), (1, 0.3)])}}
+print(" ".join(map(str, pids)), flush=True)
+time.sleep(60)
+"""
+
+
+def _alive(p: int) -> bool:
+    try:
+        os.kill(p, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_workers_exit_when_the_main_process_is_killed() -> None:
+    code = CHILD.format(paths=[str(TESTS), str(TESTS.parent / "src")])
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    pids = [int(p) for p in proc.stdout.readline().split()]
+    assert len(pids) == 2 and all(_alive(p) for p in pids)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 20
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids)
+
+
+def test_workers_ignore_sigint_and_sigterm_sent_to_them() -> None:
+    with OrderedPool(wt.pid, workers=1) as pool:
+        (worker,) = pool.map([None])
+        os.kill(worker, signal.SIGTERM)
+        os.kill(worker, signal.SIGINT)
+        assert list(pool.map([None, None])) == [worker, worker]
