@@ -111,9 +111,11 @@ class GigatokenEncoder:
 
     name = ENGINE
 
-    def __init__(self, backend: Any, specials: Sequence[str], reference: Reference) -> None:
+    def __init__(self, backend: Any, specials: Sequence[str], reference: Reference,
+                 parallel: bool = False) -> None:
         self._backend = backend
         self._reference = reference
+        self._parallel = parallel
         pattern = b"|".join(re.escape(s.encode("utf-8")) for s in sorted(set(specials)))
         self._special = re.compile(pattern) if pattern else None
 
@@ -125,8 +127,9 @@ class GigatokenEncoder:
         return [i for i, data in enumerate(utf8) if search(data) is not None]
 
     def encode_fast(self, utf8: Sequence[bytes]) -> FlatIds:
-        """gigatoken alone, on one thread of this process (workers give the parallelism)."""
-        out = self._backend.encode_batch(list(utf8), parallel=False)
+        """gigatoken alone: on this thread (workers give the parallelism) unless built with
+        ``parallel``, then on gigatoken's thread pool."""
+        out = self._backend.encode_batch(list(utf8), parallel=self._parallel)
         layout = out.layout
         return FlatIds(
             np.asarray(layout.content.data, dtype=np.uint32),
@@ -154,12 +157,13 @@ class GigatokenEncoder:
         return FlatIds(ids, offsets)
 
 
-def load_gigatoken(raw: bytes, reference: Reference) -> GigatokenEncoder:
+def load_gigatoken(raw: bytes, reference: Reference, *, probe: bool = True,
+                   parallel: bool = False) -> GigatokenEncoder:
     """The gigatoken engine for the tokenizer.json bytes ``raw``.
 
     Raises ``Declined`` (with the reason) when the file has a part the engine does not
-    reproduce, gigatoken is not installed or refuses the file, or a probe differs from
-    ``reference``."""
+    reproduce, gigatoken is not installed or refuses the file, or (``probe``) a probe text
+    encodes differently from ``reference``."""
     try:
         config = json.loads(raw)
     except ValueError as e:
@@ -173,7 +177,9 @@ def load_gigatoken(raw: bytes, reference: Reference) -> GigatokenEncoder:
         backend = load_hf_json(raw)
     except Exception as e:  # the Rust side raises RuntimeError with a multi-line report
         raise Declined(f"gigatoken refused the file: {str(e).splitlines()[0]}") from e
-    engine = GigatokenEncoder(backend, added_texts(config), reference)
+    engine = GigatokenEncoder(backend, added_texts(config), reference, parallel)
+    if not probe:
+        return engine
     probes = [p for p in PROBES if not engine.routed([p.encode("utf-8")])]
     got = engine.encode_fast([p.encode("utf-8") for p in probes])
     want = reference(probes, [p.encode("utf-8") for p in probes])

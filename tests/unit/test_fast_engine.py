@@ -23,8 +23,6 @@ from prep.fast_engine import (
     load_gigatoken_file,
 )
 
-pytest.importorskip("gigatoken")
-
 # Which parity tokenizers the engine takes: a silent decline would make parity trivially
 # true, so each decision is pinned, with the reason of each decline.
 EXPECTED = {
