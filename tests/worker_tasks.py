@@ -1,29 +1,41 @@
-"""Module-level task functions for worker-process tests (spawned workers import them)."""
+"""Module-level task functions for worker-process tests (spawned workers import them).
+Each is a generator, as ``OrderedPool`` expects."""
 
 from __future__ import annotations
 
 import os
 import signal
 import time
+from collections.abc import Iterator
 
 
-def slow_echo(task: tuple[int, float]) -> tuple[int, int]:
-    """Sleep ``task[1]`` seconds, then return ``(task[0], this worker's pid)``."""
+def slow_echo(task: tuple[int, float]) -> Iterator[tuple[int, int]]:
+    """Sleep ``task[1]`` seconds, then yield ``(task[0], this worker's pid)``."""
     time.sleep(task[1])
-    return task[0], os.getpid()
+    yield task[0], os.getpid()
 
 
-def fail_on_three(n: int) -> int:
+def parts(n: int) -> Iterator[tuple[int, int]]:
+    """``n`` results for task ``n``: (n, 0), (n, 1), ..."""
+    for k in range(n):
+        yield n, k
+
+
+def fail_on_three(n: int) -> Iterator[int]:
+    yield n
     if n == 3:
         raise ValueError(f"task {n} failed")
-    return n
 
 
-def die_on_two(n: int) -> int:
+def die_on_two(n: int) -> Iterator[int]:
     if n == 2:
         os.kill(os.getpid(), signal.SIGKILL)
-    return n
+    yield n
 
 
-def pid(_: object) -> int:
-    return os.getpid()
+def pid(_: object) -> Iterator[int]:
+    yield os.getpid()
+
+
+def failing_init() -> None:
+    raise RuntimeError("cannot load the tokenizer")

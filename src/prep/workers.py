@@ -1,8 +1,11 @@
-"""Worker processes that run a function over tasks and give the results back in task order.
+"""Worker processes that run a generator function over tasks and stream the results back
+in task order.
 
-The main process keeps the order (it commits results as they come back in order), so the
-output cannot depend on how many workers there are or which finished first. At most
-``depth`` tasks are in flight, which bounds memory.
+Task ``i`` goes to worker ``i % N`` and the main process reads worker ``i % N``'s results
+until that task ends, so the order of results is the order of tasks whatever finishes
+first, and the output cannot depend on the number of workers. Each worker's result queue
+holds at most ``depth`` results and each worker has at most ``ahead`` tasks queued, which
+bounds memory however large a task is.
 
 Workers are ``spawn``ed (never forked: a forked child would inherit a tokenizer's thread
 pool without its threads), ignore SIGINT and SIGTERM (the main process alone decides when
@@ -14,13 +17,11 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 import signal
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Generic, TypeVar
 
 from prep.errors import PrepError
@@ -29,10 +30,13 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 ORPHAN_CHECK_SECONDS = 1.0
+POLL_SECONDS = 0.5
 DIED = (
     "a worker process ended without a result (killed, or out of memory); rerun with "
     "--resume, with fewer --workers if memory is short"
 )
+_ITEM, _END, _ERROR = 0, 1, 2
+_MISSING: Any = object()
 
 
 class WorkerDied(PrepError):
@@ -46,75 +50,116 @@ def _watch_parent(parent: int) -> None:
             os._exit(1)
 
 
-def _worker_init(parent: int, init: Callable[..., None] | None, args: tuple[Any, ...]) -> None:
+def _serve(fn: Callable[[Any], Iterable[Any]], init: Callable[..., None] | None,
+           init_args: tuple[Any, ...], tasks: Any, results: Any, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-    if init is not None:
-        init(*args)
+    try:
+        if init is not None:
+            init(*init_args)
+    except BaseException as e:  # report it at the first task, in order
+        results.put((_ERROR, e))
+        return
+    while True:
+        task = tasks.get()
+        if task is None:
+            return
+        try:
+            for item in fn(task):
+                results.put((_ITEM, item))
+        except BaseException as e:
+            results.put((_ERROR, e))
+            return
+        results.put((_END, None))
 
 
 class OrderedPool(Generic[T, R]):
-    """``fn(task)`` for each task in ``workers`` spawned processes, results in task order.
+    """``fn(task)`` (a generator) for each task in ``workers`` spawned processes; the items
+    it yields come back in task order.
 
     ``fn``, ``init`` and the tasks must be picklable (module-level functions). An exception
-    raised by ``fn`` re-raises in the consumer at its task's place; a worker that dies
+    raised by ``init`` or ``fn`` re-raises in the consumer at its place; a worker that dies
     raises ``WorkerDied``. Use as a context manager: leaving it ends the workers at once,
-    without waiting for tasks in flight."""
+    dropping work in flight. The workers start at construction, so they load while the
+    caller prepares."""
 
     def __init__(
         self,
-        fn: Callable[[T], R],
+        fn: Callable[[T], Iterable[R]],
         workers: int,
         init: Callable[..., None] | None = None,
         init_args: tuple[Any, ...] = (),
-        depth: int | None = None,
+        depth: int = 2,
+        ahead: int = 2,
     ) -> None:
-        self._fn = fn
-        self._depth = depth or 2 * workers
-        self._pool = ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker_init,
-            initargs=(os.getpid(), init, init_args),
-        )
+        ctx = multiprocessing.get_context("spawn")
+        self._ahead = ahead
+        self._tasks = [ctx.Queue() for _ in range(workers)]
+        self._results = [ctx.Queue(maxsize=depth) for _ in range(workers)]
+        self._procs = [
+            ctx.Process(
+                target=_serve,
+                args=(fn, init, init_args, self._tasks[i], self._results[i], os.getpid()),
+                name=f"prep-worker-{i}",
+                daemon=True,
+            )
+            for i in range(workers)
+        ]
+        for p in self._procs:
+            p.start()
 
     def map(self, tasks: Iterable[T]) -> Iterator[R]:
-        """Results of ``tasks`` in order, with at most ``depth`` tasks in flight."""
-        pending: deque[Future[R]] = deque()
+        """Items of ``fn(task)`` for each task, in task order. Tasks are never None (None
+        tells a worker to stop); call ``map`` again only after the last one is drained."""
+        n = len(self._procs)
         it = iter(tasks)
-        exhausted = False
-        while True:
-            while not exhausted and len(pending) < self._depth:
-                try:
-                    task = next(it)
-                except StopIteration:
-                    exhausted = True
+        queued = 0
+        for _ in range(n * self._ahead):
+            task = next(it, _MISSING)
+            if task is _MISSING:
+                break
+            self._tasks[queued % n].put(task)
+            queued += 1
+        done = 0
+        while done < queued:
+            w = done % n
+            while True:
+                kind, item = self._get(w)
+                if kind == _ITEM:
+                    yield item
+                elif kind == _END:
                     break
-                pending.append(self._submit(task))
-            if not pending:
-                return
-            try:
-                result = pending.popleft().result()
-            except BrokenProcessPool as e:
-                raise WorkerDied(DIED) from e
-            yield result
+                else:
+                    raise item
+            done += 1
+            task = next(it, _MISSING)
+            if task is not _MISSING:
+                self._tasks[queued % n].put(task)
+                queued += 1
 
-    def _submit(self, task: T) -> Future[R]:
-        try:
-            return self._pool.submit(self._fn, task)
-        except BrokenProcessPool as e:
-            raise WorkerDied(DIED) from e
+    def _get(self, w: int) -> tuple[int, Any]:
+        while True:
+            try:
+                return self._results[w].get(timeout=POLL_SECONDS)  # type: ignore[no-any-return]
+            except queue.Empty:
+                if not self._procs[w].is_alive():
+                    raise WorkerDied(DIED) from None
+
+    def pids(self) -> list[int]:
+        """The workers' process ids."""
+        return [p.pid for p in self._procs if p.pid is not None]
 
     def close(self) -> None:
-        """End the workers now: tasks in flight are dropped."""
-        procs = list((self._pool._processes or {}).values())
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        for p in procs:
+        """End the workers now: work in flight is dropped."""
+        for p in self._procs:
             if p.is_alive():
                 p.kill()
-        for p in procs:
+        for p in self._procs:
             p.join(timeout=5)
+        for q in (*self._tasks, *self._results):
+            q.cancel_join_thread()
+            q.close()
 
     def __enter__(self) -> OrderedPool[T, R]:
         return self

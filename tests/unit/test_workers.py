@@ -1,6 +1,6 @@
-"""OrderedPool: results in task order whatever the finishing order; errors at their place;
-a dead worker is reported; workers neither outlive a killed main process nor take its
-signals."""
+"""OrderedPool: results in task order whatever the finishing order, several per task;
+errors at their place; a dead worker is reported; workers neither outlive a killed main
+process nor take its signals."""
 
 from __future__ import annotations
 
@@ -29,13 +29,26 @@ def test_results_come_back_in_task_order_from_several_processes() -> None:
     assert os.getpid() not in {p for _, p in out}
 
 
+def test_several_results_per_task_stay_grouped_and_ordered() -> None:
+    # More results per task than the queue holds (depth 1): streaming, not buffering.
+    with OrderedPool(wt.parts, workers=3, depth=1, ahead=1) as pool:
+        out = list(pool.map(range(8)))
+    assert out == [(n, k) for n in range(8) for k in range(n)]
+
+
 def test_an_exception_is_raised_at_its_tasks_place() -> None:
     seen = []
     with OrderedPool(wt.fail_on_three, workers=2) as pool, pytest.raises(ValueError,
                                                                          match="task 3 failed"):
         for n in pool.map(range(10)):
             seen.append(n)
-    assert seen == [0, 1, 2]
+    assert seen == [0, 1, 2, 3]
+
+
+def test_an_init_failure_is_raised_at_the_first_task() -> None:
+    with OrderedPool(wt.pid, workers=2, init=wt.failing_init) as pool, pytest.raises(
+            RuntimeError, match="cannot load the tokenizer"):
+        list(pool.map(range(3)))
 
 
 def test_a_killed_worker_is_reported() -> None:
@@ -47,10 +60,12 @@ def test_a_killed_worker_is_reported() -> None:
 def test_close_ends_the_workers_at_once() -> None:
     pool: OrderedPool[tuple[int, float], tuple[int, int]] = OrderedPool(wt.slow_echo, workers=2)
     it = pool.map([(i, 30.0 if i else 0.0) for i in range(4)])
-    _, worker = next(it)
+    next(it)
+    pids = pool.pids()
     pool.close()
-    with pytest.raises(ProcessLookupError):
-        os.kill(worker, 0)
+    for worker in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(worker, 0)
 
 
 CHILD = """
@@ -89,7 +104,7 @@ def test_workers_exit_when_the_main_process_is_killed() -> None:
 
 def test_workers_ignore_sigint_and_sigterm_sent_to_them() -> None:
     with OrderedPool(wt.pid, workers=1) as pool:
-        (worker,) = pool.map([None])
+        (worker,) = pool.map([0])
         os.kill(worker, signal.SIGTERM)
         os.kill(worker, signal.SIGINT)
-        assert list(pool.map([None, None])) == [worker, worker]
+        assert list(pool.map([1, 2])) == [worker, worker]
