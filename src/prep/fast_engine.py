@@ -192,6 +192,7 @@ def load_gigatoken(raw: bytes, reference: Reference, *, probe: bool = True,
     return engine
 
 
-def load_gigatoken_file(path: Path, reference: Reference) -> GigatokenEncoder:
+def load_gigatoken_file(path: Path, reference: Reference, *, probe: bool = True,
+                        parallel: bool = False) -> GigatokenEncoder:
     """``load_gigatoken`` for a file."""
-    return load_gigatoken(path.read_bytes(), reference)
+    return load_gigatoken(path.read_bytes(), reference, probe=probe, parallel=parallel)
