@@ -14,7 +14,7 @@ engine, it reports:
   repetitions against the reference in the same run: ``speedup = median(hf) /
   median(engine)``.
 
-Engines: ``gigatoken`` (as prep uses it: ``prep.fast_engine``, added-token text routed to
+Engines: ``gigatoken`` (as prep uses it: ``prep.encoders.gigatoken``, added-token text routed to
 the reference, one flat buffer out), ``gigatoken-raw`` (its own batch call on every
 document), ``tiktoken`` (ranks and split regex converted from the tokenizer.json),
 ``fastokens``, ``tokie``, ``kitoken``. A missing package is reported, not fatal.
@@ -44,7 +44,8 @@ sys.path[:0] = [str(BENCH), str(REPO / "tests"), str(REPO / "src")]
 from memory import reusable_corpus  # noqa: E402
 from parity_corpus import parity_texts, parity_tokenizers  # noqa: E402
 
-from prep.fast_engine import FlatIds, added_texts, load_gigatoken_file  # noqa: E402
+from prep.encoders.flat import FlatIds  # noqa: E402
+from prep.encoders.gigatoken import added_texts, load_gigatoken_file  # noqa: E402
 
 Encode = Callable[[list[str]], list[list[int]]]
 

@@ -7,11 +7,11 @@ set -uo pipefail
 n=$1; out=$2; shift 2
 part="$SLURM_ARRAY_TASK_ID/$n"
 echo "part $part: start (restart ${SLURM_RESTART_COUNT:-0}) on $(hostname) at $(date -u +%FT%TZ)"
-threads=()   # tokenize on the CPUs Slurm gave this task, unless --threads says otherwise
-case " $* " in *" --threads "*|*" --threads="*) ;; *)
-    [ -n "${SLURM_CPUS_PER_TASK:-}" ] && threads=(--threads "$SLURM_CPUS_PER_TASK") ;;
+workers=()   # one worker process per CPU Slurm gave this task, unless --workers says otherwise
+case " $* " in *" --workers "*|*" --workers="*) ;; *)
+    [ -n "${SLURM_CPUS_PER_TASK:-}" ] && workers=(--workers "$SLURM_CPUS_PER_TASK") ;;
 esac
-"${PREP:-prep}" prepare --part "$part" --out "$out" --resume "${threads[@]}" "$@" &
+"${PREP:-prep}" prepare --part "$part" --out "$out" --resume "${workers[@]}" "$@" &
 child=$!
 trap 'kill -TERM "$child" 2>/dev/null' TERM INT
 wait "$child"; rc=$?

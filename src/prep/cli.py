@@ -21,6 +21,7 @@ from typing import Any
 
 from prep.console import Console
 from prep.encoders import set_threads
+from prep.encoders.engine import CHOICES as ENGINES
 from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE, InputError, PrepError
 from prep.recipe import Recipe, RunOptions
 from prep.state.provenance import read_active_seconds
@@ -101,7 +102,13 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
         help=f"roll over past N tokens ({RECIPE['max_file_tokens']:.0e})",
     )
     p.add_argument("--batch-size", type=_int, help=f"documents per batch ({RUN['batch_size']})")
-    p.add_argument("--threads", type=_int, help="tokenizer threads (all cores)")
+    p.add_argument("--threads", type=_int, help="tokenizer threads per worker (1)")
+    p.add_argument("--workers", type=_int, help="worker processes (one per core)")
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        help=f"how ids are computed, never which ({RUN['engine']}: the fastest exact one)",
+    )
     p.add_argument(
         "--checkpoint-interval",
         type=_positive_float,

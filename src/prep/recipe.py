@@ -103,7 +103,9 @@ class RunOptions:
 
     out: Path
     batch_size: int = DEFAULT_BATCH_SIZE
-    threads: int | None = None
+    threads: int | None = None  # tokenizer threads per worker (None: 1)
+    workers: int | None = None  # worker processes (None: one per core)
+    engine: str = "auto"  # how ids are computed, never which (prep.encoders.engine)
     checkpoint_interval: float = 60.0
     resume: bool = False
     refresh: bool = False
@@ -119,6 +121,8 @@ class RunOptions:
             raise UsageError(f"--batch-size {self.batch_size} must be > 0")
         if self.threads is not None and self.threads <= 0:
             raise UsageError(f"--threads {self.threads} must be > 0")
+        if self.workers is not None and self.workers <= 0:
+            raise UsageError(f"--workers {self.workers} must be > 0")
         for name, value in (
             ("--checkpoint-interval", self.checkpoint_interval),
             ("--log-interval", self.log_interval),

@@ -7,10 +7,12 @@ first, and the output cannot depend on the number of workers. Each worker's resu
 holds at most ``depth`` results and each worker has at most ``ahead`` tasks queued, which
 bounds memory however large a task is.
 
-Workers are ``spawn``ed (never forked: a forked child would inherit a tokenizer's thread
-pool without its threads), ignore SIGINT and SIGTERM (the main process alone decides when
-to stop, checkpoints, and then ends them), and exit on their own within a second if the
-main process dies (SIGKILL leaves no one to end them).
+Workers are forked where the platform allows (they start at once, with everything the
+parent loaded: its caller must not have used a thread pool a child would need, see
+``fork``) and spawned otherwise. They ignore SIGINT and SIGTERM (the main process alone
+decides when to stop, checkpoints, and then ends them) and die with the main process
+(Linux: the kernel kills them at its death, so a killed run's lock is released at once;
+elsewhere they notice within a second).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -50,10 +53,24 @@ def _watch_parent(parent: int) -> None:
             os._exit(1)
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when its parent dies (prctl PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):  # not Linux: the watcher thread still ends it
+        pass
+
+
 def _serve(fn: Callable[[Any], Iterable[Any]], init: Callable[..., None] | None,
            init_args: tuple[Any, ...], tasks: Any, results: Any, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _die_with_parent()
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     try:
         if init is not None:
@@ -75,8 +92,9 @@ def _serve(fn: Callable[[Any], Iterable[Any]], init: Callable[..., None] | None,
 
 
 class OrderedPool(Generic[T, R]):
-    """``fn(task)`` (a generator) for each task in ``workers`` spawned processes; the items
-    it yields come back in task order.
+    """``fn(task)`` (a generator) for each task in ``workers`` processes; the items it
+    yields come back in task order. ``fork`` (the default where the platform has it) or
+    not: a forked worker inherits the caller's state, so ``init`` may be None.
 
     ``fn``, ``init`` and the tasks must be picklable (module-level functions). An exception
     raised by ``init`` or ``fn`` re-raises in the consumer at its place; a worker that dies
@@ -92,8 +110,10 @@ class OrderedPool(Generic[T, R]):
         init_args: tuple[Any, ...] = (),
         depth: int = 2,
         ahead: int = 2,
+        fork: bool = True,
     ) -> None:
-        ctx = multiprocessing.get_context("spawn")
+        can_fork = fork and sys.platform.startswith("linux")
+        ctx: Any = multiprocessing.get_context("fork" if can_fork else "spawn")
         self._ahead = ahead
         self._tasks = [ctx.Queue() for _ in range(workers)]
         self._results = [ctx.Queue(maxsize=depth) for _ in range(workers)]
@@ -166,3 +186,11 @@ class OrderedPool(Generic[T, R]):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def default_workers() -> int:
+    """One worker per core this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1

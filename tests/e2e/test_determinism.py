@@ -1,5 +1,6 @@
 """Guarantee 3: the same inputs and recipe give byte-identical .bin files and
-_MANIFEST.json, whatever the output path, batch size, thread count or checkpoint interval."""
+_MANIFEST.json, whatever the output path, batch size, thread count, worker processes,
+engine or checkpoint interval."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def test_only_the_dataset_name_differs_with_another_dataset(cli, tmp_path: Path,
     assert ma == mb
 
 
-def test_batch_size_threads_and_checkpoints_do_not_change_bytes(
+def test_batch_size_threads_workers_engine_and_checkpoints_do_not_change_bytes(
     cli, tmp_path: Path, corpus
 ) -> None:
     """Real subprocesses (each sizes its own tokenizer thread pool), run concurrently."""
@@ -80,6 +81,10 @@ def test_batch_size_threads_and_checkpoints_do_not_change_bytes(
                                    "--checkpoint-interval", "1e-9"],
         "b1000-t1": ["--batch-size", 1000, "--threads", 1],
         "b1000-t2": ["--batch-size", 1000, "--threads", 2],
+        "w1": ["--workers", 1],
+        "w3-b7": ["--workers", 3, "--batch-size", 7],
+        "w2-t2-spawned": ["--workers", 2, "--threads", 2],
+        "engine-hf-w2": ["--engine", "hf", "--workers", 2],
     }
 
     def run(name: str) -> tuple[str, int, str]:

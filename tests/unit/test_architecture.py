@@ -23,6 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "argtypes": set(),
     "partition": set(),
     "console": {"progress"},
+    "workers": set(),
     "state": {"fsio", "recipe", "split"},
     "hub": {"fsio", "globs"},
     "sources": {"fsio", "globs", "hub", "state"},
@@ -33,7 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "publish": {"fsio"},
     "run": {
         "encoders", "formats", "fsio", "progress", "publish", "readahead", "recipe",
-        "sources", "split", "state", "stream", "writer",
+        "sources", "split", "state", "stream", "workers", "writer",
     },
     "refresh": {"encoders", "fsio", "publish", "recipe", "sources", "state"},
     "verify": {"formats", "split", "state"},

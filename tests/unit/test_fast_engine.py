@@ -15,7 +15,7 @@ import pytest
 from conftest import FIXTURES, GPT2_DIR
 from parity_corpus import parity_texts, parity_tokenizers
 
-from prep.fast_engine import (
+from prep.encoders.gigatoken import (
     Declined,
     FlatIds,
     GigatokenEncoder,

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from prep.encoders.flat import FlatIds
 from prep.encoders.separator import choose_sep, eos_from_generation_config
 from prep.errors import InputError
 from prep.state.identity import TokenizerIdentity
@@ -36,6 +37,11 @@ class HFEncoder:
         self.identity = identity
         self.chunk_bytes = CHUNK_BYTES_PER_THREAD * (threads or os.cpu_count() or 1)
         self._encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+        self.json_path: Path | None = None  # the file it was loaded from
+
+    def encode_flat(self, texts: list[str], utf8: list[bytes]) -> FlatIds:
+        """``encode_batch`` as one flat buffer and offsets."""
+        return FlatIds.of(self.encode_batch(texts, utf8))
 
     def encode_batch(self, texts: list[str], utf8: list[bytes]) -> list[npt.NDArray[Any]]:
         out: list[npt.NDArray[Any]] = []
@@ -110,4 +116,6 @@ def load_tokenizer_file(
         vocab_size=vocab_size,
         doc_sep_id=sep,
     )
-    return HFEncoder(tok, identity, threads)
+    enc = HFEncoder(tok, identity, threads)
+    enc.json_path = json_path
+    return enc

@@ -71,6 +71,9 @@ def provenance(
         argv=argv,
         source_mtimes_ns=state.facts.source_mtimes,
         refresh=state.facts.refresh,
+        engine=state.engine,
+        cross_check=state.crosscheck.stats() if state.crosscheck is not None else None,
+        main_cpu_seconds=state.main_cpu,
     )
 
 

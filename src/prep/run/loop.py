@@ -1,11 +1,10 @@
 """Read -> tokenize -> commit, with checkpoints between batches.
 
-Three stages, each in its own thread: read and prepare (Parquet, UTF-8, split hashes),
-tokenize (:func:`tokenize_batch`, which releases the GIL), commit (the calling thread).
-Committing batch k overlaps tokenizing batch k+1, so the tokenizer never waits for the
-writer. :func:`tokenize_batch` is a plain function of an encoder and a batch, returning
-numpy id buffers: the stage that may move into worker processes. Only the committing
-thread changes the run's state, in stream order.
+Reading, preparing (UTF-8, split hashes) and tokenizing run in worker processes
+(:mod:`prep.run.tasks`); this process receives their batches in stream order and commits
+them (prefix digest, separators, rollover, writes), after the run-time cross-check of a
+fast engine (:mod:`prep.run.crosscheck`). Only the committing thread changes the run's
+state, in stream order, so the output does not depend on ``--workers``.
 """
 
 from __future__ import annotations
@@ -13,55 +12,22 @@ from __future__ import annotations
 import logging
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from prep.encoders import Encoder
 from prep.errors import InputError, Interrupted, PrepError
 from prep.progress import Reporter, Snapshot, silent
-from prep.readahead import ReadAhead
 from prep.run.finish import finish
 from prep.run.state import RunState
+from prep.run.tasks import open_workers
 from prep.split import SPLITS, TRAIN
 from prep.state.manifest import Manifest
-from prep.stream import DOC, EMPTY, Batch, Preparer, StreamItem, batches
+from prep.stream import DOC, EMPTY, Batch, StreamItem
 
 logger = logging.getLogger(__name__)
 
 StopRequested = Callable[[], bool]
 Ids = Any  # a numpy id array, or the InputError of a document that cannot be encoded
-
-
-def tokenize_batch(encoder: Encoder, batch: Batch) -> list[Ids]:
-    """Ids per document of ``batch``. A document the tokenizer cannot encode becomes an
-    ``InputError`` in its place, raised when it is committed (so the documents before it
-    still count)."""
-    docs_utf8 = [b for b, k in zip(batch.utf8, batch.kinds, strict=True) if k == DOC]
-    try:
-        return list(encoder.encode_batch(batch.docs, docs_utf8))  # type: ignore[arg-type]
-    except Exception:  # tokenizers raises a bare Exception: find the document
-        ids: list[Ids] = []
-        for k, (text, data) in enumerate(zip(batch.docs, docs_utf8, strict=True)):
-            try:
-                ids.extend(encoder.encode_batch([text], [data]))  # type: ignore[list-item]
-            except Exception as e:
-                path, row = batch.doc_where[k]
-                ids.append(
-                    InputError(
-                        f"{path} row {row}: the tokenizer cannot encode this document "
-                        f"({e}); fix the tokenizer (for example give its model an "
-                        "unk_token) or remove the row",
-                        path=path,
-                        row=row,
-                    )
-                )
-                break
-        return ids
-
-
-def _tokenized(items: Iterable[Batch], encoder: Encoder) -> Iterator[tuple[Batch, list[Ids]]]:
-    for batch in items:
-        yield batch, tokenize_batch(encoder, batch)
 
 
 def commit_batch(state: RunState, batch: Batch, ids: list[Ids]) -> bool:
@@ -124,12 +90,11 @@ def run_loop(
 ) -> None:
     """Commit the stream to the end (or the train budget), checkpointing every
     ``--checkpoint-interval`` seconds and on a stop request (then raises ``Interrupted``)."""
-    preparer = Preparer(state.recipe, state.files)
     interval = state.opts.checkpoint_interval
     last_ckpt = time.monotonic()
     report = ProgressReport(state, reporter)
-    prepared = ReadAhead(batches(stream, preparer, state.opts.batch_size), depth=2)
-    with prepared, ReadAhead(_tokenized(prepared, state.encoder), depth=1) as tokenized:
+    cpu0 = time.process_time()
+    with open_workers(state, stream) as tokenized:
         for batch, ids in tokenized:
             reached = commit_batch(state, batch, ids)
             for w in state.writers.values():
@@ -147,8 +112,11 @@ def run_loop(
                 state.checkpoint()
                 last_ckpt = now
             report()
+    state.main_cpu = time.process_time() - cpu0
     state.finished = True
     state.checkpoint()
+    if state.crosscheck is not None:
+        state.crosscheck.summary()
     report(final=True)
 
 

@@ -12,6 +12,7 @@ import logging
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from prep.encoders import Encoder
 from prep.formats import ShardFormat
@@ -67,6 +68,9 @@ class RunState:
     fresh: bool = True
     final_digest: str | None = None
     committed_rows: int = 0  # rows of the last checkpoint this process wrote
+    engine: str | None = None  # how the ids were computed (provenance only)
+    crosscheck: Any = None  # the run-time cross-check of a fast engine, if any
+    main_cpu: float | None = None  # CPU seconds of this process while committing
     t0: float = field(default_factory=time.monotonic)
 
     @property

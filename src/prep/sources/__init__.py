@@ -9,17 +9,20 @@ from pathlib import Path
 
 from prep.sources.base import Source, SourceFile, arm_expected, hash_and_check
 from prep.sources.local import LocalSource, resolve_local
-from prep.sources.parquet import iter_batches
+from prep.sources.parquet import group_batches, iter_batches, open_checked, row_group_sizes
 
 __all__ = [
     "LocalSource",
     "Source",
     "SourceFile",
     "arm_expected",
+    "group_batches",
     "hash_and_check",
     "iter_batches",
+    "open_checked",
     "resolve_local",
     "resolve_source",
+    "row_group_sizes",
 ]
 
 

@@ -52,6 +52,11 @@ class Source:
         """The local file to read (a Hub source downloads it here)."""
         return f.local
 
+    def local_view(self) -> Source:
+        """A plain copy that reads each file at ``SourceFile.local`` (for worker processes:
+        no network session or lock to carry; the main process resolves the local paths)."""
+        return Source(self.uri, self.root, [], self.revision, self.cwd)
+
     def identity(self) -> SourceIdentity:
         """The identity a checkpoint records (files in sorted order)."""
         return SourceIdentity(

@@ -4,6 +4,7 @@ pyarrow; a whole file is never held in memory."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -49,15 +50,18 @@ def _utf8(data: bytes) -> bool:
     return True
 
 
-def iter_batches(
+def _columns(text_column: str, split_column: str | None) -> list[str]:
+    return [text_column] + ([split_column] if split_column else [])
+
+
+def open_checked(
     source: Source, f: SourceFile, text_column: str, split_column: str | None
-) -> Iterator[tuple[list[Any], list[Any] | None]]:
-    """Yield ``(texts, splits)`` per record batch of one file, in stored order.
+) -> pq.ParquetFile:
+    """Open one file for reading its text (and split) column.
 
     Raises ``InputError`` for unreadable Parquet, a missing column (naming those that
     exist) or a column that is not of a string type."""
     local = source.local_path(f)
-    hash_and_check(source, f)
     try:
         # buffer_size: stream each column chunk instead of reading it whole, so memory does
         # not grow with the row-group size the writer chose.
@@ -68,7 +72,7 @@ def iter_batches(
             f"{f.path}: not a readable Parquet file ({e}); remove or replace the file",
             path=f.path,
         ) from e
-    columns = [text_column] + ([split_column] if split_column else [])
+    columns = _columns(text_column, split_column)
     for col, flag in zip(columns, ("--text-column", "--split-column"), strict=False):
         if schema.get_field_index(col) < 0:
             have = ", ".join(f'"{n}"' for n in schema.names) or "none"
@@ -84,19 +88,55 @@ def iter_batches(
                 path=f.path,
                 row=0,
             )
-    row = 0
+    return pf
+
+
+def row_group_sizes(path: Path) -> list[int] | None:
+    """Rows per row group, from the footer; None when the footer cannot be read (reading
+    the file then reports why)."""
     try:
-        # One row group at a time, single-threaded: memory stays bounded by one row group
+        meta = pq.ParquetFile(path).metadata
+        return [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+
+
+def group_batches(
+    pf: pq.ParquetFile,
+    f: SourceFile,
+    text_column: str,
+    split_column: str | None,
+    group: int,
+    first: int,
+    start: int | None = None,
+    stop: int | None = None,
+) -> Iterator[tuple[list[Any], list[Any] | None]]:
+    """``(texts, splits)`` per record batch of row group ``group`` (whose first row is file
+    row ``first``), keeping file rows ``start``..``stop`` only (default: all).
+
+    Raises ``InputError`` for corrupt data or a value that is not UTF-8, naming its row."""
+    columns = _columns(text_column, split_column)
+    row = first
+    try:
+        # Single-threaded, one group at a time: memory stays bounded by a record batch
         # (pyarrow would otherwise decode several ahead); decoding is cheap next to
         # tokenizing.
-        for group in range(pf.num_row_groups):
-            for batch in pf.iter_batches(
-                batch_size=READ_BATCH_ROWS, columns=columns, row_groups=[group], use_threads=False
-            ):
-                texts = _strings(batch.column(0), f, row, text_column)
-                splits = _strings(batch.column(1), f, row, split_column) if split_column else None
-                row += batch.num_rows
+        for batch in pf.iter_batches(
+            batch_size=READ_BATCH_ROWS, columns=columns, row_groups=[group], use_threads=False
+        ):
+            n = batch.num_rows
+            lo = 0 if start is None else min(max(start - row, 0), n)
+            hi = n if stop is None else min(max(stop - row, 0), n)
+            if lo < hi:
+                part = batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo)
+                texts = _strings(part.column(0), f, row + lo, text_column)
+                splits = (
+                    _strings(part.column(1), f, row + lo, split_column) if split_column else None
+                )
                 yield texts, splits
+            row += n
+            if stop is not None and row >= stop:
+                return
     except PrepError:
         raise
     except (pa.ArrowException, OSError, ValueError) as e:
@@ -104,3 +144,17 @@ def iter_batches(
             f"{f.path}: Parquet data is corrupt ({e}); remove or replace the file",
             path=f.path,
         ) from e
+
+
+def iter_batches(
+    source: Source, f: SourceFile, text_column: str, split_column: str | None
+) -> Iterator[tuple[list[Any], list[Any] | None]]:
+    """Yield ``(texts, splits)`` per record batch of one file, in stored order, after
+    hashing it (``hash_and_check``); raises ``InputError`` as ``open_checked`` and
+    ``group_batches`` do."""
+    hash_and_check(source, f)
+    pf = open_checked(source, f, text_column, split_column)
+    first = 0
+    for group in range(pf.num_row_groups):
+        yield from group_batches(pf, f, text_column, split_column, group, first)
+        first += pf.metadata.row_group(group).num_rows

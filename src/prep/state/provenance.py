@@ -49,6 +49,9 @@ class Provenance:
     argv: list[str] | None
     source_mtimes_ns: dict[str, int]
     refresh: RefreshNote | None = None
+    engine: str | None = None  # how the ids were computed (not part of the recipe)
+    cross_check: dict[str, Any] | None = None  # what the run-time cross-check re-encoded
+    main_cpu_seconds: float | None = None  # this process's CPU while committing
     packages: dict[str, str] = field(default_factory=package_versions)
 
     def to_json(self) -> dict[str, Any]:
@@ -67,6 +70,12 @@ class Provenance:
             "argv": self.argv,
             "source_mtimes_ns": self.source_mtimes_ns,
             "refresh": self.refresh.to_json() if self.refresh else None,
+            "engine": self.engine,
+            "cross_check": self.cross_check,
+            "text_bytes": self.text_bytes,
+            "main_cpu_seconds": None
+            if self.main_cpu_seconds is None
+            else round(self.main_cpu_seconds, 3),
         }
 
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
+
+from prep.encoders.flat import FlatIds
 
 ENGINE = "gigatoken"
 
@@ -79,27 +79,6 @@ def gate(config: dict[str, Any]) -> None:
 def added_texts(config: dict[str, Any]) -> list[str]:
     """The contents of every added token (special or not): text that goes to the reference."""
     return [str(t["content"]) for t in config.get("added_tokens") or [] if t.get("content")]
-
-
-@dataclass(frozen=True)
-class FlatIds:
-    """The ids of a batch: ``ids[offsets[i]:offsets[i + 1]]`` are document ``i``'s."""
-
-    ids: npt.NDArray[np.uint32]
-    offsets: npt.NDArray[np.int64]
-
-    def split(self) -> list[npt.NDArray[np.uint32]]:
-        """One array per document (views into ``ids``)."""
-        return np.split(self.ids, self.offsets[1:-1])
-
-    @classmethod
-    def of(cls, arrays: Sequence[npt.NDArray[Any]]) -> FlatIds:
-        """Concatenate per-document arrays."""
-        offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
-        np.cumsum([len(a) for a in arrays], out=offsets[1:])
-        ids = np.concatenate(arrays).astype(np.uint32, copy=False) if arrays else np.zeros(
-            0, dtype=np.uint32)
-        return cls(ids, offsets)
 
 
 Reference = Callable[[list[str], list[bytes]], FlatIds]

@@ -1,0 +1,86 @@
+"""Scaling with worker processes, and the main process's serial share.
+
+On one corpus (``make_corpus.py``, default 200 MB) and the GPT-2 tokenizer, this alternates
+whole ``scripts/prepare.py`` runs with ``--workers A --threads 1`` and ``--workers B
+--threads 1`` (default 1 and 2), ``--pairs`` times, checks that every ``.bin`` file and the
+manifest are byte-identical between the two, and reports ``ratio = median(A) / median(B)``
+(above 1: B is faster). From each run's ``_PROVENANCE.json`` it also reports the main
+process's own CPU seconds per GB of text: the serial work (committing, hashing the prefix,
+writing) that bounds how many cores prep can keep busy, with the projection
+``cores_busy = worker CPU per GB / main CPU per GB``.
+
+    python benchmarks/workers.py [--mb 200] [--pairs 3] [--a 1] [--b 2] [--workdir D]
+
+Prints ``{"bench": "workers", ...}`` on stdout; progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from memory import DEFAULT_TOKENIZER, prepare_command, reusable_corpus, run_measured
+
+
+def log(msg: str) -> None:
+    print(f"[workers] {msg}", file=sys.stderr, flush=True)
+
+
+def outputs(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())
+            if p.suffix == ".bin" or p.name == "_MANIFEST.json"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=float, default=200.0)
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--a", type=int, default=1, help="workers of the baseline runs")
+    ap.add_argument("--b", type=int, default=2, help="workers of the compared runs")
+    ap.add_argument("--workdir", type=Path)
+    args = ap.parse_args(argv)
+    work, corpus = reusable_corpus(args.workdir, args.mb, "workers-")
+    times: dict[int, list[float]] = {args.a: [], args.b: []}
+    main_cpu: dict[int, list[float]] = {args.a: [], args.b: []}
+    text_gb = 0.0
+    first: dict[str, bytes] | None = None
+    for i in range(args.pairs):
+        order = (args.a, args.b) if i % 2 == 0 else (args.b, args.a)
+        for n in order:
+            out = work / f"out-w{n}"
+            shutil.rmtree(out, ignore_errors=True)
+            cmd = prepare_command(corpus, DEFAULT_TOKENIZER, out, "--quiet", "--dataset",
+                                  "bench", "--workers", str(n), "--threads", "1")
+            res = run_measured(cmd, work / f"w{n}.log")
+            if res.exit_code != 0:
+                raise SystemExit(f"prepare --workers {n} failed; see {work / f'w{n}.log'}")
+            prov = json.loads((out / "_PROVENANCE.json").read_text(encoding="utf-8"))
+            text_gb = prov["text_bytes"] / 1e9
+            times[n].append(res.seconds)
+            main_cpu[n].append(prov["main_cpu_seconds"] / text_gb)
+            got = outputs(out)
+            if first is None:
+                first = got
+            elif got != first:
+                raise SystemExit(f"--workers {n} wrote different bytes than the first run")
+            log(f"pair {i + 1}: --workers {n}: {res.seconds:.2f} s, main CPU "
+                f"{main_cpu[n][-1]:.2f} s/GB")
+    med = {n: statistics.median(v) for n, v in times.items()}
+    serial = statistics.median(main_cpu[args.b])
+    print(json.dumps({
+        "bench": "workers", "mb": args.mb, "a": args.a, "b": args.b,
+        "a_median_s": round(med[args.a], 3), "b_median_s": round(med[args.b], 3),
+        "ratio": round(med[args.a] / med[args.b], 3), "identical": True,
+        "main_cpu_s_per_gb": round(serial, 3),
+        "gb_per_s_b": round(text_gb / med[args.b], 4),
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

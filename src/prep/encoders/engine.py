@@ -1,0 +1,131 @@
+"""Engines: how ids are computed, chosen by ``--engine``; never what they are.
+
+The ids are fixed by the tokenizer file; ``hf`` (Hugging Face ``tokenizers``) is the
+reference. ``auto`` (the default) takes the fastest engine that reproduces the file
+exactly and otherwise falls back to ``hf`` with one log line saying why. The engine is not
+part of the recipe, so a run may resume with another one; it is recorded in
+``_PROVENANCE.json``.
+
+The main process chooses (``choose_engine``, which runs the fast engine's probes); each
+worker process builds the chosen engine from an :class:`EngineSpec` (``build_encoder``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from prep.encoders.byte import BYTE, ByteEncoder
+from prep.encoders.flat import FlatIds
+from prep.encoders.gigatoken import ENGINE as GIGATOKEN
+from prep.encoders.gigatoken import Declined, load_gigatoken
+from prep.errors import UsageError
+from prep.state.identity import TokenizerIdentity
+
+logger = logging.getLogger(__name__)
+
+AUTO = "auto"
+HF = "hf"
+CHOICES = (AUTO, HF, GIGATOKEN)
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """What a worker needs to build the chosen engine (picklable): ``json_path`` is None
+    for the byte tokenizer; ``threads`` sizes the tokenizer's own thread pool."""
+
+    engine: str
+    identity: TokenizerIdentity
+    json_path: str | None
+    threads: int | None = None
+
+    @property
+    def checked(self) -> bool:
+        """Whether the run-time cross-check applies (an engine other than the reference)."""
+        return self.engine not in (HF, BYTE)
+
+
+class Reference:
+    """The ``tokenizers`` reference for a tokenizer.json, loaded on first use (a worker on
+    the fast path may never need it)."""
+
+    def __init__(self, json_path: str, threads: int | None) -> None:
+        self._path = json_path
+        self._threads = threads
+        self._encode: Any = None
+
+    def __call__(self, texts: list[str], utf8: list[bytes]) -> FlatIds:
+        if self._encode is None:
+            from tokenizers import Tokenizer
+
+            tok = Tokenizer.from_file(self._path)
+            tok.encode_special_tokens = True
+            tok.no_padding()
+            tok.no_truncation()
+            self._encode = getattr(tok, "encode_batch_fast", tok.encode_batch)
+        encs = self._encode(texts, add_special_tokens=False)
+        return FlatIds.of([np.array(e.ids, dtype=np.uint32) for e in encs])
+
+
+class ReferenceEncoder:
+    """The ``hf`` engine behind the flat interface."""
+
+    name = HF
+
+    def __init__(self, reference: Callable[[list[str], list[bytes]], FlatIds]) -> None:
+        self.encode_flat = reference
+
+
+class FlatBytes:
+    """The byte tokenizer behind the flat interface: ids are the UTF-8 bytes."""
+
+    name = BYTE
+
+    def encode_flat(self, texts: list[str], utf8: list[bytes]) -> FlatIds:
+        offsets = np.zeros(len(utf8) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in utf8], out=offsets[1:])
+        return FlatIds(np.frombuffer(b"".join(utf8), dtype=np.uint8).astype(np.uint32), offsets)
+
+
+def build_encoder(spec: EngineSpec) -> Any:
+    """The engine ``spec`` names, in this process (an encoder with ``encode_flat``)."""
+    if spec.json_path is None:
+        return FlatBytes()
+    reference = Reference(spec.json_path, spec.threads)
+    if spec.engine == HF:
+        return ReferenceEncoder(reference)
+    return load_gigatoken(Path(spec.json_path).read_bytes(), reference, probe=False,
+                          parallel=(spec.threads or 1) > 1)
+
+
+def choose_engine(requested: str, encoder: Any, threads: int | None) -> tuple[EngineSpec, Any]:
+    """Resolve ``--engine`` for the main process's loaded ``encoder``: the spec a worker
+    builds the engine from, and the engine itself (built here, so forked workers inherit
+    it). ``auto`` falls back to ``hf`` with one log line when the fast engine declines;
+    ``gigatoken`` named explicitly raises ``UsageError`` with the reason instead."""
+    identity: TokenizerIdentity = encoder.identity
+    threads = threads or 1  # per worker: the workers are the parallelism
+    if isinstance(encoder, ByteEncoder):
+        spec = EngineSpec(BYTE, identity, None, threads)
+        return spec, FlatBytes()
+    json_path = str(encoder.json_path)
+    hf = EngineSpec(HF, identity, json_path, threads)
+    if requested == HF:
+        return hf, ReferenceEncoder(encoder.encode_flat)
+    try:
+        engine = load_gigatoken(Path(json_path).read_bytes(), encoder.encode_flat,
+                                parallel=threads > 1)
+    except Declined as e:
+        if requested == GIGATOKEN:
+            raise UsageError(
+                f"--engine gigatoken cannot reproduce {identity.spec} exactly: {e}; use "
+                "--engine auto (falls back to hf) or --engine hf"
+            ) from e
+        logger.info("engine: hf (gigatoken cannot reproduce %s exactly: %s)", identity.spec, e)
+        return hf, ReferenceEncoder(encoder.encode_flat)
+    return EngineSpec(GIGATOKEN, identity, json_path, threads), engine

@@ -1,0 +1,39 @@
+"""A batch's ids as one flat buffer and offsets: how ids cross a process boundary (two
+numpy buffers, never a Python list per document)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+
+@dataclass(frozen=True)
+class FlatIds:
+    """The ids of a batch: ``ids[offsets[i]:offsets[i + 1]]`` are document ``i``'s."""
+
+    ids: npt.NDArray[np.unsignedinteger[Any]]
+    offsets: npt.NDArray[np.int64]
+
+    def split(self) -> list[npt.NDArray[np.uint32]]:
+        """One array per document (views into ``ids``)."""
+        return np.split(self.ids, self.offsets[1:-1])
+
+    @classmethod
+    def of(cls, arrays: Sequence[npt.NDArray[Any]]) -> FlatIds:
+        """Concatenate per-document arrays."""
+        offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+        np.cumsum([len(a) for a in arrays], out=offsets[1:])
+        ids = np.concatenate(arrays).astype(np.uint32, copy=False) if arrays else np.zeros(
+            0, dtype=np.uint32)
+        return cls(ids, offsets)
+
+    def narrowed(self, vocab_size: int) -> FlatIds:
+        """The same ids as uint16 when every id of the vocabulary fits (half the bytes to
+        move between processes)."""
+        if vocab_size <= 1 << 16 and self.ids.dtype != np.uint16:
+            return FlatIds(self.ids.astype(np.uint16), self.offsets)
+        return self

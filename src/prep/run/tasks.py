@@ -1,0 +1,296 @@
+"""Reading, preparing and tokenizing in worker processes; the main process commits in order.
+
+Work is cut into tasks by position, never by timing: one task per Parquet row group (or,
+with a shuffle buffer, per batch of rows the main process read and shuffled). A worker
+reads its rows, encodes them to UTF-8, computes their splits, tokenizes the documents and
+sends back the prepared batches with their ids as one flat buffer per batch. The main
+process receives them in task order (``workers.OrderedPool``) and commits them, so the
+output is the same for every ``--workers``, ``--threads``, batch size and interruption.
+
+The first task of each file also hashes the file (the source identity); a read error
+becomes an error row at its place, raised when the main process visits it, as in
+stream.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from prep.encoders.engine import EngineSpec, build_encoder, choose_engine
+from prep.encoders.flat import FlatIds
+from prep.errors import InputError, PrepError
+from prep.readahead import ReadAhead
+from prep.recipe import Recipe
+from prep.run.crosscheck import CrossCheck
+from prep.run.state import RunState
+from prep.sources import (
+    Source,
+    SourceFile,
+    group_batches,
+    hash_and_check,
+    open_checked,
+    row_group_sizes,
+)
+from prep.stream import DOC, Batch, Failure, Preparer, StreamItem, batches
+from prep.workers import OrderedPool, default_workers
+
+
+@dataclass(frozen=True)
+class RowGroupTask:
+    """File rows ``start``..``stop`` of row group ``group`` (whose first row is ``first``)
+    of file ``index``; group -1 reads nothing (the file is only opened and checked)."""
+
+    index: int
+    local: str
+    group: int
+    first: int
+    start: int
+    stop: int
+    hash_file: bool
+
+
+@dataclass(frozen=True)
+class ItemsTask:
+    """Stream items the main process read (a shuffled stream)."""
+
+    items: list[StreamItem]
+
+
+Task = RowGroupTask | ItemsTask
+Ids = FlatIds | list[Any]  # a flat buffer, or per document arrays with an InputError last
+
+
+@dataclass
+class Piece:
+    """One prepared batch with its ids; ``file_sha256`` (file index, digest) on the first
+    piece of a task that hashed its file."""
+
+    batch: Batch
+    ids: Ids
+    file_sha256: tuple[int, str] | None = None
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """What a worker needs to build its preparer and encoder (picklable)."""
+
+    recipe: Recipe
+    source: Source
+    files: list[SourceFile]
+    engine: EngineSpec
+    batch_size: int
+
+    @classmethod
+    def of(cls, recipe: Recipe, source: Source, files: list[SourceFile], engine: EngineSpec,
+           batch_size: int) -> WorkerSettings:
+        """Settings with a plain copy of ``source``: a worker reads the local files the
+        main process resolved, never the network (a Hub source holds a session and a lock)."""
+        return cls(recipe, source.local_view(), [replace(f) for f in files], engine, batch_size)
+
+
+@dataclass
+class _Worker:
+    settings: WorkerSettings
+    preparer: Preparer
+    encoder: Any
+    files: list[SourceFile] = field(default_factory=list)
+
+
+_state: _Worker | None = None
+
+
+def make_worker(settings: WorkerSettings, engine: Any = None) -> None:
+    """Set this process's worker state: in the main process just before forking (with the
+    engine it already built), or in a spawned worker (``init_worker``)."""
+    global _state
+    files = [replace(f) for f in settings.files]
+    encoder = engine if engine is not None else build_encoder(settings.engine)
+    _state = _Worker(settings, Preparer(settings.recipe, files), encoder, files)
+
+
+def init_worker(settings: WorkerSettings) -> None:
+    """A spawned worker's start: size the tokenizer's pool, build the engine."""
+    if settings.engine.threads is not None:
+        os.environ["RAYON_NUM_THREADS"] = str(settings.engine.threads)
+    make_worker(settings)
+
+
+def _items(w: _Worker, task: RowGroupTask) -> Iterator[StreamItem]:
+    """The task's rows as stream items; a read error ends them with a Failure."""
+    row = task.start
+    f, recipe = w.files[task.index], w.settings.recipe
+    text_column, split_column = recipe.text_column, recipe.split_column
+    try:
+        pf = open_checked(w.settings.source, f, text_column, split_column)
+        if task.group < 0:
+            return
+        for texts, splits in group_batches(pf, f, text_column, split_column, task.group,
+                                           task.first, task.start, task.stop):
+            for k, text in enumerate(texts):
+                yield (text, None if splits is None else splits[k], task.index, row)
+                row += 1
+    except PrepError as e:
+        yield Failure(e)
+
+
+def tokenize(encoder: Any, batch: Batch) -> Ids:
+    """The batch's ids; a document the tokenizer cannot encode becomes an ``InputError``
+    after the ids of the documents before it."""
+    utf8 = [b for b, k in zip(batch.utf8, batch.kinds, strict=True) if k == DOC]
+    try:
+        return encoder.encode_flat(batch.docs, utf8)  # type: ignore[no-any-return]
+    except Exception:  # tokenizers raises a bare Exception: find the document
+        out: list[Any] = []
+        for k, (text, data) in enumerate(zip(batch.docs, utf8, strict=True)):
+            try:
+                out.extend(encoder.encode_flat([text], [data]).split())
+            except Exception as e:
+                path, row = batch.doc_where[k]
+                out.append(InputError(
+                    f"{path} row {row}: the tokenizer cannot encode this document ({e}); fix "
+                    "the tokenizer (for example give its model an unk_token) or remove the row",
+                    path=path, row=row,
+                ))
+                break
+        return out
+
+
+def run_task(task: Task) -> Iterator[Piece]:
+    """In a worker: read (or take) the task's rows, prepare them in batches, tokenize;
+    at least one piece per task."""
+    w = _state
+    if w is None:
+        raise RuntimeError("worker not initialised")
+    sha = None
+    items: Iterator[StreamItem]
+    if isinstance(task, ItemsTask):
+        items = iter(task.items)
+    else:
+        f = w.files[task.index]
+        f.local = Path(task.local)  # resolved (for a Hub source, downloaded) by the main process
+        try:
+            if task.hash_file:
+                hash_and_check(w.settings.source, f)
+                sha = (task.index, str(f.sha256))
+            items = _items(w, task)
+        except PrepError as e:
+            items = iter([Failure(e)])
+    sent = False
+    vocab = w.settings.engine.identity.vocab_size
+    for batch in batches(items, w.preparer, w.settings.batch_size):
+        ids = tokenize(w.encoder, batch)
+        if isinstance(ids, FlatIds):
+            ids = ids.narrowed(vocab)
+        batch.docs = []  # the main process needs the bytes only: do not send the text twice
+        yield Piece(batch, ids, None if sent else sha)
+        sent = True
+    if not sent:
+        yield Piece(Batch(), FlatIds.of([]), sha)
+
+
+def row_group_tasks(source: Source, files: list[SourceFile], skip: int,
+                    limit: int | None) -> Iterator[RowGroupTask]:
+    """Tasks for the stream's rows after the first ``skip`` and before ``limit``, planned
+    from the Parquet footers. Every file reached gets a task even without rows to read (its
+    worker opens it, so a missing column is still reported); a file whose footer cannot be
+    read gets one, whose worker reports why."""
+    row = 0
+    for index, f in enumerate(files):
+        if limit is not None and row >= limit:
+            return
+        local = source.local_path(f)  # for a Hub source: downloaded here, read there
+        sizes = row_group_sizes(local) or [1]  # unreadable: one task, whose worker says why
+        total = sum(sizes)
+        if total and row + total <= skip:  # committed before the resume point
+            row += total
+            continue
+        spans, first = [], 0
+        for group, n in enumerate(sizes):
+            lo = max(skip, row + first)
+            hi = row + first + n if limit is None else min(limit, row + first + n)
+            if lo < hi:
+                spans.append((group, first, lo - row, hi - row))
+            first += n
+        for k, (group, first, start, stop) in enumerate(spans or [(-1, 0, 0, 0)]):
+            yield RowGroupTask(index, str(local), group, first, start, stop, hash_file=k == 0)
+        row += total
+
+
+def item_tasks(stream: Iterator[StreamItem], size: int) -> Iterator[ItemsTask]:
+    """Tasks of ``size`` stream items read by the main process (a shuffled stream); the
+    last one ends at a Failure."""
+    while True:
+        items = list(itertools.islice(stream, size))
+        if not items:
+            return
+        yield ItemsTask(items)
+        if isinstance(items[-1], Failure):
+            return
+
+
+Check = Callable[[Batch, list[Any]], None]
+
+
+def _pool(settings: WorkerSettings, workers: int, engine: Any) -> OrderedPool[Task, Piece]:
+    """Forked workers that inherit ``engine`` (one tokenizer thread each: nothing to
+    inherit from a thread pool), or spawned ones that build their own (``--threads`` > 1)."""
+    if (settings.engine.threads or 1) > 1:
+        return OrderedPool(run_task, workers, init_worker, (settings,), fork=False)
+    # The main process may have used tokenizers' thread pool (probes, cross-check): say
+    # that no child uses one, so a forked child neither warns nor waits on absent threads.
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    make_worker(settings, engine)
+    return OrderedPool(run_task, workers)
+
+
+@contextmanager
+def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
+                  files: list[SourceFile], engine: Any, check: Check | None = None
+                  ) -> Iterator[Iterable[tuple[Batch, list[Any]]]]:
+    """Prepared batches with one id array per document, in stream order, computed by
+    ``workers`` processes; ``check`` sees each batch before it is handed on. The files a
+    worker hashed get their digest in ``files`` (the main process's list)."""
+
+    def pieces() -> Iterator[tuple[Batch, list[Any]]]:
+        for piece in pool.map(tasks):
+            if piece.file_sha256 is not None:
+                index, sha = piece.file_sha256
+                files[index].sha256 = sha
+            ids = piece.ids.split() if isinstance(piece.ids, FlatIds) else piece.ids
+            if check is not None:
+                check(piece.batch, ids)
+            yield piece.batch, ids
+
+    pool = _pool(settings, workers, engine)
+    with pool, ReadAhead(pieces(), depth=2) as ahead:
+        yield ahead
+
+
+def open_workers(state: RunState, stream: Iterator[StreamItem]) -> Any:
+    """The run's worker stream (a context manager yielding ``(batch, ids)`` in stream
+    order): the engine chosen (``--engine``), the tasks planned from the resume point, the
+    cross-check armed for an engine other than the reference. ``stream`` is read here only
+    when the recipe shuffles documents (the shuffle needs the whole stream in one place)."""
+    opts, recipe = state.opts, state.recipe
+    spec, engine = choose_engine(opts.engine, state.encoder, opts.threads)
+    state.engine = spec.engine
+    tasks: Iterable[Task]
+    if recipe.shuffle_buffer == 0:
+        tasks = row_group_tasks(state.source, state.files, state.cursor.rows_visited,
+                                recipe.max_documents)
+    else:
+        tasks = item_tasks(stream, opts.batch_size)
+    check = None
+    if spec.checked:
+        state.crosscheck = CrossCheck(spec.engine, state.encoder.encode_flat,  # type: ignore[attr-defined]
+                                      str(state.paths.final))
+        check = state.crosscheck.check
+    settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size)
+    workers = opts.workers or default_workers()
+    return worker_stream(settings, workers, tasks, state.files, engine, check)

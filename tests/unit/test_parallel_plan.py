@@ -1,0 +1,67 @@
+"""Planning worker tasks from Parquet footers: the tasks cover exactly the stream rows
+after a resume point and before --max-documents, each file's first task hashes it, and
+every file reached is opened even without rows to read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import write_parquet
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prep.run.tasks import RowGroupTask, row_group_tasks
+from prep.sources import resolve_local
+
+SIZES = [(120, 50), (0, 50), (7, 3), (50, 50), (1, 10)]  # (rows, row group size) per file
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> object:
+    root = tmp_path_factory.mktemp("src")
+    for i, (rows, group) in enumerate(SIZES):
+        write_parquet(root / f"part-{i}.parquet", [f"d{i}-{r}" for r in range(rows)],
+                      row_group_size=group)
+    return resolve_local(str(root))
+
+
+def expected_rows(skip: int, limit: int | None) -> list[tuple[int, int]]:
+    """(file, row) of the stream rows in [skip, limit), by counting rows one by one."""
+    rows = [(i, r) for i, (n, _) in enumerate(SIZES) for r in range(n)]
+    return rows[skip:limit]
+
+
+def covered(tasks: list[RowGroupTask]) -> list[tuple[int, int]]:
+    return [(t.index, r) for t in tasks for r in range(t.start, t.stop)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(skip=st.integers(0, 190), limit=st.one_of(st.none(), st.integers(1, 190)))
+def test_tasks_cover_exactly_the_rows_to_read(source: object, skip: int,
+                                              limit: int | None) -> None:
+    if limit is not None and limit < skip:
+        return
+    tasks = list(row_group_tasks(source, source.files, skip, limit))  # type: ignore[attr-defined]
+    assert covered(tasks) == expected_rows(skip, limit)
+    for t in tasks:  # a task stays inside its row group
+        group = SIZES[t.index][1]
+        assert t.first == t.group * group or t.group == -1
+        assert t.first <= t.start <= t.stop <= t.first + group
+    # Each file reached is hashed by its first task, once.
+    firsts = [t.index for t in tasks if t.hash_file]
+    assert firsts == sorted(set(t.index for t in tasks))
+
+
+def test_an_empty_file_gets_a_task_that_only_opens_it(source: object) -> None:
+    tasks = list(row_group_tasks(source, source.files, 0, None))  # type: ignore[attr-defined]
+    empty = [t for t in tasks if t.index == 1]
+    assert [(t.group, t.start, t.stop, t.hash_file) for t in empty] == [(-1, 0, 0, True)]
+
+
+def test_a_file_whose_footer_is_unreadable_gets_one_task(tmp_path: Path) -> None:
+    write_parquet(tmp_path / "a.parquet", ["x", "y"])
+    (tmp_path / "b.parquet").write_bytes(b"not parquet at all")
+    src = resolve_local(str(tmp_path))
+    tasks = list(row_group_tasks(src, src.files, 0, None))
+    assert [(t.index, t.group, t.start, t.stop) for t in tasks] == [(0, 0, 0, 2), (1, 0, 0, 1)]
