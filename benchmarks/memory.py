@@ -29,7 +29,12 @@ work directory removed at the end)::
 Progress goes to stderr; stdout gets one JSON line::
 
     {"bench": "memory", "small_mb", "large_mb", "small_peak_rss_mib", "large_peak_rss_mib",
-     "ratio", "small_tokens", "large_tokens"}
+     "ratio", "small_tree_pss_mib", "large_tree_pss_mib", "tree_ratio", "small_tokens",
+     "large_tokens"}
+
+With worker processes (the default: one per core) the figure that counts is the whole
+tree's: ``tree_ratio`` is large / small peak of the summed PSS of prepare and its workers,
+sampled every 50 ms by ``TreeSampler`` (psutil).
 
 ``ratio`` is large / small peak RSS: near 1.0 means memory is bounded; near 10 means it
 grows with the corpus. Tokens are the sum over splits of ``totals[split]["n_tokens"]`` in
@@ -64,11 +69,52 @@ class BenchmarkError(RuntimeError):
 
 @dataclass(frozen=True)
 class RunResult:
-    """One finished child: exit code, peak RSS (KiB, from ``ru_maxrss``), wall seconds."""
+    """One finished child: exit code, peak RSS (KiB, from ``ru_maxrss``: the largest single
+    process of its tree), wall seconds, and the peak of the whole tree's summed PSS (KiB,
+    sampled every 50 ms: prep's worker processes share pages with the main process, which
+    PSS divides among them instead of counting them once per process)."""
 
     exit_code: int
     peak_rss_kib: int
     seconds: float
+    tree_peak_pss_kib: int = 0
+
+
+class TreeSampler:
+    """Samples the summed PSS of a process and its descendants until stopped."""
+
+    def __init__(self, pid: int, every: float = 0.05) -> None:
+        import threading
+
+        self.pid, self.every, self.peak_kib = pid, every, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import psutil
+
+        try:
+            root = psutil.Process(self.pid)
+        except psutil.Error:
+            return
+        while not self._stop.wait(self.every):
+            total = 0
+            try:
+                procs = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                return
+            for p in procs:
+                try:
+                    total += p.memory_full_info().pss
+                except psutil.Error:
+                    continue
+            self.peak_kib = max(self.peak_kib, total // 1024)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_kib
 
 
 def prepare_command(
@@ -96,10 +142,12 @@ def run_measured(cmd: list[str], log: Path) -> RunResult:
     start = time.perf_counter()
     with log.open("wb") as sink:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, cwd=REPO)
+        sampler = TreeSampler(proc.pid)
         _, status, usage = os.wait4(proc.pid, 0)
+    tree_kib = sampler.stop()
     exit_code = os.waitstatus_to_exitcode(status)
     proc.returncode = exit_code  # already reaped: keep Popen from waiting on a stale pid
-    return RunResult(exit_code, usage.ru_maxrss, time.perf_counter() - start)
+    return RunResult(exit_code, usage.ru_maxrss, time.perf_counter() - start, tree_kib)
 
 
 def manifest_tokens(out: Path) -> int:
@@ -183,7 +231,8 @@ def measure(mb: float, tokenizer: str, workdir: Path) -> tuple[RunResult, int]:
         )
     tokens = manifest_tokens(out)
     print(
-        f"memory: prepare {label} MB: peak RSS {result.peak_rss_kib / 1024:,.1f} MiB, "
+        f"memory: prepare {label} MB: peak RSS {result.peak_rss_kib / 1024:,.1f} MiB "
+        f"(whole tree, PSS: {result.tree_peak_pss_kib / 1024:,.1f} MiB), "
         f"{tokens:,} tokens, {result.seconds:.1f} s "
         f"({text_bytes / 1e6 / result.seconds:.2f} MB/s)",
         file=sys.stderr,
@@ -269,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
                 "small_peak_rss_mib": round(small_mib, 1),
                 "large_peak_rss_mib": round(large_mib, 1),
                 "ratio": round(large_mib / small_mib, 3),
+                "small_tree_pss_mib": round(small.tree_peak_pss_kib / 1024, 1),
+                "large_tree_pss_mib": round(large.tree_peak_pss_kib / 1024, 1),
+                "tree_ratio": round(large.tree_peak_pss_kib / max(small.tree_peak_pss_kib, 1), 3),
                 "small_tokens": small_tokens,
                 "large_tokens": large_tokens,
             }
