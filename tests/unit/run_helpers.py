@@ -14,9 +14,10 @@ from prep.formats import get_format
 from prep.publish import OutputPaths
 from prep.recipe import Recipe, RunOptions
 from prep.run.inputs import fresh_inputs
-from prep.run.loop import commit_batch, tokenize_batch
+from prep.run.loop import commit_batch
 from prep.run.start import start
 from prep.run.state import RunState
+from prep.run.tasks import per_document, tokenize
 from prep.stream import Preparer, StreamItem, batches
 
 FMT = get_format()
@@ -50,7 +51,7 @@ def commit(state: RunState, stream: Iterator[StreamItem], n: int) -> None:
     it = batches(stream, Preparer(state.recipe, state.files), BATCH)
     for _ in range(n):
         batch = next(it)
-        commit_batch(state, batch, tokenize_batch(state.encoder, batch))
+        commit_batch(state, batch, per_document(tokenize(state.encoder, batch)))
         for w in state.writers.values():
             w.flush()
 

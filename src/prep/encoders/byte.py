@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from prep.encoders.flat import FlatIds
 from prep.state.identity import TokenizerIdentity
 
 BYTE = "byte"
@@ -22,3 +23,9 @@ class ByteEncoder:
 
     def encode_batch(self, texts: list[str], utf8: list[bytes]) -> list[npt.NDArray[Any]]:
         return [np.frombuffer(b, dtype=np.uint8) for b in utf8]
+
+    def encode_flat(self, texts: list[str], utf8: list[bytes]) -> FlatIds:
+        """The batch's bytes as one buffer, and their offsets."""
+        offsets = np.zeros(len(utf8) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in utf8], out=offsets[1:])
+        return FlatIds(np.frombuffer(b"".join(utf8), dtype=np.uint8), offsets)

@@ -81,21 +81,10 @@ class ReferenceEncoder:
         self.encode_flat = reference
 
 
-class FlatBytes:
-    """The byte tokenizer behind the flat interface: ids are the UTF-8 bytes."""
-
-    name = BYTE
-
-    def encode_flat(self, texts: list[str], utf8: list[bytes]) -> FlatIds:
-        offsets = np.zeros(len(utf8) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in utf8], out=offsets[1:])
-        return FlatIds(np.frombuffer(b"".join(utf8), dtype=np.uint8).astype(np.uint32), offsets)
-
-
 def build_encoder(spec: EngineSpec) -> Any:
     """The engine ``spec`` names, in this process (an encoder with ``encode_flat``)."""
     if spec.json_path is None:
-        return FlatBytes()
+        return ByteEncoder(spec.identity)
     reference = Reference(spec.json_path, spec.threads)
     if spec.engine == HF:
         return ReferenceEncoder(reference)
@@ -111,8 +100,7 @@ def choose_engine(requested: str, encoder: Any, threads: int | None) -> tuple[En
     identity: TokenizerIdentity = encoder.identity
     threads = threads or 1  # per worker: the workers are the parallelism
     if isinstance(encoder, ByteEncoder):
-        spec = EngineSpec(BYTE, identity, None, threads)
-        return spec, FlatBytes()
+        return EngineSpec(BYTE, identity, None, threads), encoder
     json_path = str(encoder.json_path)
     hf = EngineSpec(HF, identity, json_path, threads)
     if requested == HF:

@@ -34,6 +34,6 @@ class FlatIds:
     def narrowed(self, vocab_size: int) -> FlatIds:
         """The same ids as uint16 when every id of the vocabulary fits (half the bytes to
         move between processes)."""
-        if vocab_size <= 1 << 16 and self.ids.dtype != np.uint16:
+        if vocab_size <= 1 << 16 and self.ids.dtype.itemsize > 2:
             return FlatIds(self.ids.astype(np.uint16), self.offsets)
         return self

@@ -161,6 +161,11 @@ def tokenize(encoder: Any, batch: Batch) -> Ids:
         return out
 
 
+def per_document(ids: Ids) -> list[Any]:
+    """One id array per document (views into a flat buffer), as ``commit_batch`` takes."""
+    return ids.split() if isinstance(ids, FlatIds) else ids
+
+
 def run_task(task: Task) -> Iterator[Piece]:
     """In a worker: read (or take) the task's rows, prepare them in batches, tokenize;
     at least one piece per task."""
@@ -262,7 +267,7 @@ def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
             if piece.file_sha256 is not None:
                 index, sha = piece.file_sha256
                 files[index].sha256 = sha
-            ids = piece.ids.split() if isinstance(piece.ids, FlatIds) else piece.ids
+            ids = per_document(piece.ids)
             if check is not None:
                 check(piece.batch, ids)
             yield piece.batch, ids
