@@ -210,6 +210,12 @@ class Cursor:
         self._digest.update(utf8)
         self.rows_visited += 1
 
+    def visit_feed(self, feed: bytes, rows: int) -> None:
+        """Visit ``rows`` rows at once: ``feed`` is their digest input (each row's 8-byte
+        length, then its bytes), as a worker that read them builds it."""
+        self._digest.update(feed)
+        self.rows_visited += rows
+
     @property
     def prefix_sha256(self) -> str:
         return self._digest.hexdigest()

@@ -93,8 +93,8 @@ def run_loop(
     interval = state.opts.checkpoint_interval
     last_ckpt = time.monotonic()
     report = ProgressReport(state, reporter)
-    cpu0 = time.process_time()
     with open_workers(state, stream) as tokenized:
+        cpu0 = time.process_time()  # after loading the engine: the per-GB work only
         for batch, ids in tokenized:
             reached = commit_batch(state, batch, ids)
             for w in state.writers.values():

@@ -22,6 +22,7 @@ from prep.publish import OutputPaths
 from prep.recipe import Recipe, RunOptions
 from prep.run.inputs import Inputs, pinned_encoder, pinned_source
 from prep.run.state import RunState, make_writers
+from prep.run.tasks import replay_in_workers
 from prep.sources import Source, SourceFile, arm_expected, hash_and_check
 from prep.state import checkpoint as ckpt
 from prep.state.changes import (
@@ -34,6 +35,7 @@ from prep.state.changes import (
 from prep.state.checkpoint import Checkpoint
 from prep.state.identity import TokenizerIdentity
 from prep.stream import Cursor, Failure, StreamItem, open_stream
+from prep.workers import default_workers
 
 logger = logging.getLogger(__name__)
 
@@ -150,20 +152,40 @@ def unnamed_files(staging: Path, cp: Checkpoint, fmt: ShardFormat) -> list[Path]
     return sorted(stray + stray_temps(staging))
 
 
+def _ends_early(cursor: Cursor, committed: int) -> IntegrityError:
+    return IntegrityError(
+        f"the source now ends after {cursor.rows_visited:,} rows, but {committed:,} were "
+        "committed; the source changed. Restore it, or start a new run with a new --out"
+    )
+
+
 def replay(
     stream: Iterator[StreamItem],
     files: list[SourceFile],
     cp: Checkpoint,
     stop_requested: StopRequested,
     final: Path,
+    parallel: tuple[Source, int] | None = None,
 ) -> Cursor:
     """Re-read the committed prefix (no tokenizing) and check its digest; returns the
-    cursor after it. Raises ``IntegrityError`` when the source changed, ``Interrupted``
-    on a stop request."""
+    cursor after it. With ``parallel`` (the source and a worker count; only for an
+    unshuffled stream) worker processes read the rows. Raises ``IntegrityError`` when the
+    source changed, ``Interrupted`` on a stop request."""
     progress = cp.progress
     cursor = Cursor()
     t = time.monotonic()
-    for i in range(progress.rows_visited):
+    if parallel is not None:  # an unshuffled stream: workers read, this process hashes
+        source, workers = parallel
+        replay_in_workers(source, files, cp.recipe, progress.rows_visited, workers,
+                          stop_requested, cursor)
+        if stop_requested():
+            raise Interrupted(
+                "stopped by a signal while replaying the source; nothing was changed. "
+                f"Resume with: prep prepare --out {final} --resume"
+            )
+        if cursor.rows_visited < progress.rows_visited:
+            raise _ends_early(cursor, progress.rows_visited)
+    for i in range(progress.rows_visited - cursor.rows_visited):
         if i % _SIGNAL_CHECK_ROWS == 0 and stop_requested():
             raise Interrupted(
                 "stopped by a signal while replaying the source; nothing was changed. "
@@ -171,11 +193,7 @@ def replay(
             )
         item = next(stream, None)
         if item is None:
-            raise IntegrityError(
-                f"the source now ends after {cursor.rows_visited:,} rows, but "
-                f"{progress.rows_visited:,} were committed; the source changed. Restore "
-                "it, or start a new run with a new --out"
-            )
+            raise _ends_early(cursor, progress.rows_visited)
         if isinstance(item, Failure):
             raise item.error
         text = item[0]
@@ -224,7 +242,11 @@ def plan_restore(
         cursor, live = Cursor(), None
         cursor.rows_visited = cp.progress.rows_visited
     else:
-        cursor, live = replay(stream, files, cp, stop_requested, paths.final), stream
+        parallel = None
+        if cp.recipe.shuffle_buffer == 0:
+            parallel = (source, opts.workers or default_workers())
+        cursor = replay(stream, files, cp, stop_requested, paths.final, parallel)
+        live = stream
     cursor.empty_rows_skipped = cp.progress.empty_rows_skipped
     # Files the reader had hashed ahead of the committed rows, which the replay did not
     # reach: check them too while staging is still untouched.

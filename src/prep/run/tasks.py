@@ -24,7 +24,7 @@ from typing import Any
 
 from prep.encoders.engine import EngineSpec, build_encoder, choose_engine
 from prep.encoders.flat import FlatIds
-from prep.errors import InputError, PrepError
+from prep.errors import InputError, IntegrityError, PrepError
 from prep.readahead import ReadAhead
 from prep.recipe import Recipe
 from prep.run.crosscheck import CrossCheck
@@ -37,7 +37,7 @@ from prep.sources import (
     open_checked,
     row_group_sizes,
 )
-from prep.stream import DOC, Batch, Failure, Preparer, StreamItem, batches
+from prep.stream import DOC, Batch, Cursor, Failure, Preparer, StreamItem, batches
 from prep.workers import OrderedPool, default_workers
 
 
@@ -246,12 +246,12 @@ def _pool(settings: WorkerSettings, workers: int, engine: Any) -> OrderedPool[Ta
     """Forked workers that inherit ``engine`` (one tokenizer thread each: nothing to
     inherit from a thread pool), or spawned ones that build their own (``--threads`` > 1)."""
     if (settings.engine.threads or 1) > 1:
-        return OrderedPool(run_task, workers, init_worker, (settings,), fork=False)
+        return OrderedPool(run_task, workers, init_worker, (settings,), depth=4, fork=False)
     # The main process may have used tokenizers' thread pool (probes, cross-check): say
     # that no child uses one, so a forked child neither warns nor waits on absent threads.
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     make_worker(settings, engine)
-    return OrderedPool(run_task, workers)
+    return OrderedPool(run_task, workers, depth=4)
 
 
 @contextmanager
@@ -273,7 +273,7 @@ def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
             yield piece.batch, ids
 
     pool = _pool(settings, workers, engine)
-    with pool, ReadAhead(pieces(), depth=2) as ahead:
+    with pool, ReadAhead(pieces(), depth=4) as ahead:
         yield ahead
 
 
@@ -299,3 +299,74 @@ def open_workers(state: RunState, stream: Iterator[StreamItem]) -> Any:
     settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size)
     workers = opts.workers or default_workers()
     return worker_stream(settings, workers, tasks, state.files, engine, check)
+
+
+# -- replaying the committed prefix on resume ------------------------------------------------
+
+
+@dataclass
+class Replayed:
+    """A task's rows for the prefix digest: their digest input, how many, and the error
+    that ends them (a read error, or a row that is no longer a string)."""
+
+    feed: bytes
+    rows: int
+    error: PrepError | None = None
+    file_sha256: tuple[int, str] | None = None
+
+
+_replay_state: tuple[Source, list[SourceFile], Recipe] | None = None
+
+
+def replay_task(task: RowGroupTask) -> Iterator[Replayed]:
+    """In a worker: the task's rows as digest input (no preparing, no tokenizing)."""
+    if _replay_state is None:
+        raise RuntimeError("worker not initialised")
+    source, files, recipe = _replay_state
+    f = files[task.index]
+    f.local = Path(task.local)
+    sha = None
+    try:
+        if task.hash_file:
+            hash_and_check(source, f)
+            sha = (task.index, str(f.sha256))
+        pf = open_checked(source, f, recipe.text_column, recipe.split_column)
+        row = task.start
+        if task.group >= 0:
+            for texts, _ in group_batches(pf, f, recipe.text_column, recipe.split_column,
+                                          task.group, task.first, task.start, task.stop):
+                parts: list[bytes] = []
+                for text in texts:
+                    if not isinstance(text, str):
+                        yield Replayed(b"".join(parts), len(parts) // 2, IntegrityError(
+                            f"{f.path} row {row} is no longer a string; the source changed "
+                            "since the run started"), sha)
+                        return
+                    data = text.encode()
+                    parts += (len(data).to_bytes(8, "big"), data)
+                    row += 1
+                yield Replayed(b"".join(parts), len(parts) // 2, None, sha)
+                sha = None
+    except PrepError as e:
+        yield Replayed(b"", 0, e, sha)
+        return
+    if sha is not None:
+        yield Replayed(b"", 0, None, sha)
+
+
+def replay_in_workers(source: Source, files: list[SourceFile], recipe: Recipe, rows: int,
+                      workers: int, stop: Callable[[], bool], cursor: Cursor) -> None:
+    """Feed the first ``rows`` rows of the (unshuffled) stream into ``cursor``, read by
+    ``workers`` processes. Raises the first read error, ``IntegrityError`` when the
+    source now ends early, ``Interrupted`` (from ``stop``'s caller) is checked per piece."""
+    global _replay_state
+    _replay_state = (source.local_view(), [replace(f) for f in files], recipe)
+    with OrderedPool(replay_task, workers) as pool:
+        for piece in pool.map(row_group_tasks(source, files, 0, rows)):
+            if piece.file_sha256 is not None:
+                files[piece.file_sha256[0]].sha256 = piece.file_sha256[1]
+            cursor.visit_feed(piece.feed, piece.rows)
+            if piece.error is not None:
+                raise piece.error
+            if stop():
+                return
