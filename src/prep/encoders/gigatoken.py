@@ -6,10 +6,14 @@ gigatoken engine is built only when every part of the file is one it is known to
 probe set compared with the reference at load time), and otherwise it *declines* with a
 reason the caller logs before using the reference.
 
-Special-token text: stream.md step 7 makes the text of a special (or any added) token
-ordinary text inside a document, but gigatoken always matches added tokens. A document that
-contains the text of any added token is therefore encoded by the reference encoder, and
-only the others by gigatoken; the output order is the input order.
+Special-token text: stream.md step 7 makes the text of a special token ordinary text
+inside a document (``tokenizers`` with ``encode_special_tokens = True``), but gigatoken
+always matches the added tokens it is given. So gigatoken is built from the file *without*
+its special tokens: their text then goes through the pre-tokenizer and BPE like any text,
+exactly as in ``tokenizers`` (the parity tests check it on every special token's text). An
+added token that is not special is still split out by ``tokenizers``, with options
+(``lstrip``, ``single_word``...) gigatoken is not known to match: a document holding the
+text of one is encoded by the reference instead; the output order is the input order.
 """
 
 from __future__ import annotations
@@ -77,32 +81,43 @@ def gate(config: dict[str, Any]) -> None:
 
 
 def added_texts(config: dict[str, Any]) -> list[str]:
-    """The contents of every added token (special or not): text that goes to the reference."""
-    return [str(t["content"]) for t in config.get("added_tokens") or [] if t.get("content")]
+    """The contents of the added tokens that are not special: text that goes to the
+    reference (``tokenizers`` splits them out even with ``encode_special_tokens``)."""
+    return [str(t["content"]) for t in config.get("added_tokens") or []
+            if t.get("content") and not t.get("special")]
+
+
+def without_specials(config: dict[str, Any]) -> bytes:
+    """The tokenizer.json for gigatoken: the same file with its special tokens removed
+    from ``added_tokens``, so their text is ordinary text (the ids in ``model`` stay)."""
+    kept = [t for t in config.get("added_tokens") or [] if not t.get("special")]
+    return json.dumps({**config, "added_tokens": kept}).encode("utf-8")
 
 
 Reference = Callable[[list[str], list[bytes]], FlatIds]
 
 
 class GigatokenEncoder:
-    """Ids from gigatoken for documents without added-token text, from ``reference`` for
-    the others; identical to ``reference`` alone wherever ``gate`` and the probes accept."""
+    """Ids from gigatoken, except for documents holding the text of a non-special added
+    token (``routed``), which ``reference`` encodes; identical to ``reference`` alone
+    wherever ``gate`` and the probes accept."""
 
     name = ENGINE
 
-    def __init__(self, backend: Any, specials: Sequence[str], reference: Reference,
+    def __init__(self, backend: Any, routed_texts: Sequence[str], reference: Reference,
                  parallel: bool = False) -> None:
         self._backend = backend
         self._reference = reference
         self._parallel = parallel
-        pattern = b"|".join(re.escape(s.encode("utf-8")) for s in sorted(set(specials)))
-        self._special = re.compile(pattern) if pattern else None
+        pattern = b"|".join(re.escape(t.encode("utf-8")) for t in sorted(set(routed_texts)))
+        self._routed = re.compile(pattern) if pattern else None
 
     def routed(self, utf8: Sequence[bytes]) -> list[int]:
-        """Indices of documents holding added-token text (encoded by the reference)."""
-        if self._special is None:
+        """Indices of documents holding a non-special added token's text (encoded by the
+        reference)."""
+        if self._routed is None:
             return []
-        search = self._special.search
+        search = self._routed.search
         return [i for i, data in enumerate(utf8) if search(data) is not None]
 
     def encode_fast(self, utf8: Sequence[bytes]) -> FlatIds:
@@ -153,7 +168,7 @@ def load_gigatoken(raw: bytes, reference: Reference, *, probe: bool = True,
     except ImportError as e:
         raise Declined(f"gigatoken is not installed ({e}); pip install gigatoken") from e
     try:
-        backend = load_hf_json(raw)
+        backend = load_hf_json(without_specials(config))
     except Exception as e:  # the Rust side raises RuntimeError with a multi-line report
         raise Declined(f"gigatoken refused the file: {str(e).splitlines()[0]}") from e
     engine = GigatokenEncoder(backend, added_texts(config), reference, parallel)
