@@ -1,6 +1,7 @@
 """Soak (opt-in: ``pytest -m soak tests/faults``): a longer run killed again and again with
 SIGKILL, SIGTERM and SIGINT at random moments, each restart with random run options (batch
-size, threads, checkpoint interval: none of them part of the recipe), until it publishes;
+size, threads, worker processes, checkpoint interval: none of them part of the recipe),
+until it publishes;
 rounds repeat until enough kills have landed. Every round's result must be byte-identical
 to one uninterrupted run's.
 
@@ -55,6 +56,8 @@ def test_soak_random_signals_and_run_options(
                 rng.choice(INTERVALS),
                 "--threads",
                 str(rng.choice([1, 2])),
+                "--workers",
+                str(rng.choice([1, 2, 3])),
             ]
             if h.staging_of(out).is_dir() and rng.random() < 0.5:
                 cmd = ["--out", out, "--resume", *options]  # the recipe from the checkpoint
