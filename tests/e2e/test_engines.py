@@ -52,7 +52,7 @@ def test_default_engine_writes_the_bytes_of_hf(cli, tmp_path: Path, parity, name
     if reason is None:
         assert fallback == []
         checked = provenance(tmp_path / "auto")["cross_check"]
-        assert isinstance(checked, dict) and checked["rate"] == 1024
+        assert isinstance(checked, dict) and checked["rate"] == 4096
     else:
         assert len(fallback) == 1 and reason in fallback[0]
         assert provenance(tmp_path / "auto")["cross_check"] is None

@@ -112,6 +112,11 @@ class GigatokenEncoder:
         pattern = b"|".join(re.escape(t.encode("utf-8")) for t in sorted(set(routed_texts)))
         self._routed = re.compile(pattern) if pattern else None
 
+    @property
+    def reference(self) -> Reference:
+        """The reference this engine falls back to (and is checked against)."""
+        return self._reference
+
     def routed(self, utf8: Sequence[bytes]) -> list[int]:
         """Indices of documents holding a non-special added token's text (encoded by the
         reference)."""

@@ -2,13 +2,13 @@
 
 A deterministic sample of documents (chosen by file path and row, so the same documents
 whatever ``--workers``, ``--threads``, batch size or interruption) is re-encoded by
-``tokenizers`` before its batch is committed. On any difference the run stops with exit 1,
-naming the document: nothing of that batch is committed, so ``--resume --engine hf``
-continues exactly.
+``tokenizers`` in the worker that tokenized it, before its batch is committed. On any
+difference the run stops with exit 1, naming the document: nothing of that batch is
+committed, so ``--resume --engine hf`` continues exactly.
 
-Cost: one document in ``RATE``, each at the reference's speed (about 20x slower than
-gigatoken), so roughly ``20 / RATE`` of tokenizing (~2 %; measured figures in
-docs/performance.md). Documents over ``MAX_BYTES`` are not sampled, so the reference's
+Cost: one document in ``RATE``, each at the reference's speed (20-60x slower than
+gigatoken single-threaded), so roughly 0.5-1.5 % of tokenizing, spread over the workers
+(measured in docs/performance.md). Documents over ``MAX_BYTES`` are not sampled, so the reference's
 ~100 bytes per token of working memory never applies to a huge document.
 """
 
@@ -26,7 +26,7 @@ from prep.stream import DOC, Batch
 
 logger = logging.getLogger(__name__)
 
-RATE = 1024
+RATE = 4096
 MAX_BYTES = 1 << 20
 
 
@@ -79,6 +79,13 @@ class CrossCheck:
             path=path,
             row=row,
         )
+
+    def add(self, docs: int, size: int, seconds: float) -> None:
+        """Add what another process's cross-check re-encoded (the workers check; the main
+        process reports)."""
+        self.docs += docs
+        self.bytes += size
+        self.seconds += seconds
 
     def stats(self) -> dict[str, Any]:
         """What was re-encoded (for ``_PROVENANCE.json``)."""

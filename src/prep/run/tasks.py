@@ -27,7 +27,7 @@ from prep.encoders.flat import FlatIds
 from prep.errors import InputError, IntegrityError, PrepError
 from prep.readahead import ReadAhead
 from prep.recipe import Recipe
-from prep.run.crosscheck import CrossCheck
+from prep.run.crosscheck import CrossCheck, EngineMismatch
 from prep.run.state import RunState
 from prep.sources import (
     Source,
@@ -74,6 +74,8 @@ class Piece:
     batch: Batch
     ids: Ids
     file_sha256: tuple[int, str] | None = None
+    checked: tuple[int, int, float] = (0, 0, 0.0)  # cross-check: documents, bytes, seconds
+    error: PrepError | None = None  # raised before anything of the batch is committed
 
 
 @dataclass(frozen=True)
@@ -85,13 +87,15 @@ class WorkerSettings:
     files: list[SourceFile]
     engine: EngineSpec
     batch_size: int
+    out: str  # for the cross-check's message
 
     @classmethod
     def of(cls, recipe: Recipe, source: Source, files: list[SourceFile], engine: EngineSpec,
-           batch_size: int) -> WorkerSettings:
+           batch_size: int, out: str) -> WorkerSettings:
         """Settings with a plain copy of ``source``: a worker reads the local files the
         main process resolved, never the network (a Hub source holds a session and a lock)."""
-        return cls(recipe, source.local_view(), [replace(f) for f in files], engine, batch_size)
+        return cls(recipe, source.local_view(), [replace(f) for f in files], engine,
+                   batch_size, out)
 
 
 @dataclass
@@ -100,6 +104,7 @@ class _Worker:
     preparer: Preparer
     encoder: Any
     files: list[SourceFile] = field(default_factory=list)
+    check: CrossCheck | None = None
 
 
 _state: _Worker | None = None
@@ -111,7 +116,10 @@ def make_worker(settings: WorkerSettings, engine: Any = None) -> None:
     global _state
     files = [replace(f) for f in settings.files]
     encoder = engine if engine is not None else build_encoder(settings.engine)
-    _state = _Worker(settings, Preparer(settings.recipe, files), encoder, files)
+    check = None
+    if settings.engine.checked:
+        check = CrossCheck(settings.engine.engine, encoder.reference, settings.out)
+    _state = _Worker(settings, Preparer(settings.recipe, files), encoder, files, check)
 
 
 def init_worker(settings: WorkerSettings) -> None:
@@ -190,13 +198,31 @@ def run_task(task: Task) -> Iterator[Piece]:
     vocab = w.settings.engine.identity.vocab_size
     for batch in batches(items, w.preparer, w.settings.batch_size):
         ids = tokenize(w.encoder, batch)
+        checked, error = _cross_check(w.check, batch, ids)
         if isinstance(ids, FlatIds):
             ids = ids.narrowed(vocab)
         batch.docs = []  # the main process needs the bytes only: do not send the text twice
-        yield Piece(batch, ids, None if sent else sha)
+        yield Piece(batch, ids, None if sent else sha, checked, error)
         sent = True
     if not sent:
         yield Piece(Batch(), FlatIds.of([]), sha)
+
+
+def _cross_check(check: CrossCheck | None, batch: Batch, ids: Ids
+                 ) -> tuple[tuple[int, int, float], PrepError | None]:
+    """Run the cross-check on a batch here, in the worker (the reference's cost is spread
+    over the workers instead of serialised in the main process): what it re-encoded, and
+    the mismatch it found, if any."""
+    if check is None:
+        return (0, 0, 0.0), None
+    before = (check.docs, check.bytes, check.seconds)
+    error = None
+    try:
+        check.check(batch, per_document(ids))
+    except EngineMismatch as e:
+        error = e
+    delta = (check.docs - before[0], check.bytes - before[1], check.seconds - before[2])
+    return delta, error
 
 
 def row_group_tasks(source: Source, files: list[SourceFile], skip: int,
@@ -239,9 +265,6 @@ def item_tasks(stream: Iterator[StreamItem], size: int) -> Iterator[ItemsTask]:
             return
 
 
-Check = Callable[[Batch, list[Any]], None]
-
-
 def _pool(settings: WorkerSettings, workers: int, engine: Any) -> OrderedPool[Task, Piece]:
     """Forked workers that inherit ``engine`` (one tokenizer thread each: nothing to
     inherit from a thread pool), or spawned ones that build their own (``--threads`` > 1)."""
@@ -256,21 +279,23 @@ def _pool(settings: WorkerSettings, workers: int, engine: Any) -> OrderedPool[Ta
 
 @contextmanager
 def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
-                  files: list[SourceFile], engine: Any, check: Check | None = None
+                  files: list[SourceFile], engine: Any, check: CrossCheck | None = None
                   ) -> Iterator[Iterable[tuple[Batch, list[Any]]]]:
     """Prepared batches with one id array per document, in stream order, computed by
-    ``workers`` processes; ``check`` sees each batch before it is handed on. The files a
-    worker hashed get their digest in ``files`` (the main process's list)."""
+    ``workers`` processes; a batch the workers' cross-check refused raises here, before it
+    is handed on (``check`` adds up what was re-encoded). The files a worker hashed get
+    their digest in ``files`` (the main process's list)."""
 
     def pieces() -> Iterator[tuple[Batch, list[Any]]]:
         for piece in pool.map(tasks):
             if piece.file_sha256 is not None:
                 index, sha = piece.file_sha256
                 files[index].sha256 = sha
-            ids = per_document(piece.ids)
             if check is not None:
-                check(piece.batch, ids)
-            yield piece.batch, ids
+                check.add(*piece.checked)
+            if piece.error is not None:
+                raise piece.error
+            yield piece.batch, per_document(piece.ids)
 
     pool = _pool(settings, workers, engine)
     with pool, ReadAhead(pieces(), depth=4) as ahead:
@@ -291,14 +316,12 @@ def open_workers(state: RunState, stream: Iterator[StreamItem]) -> Any:
                                 recipe.max_documents)
     else:
         tasks = item_tasks(stream, opts.batch_size)
-    check = None
-    if spec.checked:
-        state.crosscheck = CrossCheck(spec.engine, state.encoder.encode_flat,  # type: ignore[attr-defined]
-                                      str(state.paths.final))
-        check = state.crosscheck.check
-    settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size)
+    out = str(state.paths.final)
+    if spec.checked:  # the workers check; this process adds up what they re-encoded
+        state.crosscheck = CrossCheck(spec.engine, None, out)
+    settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size, out)
     workers = opts.workers or default_workers()
-    return worker_stream(settings, workers, tasks, state.files, engine, check)
+    return worker_stream(settings, workers, tasks, state.files, engine, state.crosscheck)
 
 
 # -- replaying the committed prefix on resume ------------------------------------------------
