@@ -98,7 +98,7 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
     p.add_argument(
         "--max-file-tokens",
         type=_int,
-        help=f"roll over past N tokens ({RECIPE['max_file_tokens']:.0e})",
+        help=f"roll over past N tokens ({RECIPE['max_file_tokens']:.0e})".replace("e+0", "e"),
     )
     p.add_argument("--batch-size", type=_int, help=f"documents per batch ({RUN['batch_size']})")
     p.add_argument("--threads", type=_int, help="tokenizer threads (all cores)")
