@@ -298,7 +298,9 @@ def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
             yield piece.batch, per_document(piece.ids)
 
     pool = _pool(settings, workers, engine)
-    with pool, ReadAhead(pieces(), depth=4) as ahead:
+    # Leaving early (a stop, an error, the train budget) ends the workers first: the
+    # read-ahead thread, waiting on them, then sees them gone and ends at once.
+    with ReadAhead(pieces(), depth=4) as ahead, pool:
         yield ahead
 
 
