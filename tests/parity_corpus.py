@@ -13,6 +13,7 @@ A plain module (no package-relative imports): tests and benchmarks import it by 
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -81,6 +82,8 @@ def trained_bpe(directory: Path, normalized: bool = False) -> Path:
     tok.train_from_iterator(parity_texts() * 2, trainer=trainer)
     path = directory / "tokenizer.json"
     tok.save(str(path))
+    eos = tok.token_to_id("</s>" if normalized else "<|endoftext|>")
+    (directory / "generation_config.json").write_text(json.dumps({"eos_token_id": eos}))
     return path
 
 

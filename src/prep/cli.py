@@ -60,6 +60,18 @@ def _int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
 
 
+def _speed_options(p: argparse.ArgumentParser) -> None:
+    """The options that change how fast ids are computed, never which."""
+    p.add_argument("--batch-size", type=_int, help=f"documents per batch ({RUN['batch_size']})")
+    p.add_argument("--threads", type=_int, help="tokenizer threads per worker (1)")
+    p.add_argument("--workers", type=_int, help="worker processes (one per core)")
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        help=f"how ids are computed, never which ({RUN['engine']}: the fastest exact one)",
+    )
+
+
 def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
@@ -67,18 +79,28 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
         argument_default=argparse.SUPPRESS,
     )
     p.add_argument("--out", required=True, type=Path, help="the dataset directory to create")
-    p.add_argument("--source", help="Parquet file, directory or glob (default: bundled sample)")
+    p.add_argument(
+        "--source",
+        help="Parquet file, directory or glob, hf://datasets/OWNER/NAME, or `sample` (the "
+        "bundled sample corpus); required unless --resume continues a run",
+    )
     p.add_argument("--text-column", help=f"text column (default: {RECIPE['text_column']})")
     p.add_argument("--split-column", help="take train/val from this column")
     p.add_argument(
         "--tokenizer",
-        help=f"byte, a tokenizer.json or its directory (default: {RECIPE['tokenizer']})",
+        help="a tokenizer.json or its directory, hf:OWNER/NAME, or `byte` (UTF-8 bytes); "
+        "required unless --resume continues a run",
     )
     p.add_argument("--dataset", help="name recorded in the manifest (default: --out's name)")
     p.add_argument("--tokenizer-id", help="tokenizer name recorded in the manifest")
     sep = p.add_mutually_exclusive_group()
-    sep.add_argument("--doc-sep-id", type=_int, help="document separator id")
-    sep.add_argument("--no-doc-sep", action="store_true", help="no separator")
+    sep.add_argument(
+        "--doc-sep-id",
+        type=_int,
+        help="document separator id (default: the eos of generation_config.json, else of "
+        "tokenizer_config.json, beside tokenizer.json)",
+    )
+    sep.add_argument("--no-doc-sep", action="store_true", help="no separator between documents")
     p.add_argument("--sep-position", choices=("prepend", "append"))
     p.add_argument(
         "--val-fraction", type=float, help=f"content-hash val fraction ({RECIPE['val_fraction']})"
@@ -97,14 +119,7 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
         type=_int,
         help=f"roll over past N tokens ({RECIPE['max_file_tokens']:.0e})".replace("e+0", "e"),
     )
-    p.add_argument("--batch-size", type=_int, help=f"documents per batch ({RUN['batch_size']})")
-    p.add_argument("--threads", type=_int, help="tokenizer threads per worker (1)")
-    p.add_argument("--workers", type=_int, help="worker processes (one per core)")
-    p.add_argument(
-        "--engine",
-        choices=ENGINES,
-        help=f"how ids are computed, never which ({RUN['engine']}: the fastest exact one)",
-    )
+    _speed_options(p)
     p.add_argument(
         "--checkpoint-interval",
         type=_positive_float,

@@ -26,7 +26,7 @@ def sampled_rows(path: str, n: int) -> list[int]:
 
 def batch_of(texts: list[str], path: str, rows: list[int]) -> Batch:
     files = [SourceFile(path=path, local=Path("/nowhere"), size=0)]
-    prep = Preparer(Recipe(source="x"), files)
+    prep = Preparer(Recipe(source="x", tokenizer="byte"), files)
     return prep.prepare([(t, None, 0, r) for t, r in zip(texts, rows, strict=True)])
 
 

@@ -36,7 +36,7 @@ def test_digest_and_count_equal_the_rows_hashed_one_by_one(tmp_path: Path, rows:
     docs[7] = ""
     src = source(tmp_path, [docs[:90], [], docs[90:]])
     cursor = Cursor()
-    replay_in_workers(src, src.files, Recipe(source="x"), rows, 2,  # type: ignore[attr-defined]
+    replay_in_workers(src, src.files, Recipe(source="x", tokenizer="byte"), rows, 2,  # type: ignore[attr-defined]
                       lambda: False, cursor)
     assert (cursor.rows_visited, cursor.prefix_sha256) == (rows, digest(docs[:rows]))
     if rows:  # the first file was read, so a worker hashed it for the source identity
@@ -48,7 +48,7 @@ def test_a_row_that_is_no_longer_a_string_is_refused(tmp_path: Path) -> None:
     docs[41] = None
     src = source(tmp_path, [docs])
     with pytest.raises(IntegrityError, match=r"part-0\.parquet row 41 is no longer a string"):
-        replay_in_workers(src, src.files, Recipe(source="x"), 50, 2,  # type: ignore[attr-defined]
+        replay_in_workers(src, src.files, Recipe(source="x", tokenizer="byte"), 50, 2,  # type: ignore[attr-defined]
                           lambda: False, Cursor())
 
 
@@ -57,7 +57,7 @@ def test_a_source_that_now_ends_early_is_refused(tmp_path: Path) -> None:
 
     src = source(tmp_path, [numbered_docs(30)])
     cursor = Cursor()
-    replay_in_workers(src, src.files, Recipe(source="x"), 50, 2,  # type: ignore[attr-defined]
+    replay_in_workers(src, src.files, Recipe(source="x", tokenizer="byte"), 50, 2,  # type: ignore[attr-defined]
                       lambda: False, cursor)
     assert cursor.rows_visited == 30
     assert "the source now ends after 30 rows, but 50 were committed" in str(
