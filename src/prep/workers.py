@@ -91,6 +91,55 @@ def _serve(fn: Callable[[Any], Iterable[Any]], init: Callable[..., None] | None,
         results.put((_END, None))
 
 
+class _Planner:
+    """Iterates the tasks in a thread, at most ``depth`` ahead; ``take`` hands them out."""
+
+    def __init__(self, tasks: Iterable[Any], depth: int) -> None:
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=max(depth, 1))
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._ended = False
+        self._thread = threading.Thread(target=self._run, args=(tasks,), daemon=True)
+        self._thread.start()
+
+    def _put(self, item: Any) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self, tasks: Iterable[Any]) -> None:
+        try:
+            for task in tasks:
+                if not self._put(task):
+                    return
+        except BaseException as e:
+            self._error = e
+        self._put(_MISSING)
+
+    def take(self, block: bool) -> Any:
+        """The next task; ``_MISSING`` when there is none yet (``block`` False) or none
+        left. Raises what the task iterator raised once every task before it was taken."""
+        if not self._ended:
+            try:
+                task = self._queue.get() if block else self._queue.get_nowait()
+            except queue.Empty:
+                return _MISSING
+            if task is not _MISSING:
+                return task
+            self._ended = True
+        if block and self._error is not None:  # nothing in flight any more: its turn
+            error, self._error = self._error, None
+            raise error
+        return _MISSING
+
+    def close(self) -> None:
+        self._stop.set()
+
+
 class OrderedPool(Generic[T, R]):
     """``fn(task)`` (a generator) for each task in ``workers`` processes; the items it
     yields come back in task order. ``fork`` (the default where the platform has it) or
@@ -131,32 +180,39 @@ class OrderedPool(Generic[T, R]):
 
     def map(self, tasks: Iterable[T]) -> Iterator[R]:
         """Items of ``fn(task)`` for each task, in task order. Tasks are never None (None
-        tells a worker to stop); call ``map`` again only after the last one is drained."""
+        tells a worker to stop); call ``map`` again only after the last one is drained.
+
+        ``tasks`` is iterated in a planner thread, so a slow step there (a download) never
+        holds up the results of tasks already queued; an exception it raises comes out
+        after them, in order."""
         n = len(self._procs)
-        it = iter(tasks)
-        queued = 0
-        for _ in range(n * self._ahead):
-            task = next(it, _MISSING)
-            if task is _MISSING:
-                break
-            self._tasks[queued % n].put(task)
-            queued += 1
-        done = 0
-        while done < queued:
-            w = done % n
+        planner = _Planner(tasks, n * self._ahead)
+        queued = done = 0
+        try:
             while True:
-                kind, item = self._get(w)
-                if kind == _ITEM:
-                    yield item
-                elif kind == _END:
-                    break
-                else:
-                    raise item
-            done += 1
-            task = next(it, _MISSING)
-            if task is not _MISSING:
-                self._tasks[queued % n].put(task)
-                queued += 1
+                while queued - done < n * self._ahead:
+                    task = planner.take(block=queued == done)
+                    if task is _MISSING:
+                        break
+                    self._tasks[queued % n].put(task)
+                    queued += 1
+                if queued == done:
+                    return
+                yield from self._results_of(done % n)
+                done += 1
+        finally:
+            planner.close()
+
+    def _results_of(self, w: int) -> Iterator[R]:
+        """The items of the task worker ``w`` is on, up to its end."""
+        while True:
+            kind, item = self._get(w)
+            if kind == _ITEM:
+                yield item
+            elif kind == _END:
+                return
+            else:
+                raise item
 
     def _get(self, w: int) -> tuple[int, Any]:
         while True:

@@ -93,7 +93,9 @@ def test_revision_pin_survives_a_branch_move(
     r = prepare(["--out", out, "--resume"], env)
     assert r.returncode == 0, r.stderr
     assert_same_dataset(out, reference, revision=corpus_commit)
-    assert hub.requests()  # the resume did list and download
+    # The first run's workers may have fetched every file before the stop took effect (the
+    # task planner downloads ahead of the commits), so the resume may need no request; any
+    # it makes must be at the pinned commit.
     assert not hub.requests(contains=new_commit)
     assert not hub.requests(contains="/revision/")  # the pin is not resolved again
     assert all(corpus_commit in r.path for r in hub.requests())
