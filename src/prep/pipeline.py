@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError
-from prep.formats import ShardFormat, get_format
+from prep.formats import get_format
 from prep.fsio import fsync_dir
 from prep.progress import Reporter, silent
 from prep.publish import OutputPaths, hold_lock, publish, write_failure
@@ -93,7 +93,6 @@ class _Lifecycle:
     stop_requested: StopRequested
     argv: list[str] | None
     reporter: Reporter
-    fmt: ShardFormat = field(default_factory=get_format)
     t0: float = field(default_factory=time.monotonic)
 
     def run(self) -> Outcome:
@@ -158,11 +157,11 @@ class _Lifecycle:
                 )
             if (paths.staging / MANIFEST_NAME).exists():
                 return _verified_ready(paths.staging, self.typed)
-            plan = plan_restore(paths, opts, self.typed, self.stop_requested, self.fmt)
-            state, stream = apply_restore(plan, paths, opts, self.fmt), plan.stream
+            plan = plan_restore(paths, opts, self.typed, self.stop_requested)
+            state, stream = apply_restore(plan, paths, opts), plan.stream
         else:
             inputs = fresh_inputs(self.recipe, opts, source)
-            state, stream = start(paths, self.recipe, opts, inputs, self.fmt, refresh)
+            state, stream = start(paths, self.recipe, opts, inputs, refresh)
         return execute(state, stream, self.stop_requested, self.argv, self.reporter)
 
     def publish(self, manifest: Manifest, changes: tuple[str, ...] = ()) -> Outcome:
