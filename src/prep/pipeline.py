@@ -70,7 +70,9 @@ def run(
     ``IntegrityError`` when staging does not verify or typed options contradict the run;
     ``MissingRecipe`` when a fresh start or a refresh needs a recipe and none was typed;
     ``InputError`` for bad input; ``Interrupted`` after a checkpoint when
-    ``stop_requested()``."""
+    ``stop_requested()``; ``UsageError`` for a ``--format``/``--dtype`` pair that cannot
+    be, before taking the lock."""
+    get_format(recipe.format, recipe.dtype)
     life = _Lifecycle(
         OutputPaths.for_out(opts.out), recipe, opts, typed or {}, stop_requested, argv, reporter
     )

@@ -64,6 +64,8 @@ class SplitWriter:
     def moved_to(self, directory: Path) -> None:
         """The directory was renamed (staging put in place); open files stay open."""
         self.directory = directory
+        if self._file is not None:
+            self._file.moved_to(directory)
 
     def restore(self, state: SplitState, open_writer: ShardWriter | None) -> None:
         """Continue from a verified checkpoint state with its reopened open file."""

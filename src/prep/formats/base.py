@@ -63,6 +63,10 @@ class ShardWriter(Protocol):
         """Flush and fsync: everything appended is durable."""
         ...
 
+    def moved_to(self, directory: Path) -> None:
+        """The shard's directory was renamed while it stayed open."""
+        ...
+
     def seal(self) -> tuple[str, tuple[Companion, ...]]:
         """Finish the shard durably; returns its SHA-256 (what the manifest lists) and
         its further files with theirs."""

@@ -118,6 +118,10 @@ class IdFileWriter:
         self._hash.update(data)
         self.n += int(ids.size)
 
+    def moved_to(self, directory: Path) -> None:
+        """The file's directory was renamed; the file stays open."""
+        self.path = directory / self.path.name
+
     def sync(self) -> None:
         """Flush and fsync: everything appended so far is durable."""
         self._file.flush()
