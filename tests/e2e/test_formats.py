@@ -67,7 +67,7 @@ def test_every_format_gives_the_same_streams_and_the_same_rollover(built: dict[s
             assert [len(read_file(out, p)) for p in split_files(out, split)] == sizes, key
 
 
-@pytest.mark.parametrize(("key", "variant"), zip(IDS, VARIANTS, strict=True), ids=IDS)
+@pytest.mark.parametrize(("key", "variant"), list(zip(IDS, VARIANTS, strict=True)), ids=IDS)
 def test_manifest_records_format_dtype_and_every_file(
     built: dict[str, Path], key: str, variant: tuple[str, tuple[str, ...], str, int | None]
 ) -> None:
@@ -210,3 +210,21 @@ def test_a_dtype_too_narrow_for_the_vocabulary_is_refused(tmp_path: Path, cli) -
             "--format", "raw")
     assert r.code == 0, r.err
     assert json.loads((tmp_path / "o" / "_MANIFEST.json").read_bytes())["dtype"] == "uint32"
+
+
+def test_refresh_and_resume_keep_the_format(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    src = make_corpus(tmp_path / "src", [numbered_docs(40)])
+    out = tmp_path / "o"
+    base = ["--out", out, "--source", src, "--tokenizer", GPT2_DIR, "--max-file-tokens", "200"]
+    assert cli("prepare", *base, "--format", "megatron").code == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    r = cli("prepare", *base, "--format", "megatron", "--refresh")
+    assert r.code == 0 and "up to date" in r.err + r.out, r.err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    # Another format is another recipe: --refresh rebuilds and swaps it in.
+    r = cli("prepare", *base, "--format", "raw", "--refresh")
+    assert r.code == 0, r.err
+    m = json.loads((out / "_MANIFEST.json").read_bytes())
+    assert (m["format"], m["dtype"]) == ("raw", "uint16")
+    assert not list(out.glob("*.idx"))
+    assert split_stream(out, "train") == split_stream(tmp_path / "o.previous", "train")
