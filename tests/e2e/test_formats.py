@@ -228,3 +228,21 @@ def test_refresh_and_resume_keep_the_format(tmp_path: Path, cli) -> None:  # typ
     assert (m["format"], m["dtype"]) == ("raw", "uint16")
     assert not list(out.glob("*.idx"))
     assert split_stream(out, "train") == split_stream(tmp_path / "o.previous", "train")
+
+
+def test_a_v1_dataset_verifies_and_refreshes_as_unchanged(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    # A dataset published before --format: manifest v1, no format or dtype anywhere.
+    src = make_corpus(tmp_path / "src", [numbered_docs(30)])
+    out = tmp_path / "o"
+    base = ["--out", out, "--source", src, "--max-file-tokens", "300"]
+    assert cli("prepare", *base).code == 0
+    path = out / "_MANIFEST.json"
+    m = json.loads(path.read_bytes())
+    m["version"] = "v1"
+    del m["format"], m["dtype"], m["recipe"]["format"], m["recipe"]["dtype"]
+    path.write_text(json.dumps(m, indent=2, ensure_ascii=False) + "\n")
+    r = cli("verify", out)
+    assert r.code == 0, r.out
+    r = cli("prepare", *base, "--refresh")
+    assert r.code == 0 and "up to date" in r.err + r.out, r.err
+    assert json.loads(path.read_bytes())["version"] == "v1"  # nothing was rebuilt

@@ -197,7 +197,9 @@ class Manifest:
             max_file_tokens=int(d["max_file_tokens"]),
             corpus_manifest_sha256=str(d["corpus_manifest_sha256"]),
             source=ManifestSource.from_json(d["source"]),
-            recipe=dict(d["recipe"]),
+            # v1 had neither setting: it was llm.c .bin with the narrowest dtype, so an
+            # unchanged source still refreshes as unchanged after the upgrade.
+            recipe={**d["recipe"], "format": "llmc", "dtype": "auto"} if v1 else dict(d["recipe"]),
             val_bytes_per_token=d["val_bytes_per_token"],
             totals={str(k): SplitSummary.from_json(v) for k, v in d["totals"].items()},
             files=tuple(ManifestFile.from_json(f) for f in d["files"]),
