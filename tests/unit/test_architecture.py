@@ -49,7 +49,7 @@ ALLOWED: dict[str, set[str]] = {
         "progress", "recipe", "state", "verify",
     },
     "__main__": {"cli"},
-    "": {"api", "formats", "recipe", "state", "tokenstream"},  # the package's __init__: the public API
+    "": {"api", "formats", "recipe", "state", "tokenstream"},  # __init__: the public API
 }  # fmt: skip
 
 
