@@ -60,6 +60,19 @@ def _int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
 
 
+def _format_options(p: argparse.ArgumentParser) -> None:
+    """How the ids are laid out: separator position, container, id dtype."""
+    p.add_argument("--sep-position", choices=("prepend", "append"))
+    p.add_argument(
+        "--format",
+        choices=FORMAT_NAMES,
+        help=f"output container (default: {RECIPE['format']}); see docs/format.md",
+    )
+    p.add_argument(
+        "--dtype", choices=DTYPES, help="id dtype (default auto: the narrowest that fits V)"
+    )
+
+
 def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
@@ -89,15 +102,7 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
         "tokenizer_config.json, beside tokenizer.json)",
     )
     sep.add_argument("--no-doc-sep", action="store_true", help="no separator between documents")
-    p.add_argument("--sep-position", choices=("prepend", "append"))
-    p.add_argument(
-        "--format",
-        choices=FORMAT_NAMES,
-        help=f"output container (default: {RECIPE['format']}); see docs/format.md",
-    )
-    p.add_argument(
-        "--dtype", choices=DTYPES, help="id dtype (default auto: the narrowest that fits V)"
-    )
+    _format_options(p)
     p.add_argument(
         "--val-fraction", type=float, help=f"content-hash val fraction ({RECIPE['val_fraction']})"
     )

@@ -72,7 +72,8 @@ def run(
     ``InputError`` for bad input; ``Interrupted`` after a checkpoint when
     ``stop_requested()``; ``UsageError`` for a ``--format``/``--dtype`` pair that cannot
     be, before taking the lock."""
-    get_format(recipe.format, recipe.dtype)
+    if recipe is not None:
+        get_format(recipe.format, recipe.dtype)
     life = _Lifecycle(
         OutputPaths.for_out(opts.out), recipe, opts, typed or {}, stop_requested, argv, reporter
     )

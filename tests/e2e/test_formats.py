@@ -192,7 +192,7 @@ def test_bad_format_options_are_usage_errors(
     tmp_path: Path, cli, args: tuple[str, ...], message: str  # type: ignore[no-untyped-def]
 ) -> None:
     src = make_corpus(tmp_path / "src", [numbered_docs(5)])
-    r = cli("prepare", "--out", tmp_path / "o", "--source", src, *args)
+    r = cli("prepare", "--out", tmp_path / "o", "--source", src, "--tokenizer", "byte", *args)
     assert r.code == 2, r.err
     assert message in r.err
     assert "Traceback" not in r.err
@@ -203,11 +203,11 @@ def test_a_dtype_too_narrow_for_the_vocabulary_is_refused(tmp_path: Path, cli) -
     tok = word_level_tokenizer(tmp_path / "tok", {"[UNK]": 0, "doc": 70_000})
     src = make_corpus(tmp_path / "src", [numbered_docs(5)])
     r = cli("prepare", "--out", tmp_path / "o", "--source", src, "--tokenizer", tok,
-            "--format", "raw", "--dtype", "uint16")
+            "--no-doc-sep", "--format", "raw", "--dtype", "uint16")
     assert r.code == 2, r.err
     assert "vocabulary size 70,001 does not fit uint16 ids" in r.err
     r = cli("prepare", "--out", tmp_path / "o", "--source", src, "--tokenizer", tok,
-            "--format", "raw")
+            "--no-doc-sep", "--format", "raw")
     assert r.code == 0, r.err
     assert json.loads((tmp_path / "o" / "_MANIFEST.json").read_bytes())["dtype"] == "uint32"
 
@@ -234,7 +234,7 @@ def test_a_v1_dataset_verifies_and_refreshes_as_unchanged(tmp_path: Path, cli) -
     # A dataset published before --format: manifest v1, no format or dtype anywhere.
     src = make_corpus(tmp_path / "src", [numbered_docs(30)])
     out = tmp_path / "o"
-    base = ["--out", out, "--source", src, "--max-file-tokens", "300"]
+    base = ["--out", out, "--source", src, "--tokenizer", "byte", "--max-file-tokens", "300"]
     assert cli("prepare", *base).code == 0
     path = out / "_MANIFEST.json"
     m = json.loads(path.read_bytes())
