@@ -22,6 +22,7 @@ from typing import Any
 from prep.console import Console
 from prep.encoders.engine import CHOICES as ENGINES
 from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE, InputError, PrepError
+from prep.formats import DTYPES, FORMAT_NAMES
 from prep.recipe import RECIPE_FIELDS, Recipe, RunOptions
 from prep.state.provenance import read_active_seconds
 
@@ -72,6 +73,19 @@ def _speed_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _format_options(p: argparse.ArgumentParser) -> None:
+    """How the ids are laid out: separator position, container, id dtype."""
+    p.add_argument("--sep-position", choices=("prepend", "append"))
+    p.add_argument(
+        "--format",
+        choices=FORMAT_NAMES,
+        help=f"output container (default: {RECIPE['format']}); see docs/format.md",
+    )
+    p.add_argument(
+        "--dtype", choices=DTYPES, help="id dtype (default auto: the narrowest that fits V)"
+    )
+
+
 def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
@@ -101,7 +115,7 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
         "tokenizer_config.json, beside tokenizer.json)",
     )
     sep.add_argument("--no-doc-sep", action="store_true", help="no separator between documents")
-    p.add_argument("--sep-position", choices=("prepend", "append"))
+    _format_options(p)
     p.add_argument(
         "--val-fraction", type=float, help=f"content-hash val fraction ({RECIPE['val_fraction']})"
     )
@@ -280,10 +294,17 @@ def _verify(argv: list[str]) -> int:
 
     p = argparse.ArgumentParser(prog="prep verify", description="Verify a published dataset.")
     p.add_argument("dir", type=Path)
+    p.add_argument(
+        "--llmc-batch",
+        nargs=2,
+        type=_int,
+        metavar=("B", "T"),
+        help="also report shards llm.c's DataLoader rejects for batch B x T (B*T+1 tokens each)",
+    )
     ns = p.parse_args(argv)
     if not ns.dir.is_dir():
         raise InputError(f"{ns.dir} is not a directory", path=ns.dir)
-    problems = verify_dataset(ns.dir)
+    problems = verify_dataset(ns.dir, llmc_batch=ns.llmc_batch)
     for line in problems:
         print(f"FAIL {line}")
     if problems:
