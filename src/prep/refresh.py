@@ -135,23 +135,37 @@ def complete_conflicts(
 
 
 def check_complete(
-    final: Path, typed: dict[str, Any], token: str | None, offline: bool = False
+    paths: OutputPaths,
+    typed: dict[str, Any],
+    token: str | None,
+    offline: bool = False,
+    *,
+    staged: bool = False,
 ) -> None:
-    """``--resume`` of a complete ``DIR``: refuse typed options that contradict its manifest,
-    listing each, as a resume of staging would."""
+    """``--resume`` of a complete dataset: refuse typed options that contradict its
+    manifest, listing each, as a resume of staging would. ``staged``: the dataset is the
+    staging directory, ready to publish (a crash came after its checkpoint was dropped)."""
     if not typed:
         return
-    conflicts = complete_conflicts(read_manifest(final), typed, token, offline)
-    if conflicts:
-        raise IntegrityError(
-            f"--resume of {final}: it is complete, and options contradict the recipe it was "
-            "built with:\n  "
-            + "\n  ".join(conflicts)
-            + f"\nDrop them to keep {final.name} as it is, or rebuild it with them by "
-            "--refresh (type the full recipe; the current version is kept as "
-            f"{final.name}.previous)",
-            path=final,
-        )
+    final = paths.final
+    where = paths.staging if staged else final
+    conflicts = complete_conflicts(read_manifest(where), typed, token, offline)
+    if not conflicts:
+        return
+    if staged:
+        state = f"it is complete and ready to publish as {final.name}"
+        keep = f"Drop them to publish it as it is, then rebuild {final.name} with them by"
+    else:
+        state = "it is complete"
+        keep = f"Drop them to keep {final.name} as it is, or rebuild it with them by"
+    raise IntegrityError(
+        f"--resume of {where}: {state}, and options contradict the recipe it was built "
+        "with:\n  "
+        + "\n  ".join(conflicts)
+        + f"\n{keep} --refresh (type the full recipe; the current version is kept as "
+        f"{final.name}.previous)",
+        path=where,
+    )
 
 
 def _retire(paths: OutputPaths) -> None:
