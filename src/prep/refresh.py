@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,6 @@ from prep.encoders import tokenizer_fingerprint
 from prep.errors import IntegrityError
 from prep.fsio import (
     atomic_write_bytes,
-    canonical_path,
     exchange,
     file_sha256,
     fsync_dir,
@@ -36,7 +34,7 @@ from prep.fsio import (
 )
 from prep.publish import OutputPaths
 from prep.recipe import Recipe
-from prep.sources import SAMPLE, Source
+from prep.sources import Source, recorded_uri
 from prep.state.changes import fingerprint_changes, flag, recipe_changes
 from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest
 from prep.state.provenance import read_source_mtimes
@@ -86,11 +84,8 @@ def _built_with(manifest: Manifest) -> dict[str, Any]:
     """The recipe settings a published manifest records, keyed like :class:`Recipe`'s fields
     (all but ``tokenizer``, which it records by its SHA-256)."""
     src = manifest.source
-    uri = src.uri
-    if src.kind == "parquet" and uri != SAMPLE and not os.path.isabs(uri):
-        uri = canonical_path(uri)  # a manifest from before paths were canonical: best effort
     return {
-        "source": uri,
+        "source": recorded_uri(src.uri),
         "text_column": src.text_column,
         "split_column": src.split_column,
         "dataset": manifest.dataset,
@@ -129,6 +124,9 @@ def complete_conflicts(
                     f"--no-doc-sep: typed, the dataset was built with separator "
                     f"{built['doc_sep_id']}"
                 )
+        elif name == "source":
+            if recorded_uri(value) != built[name]:
+                out.append(f"--source: typed {value!r}, the dataset was built with {built[name]!r}")
         elif name in built and built[name] != value:
             out.append(f"{flag(name)}: typed {value!r}, the dataset was built with {built[name]!r}")
     return out
