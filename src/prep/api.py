@@ -26,6 +26,7 @@ from prep.errors import UsageError
 from prep.pipeline import Outcome, run
 from prep.progress import LineReporter, Reporter, Snapshot
 from prep.recipe import DEFAULTS, RECIPE_FIELDS, REQUIRED, Recipe, RunOptions, validate
+from prep.redact import redact_argv
 from prep.sources import canonical_source
 from prep.state.manifest import Manifest
 
@@ -121,7 +122,7 @@ def prepare_outcome(
         opts,
         typed=typed,
         stop_requested=stop,
-        argv=argv,
+        argv=None if argv is None else redact_argv(argv, [opts.token]),
         reporter=reporter or LineReporter(opts.log_interval),
     )
 

@@ -20,9 +20,19 @@ from types import FrameType
 from typing import Any
 
 from prep.console import Console
-from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE, InputError, PrepError
+from prep.errors import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_TEMPFAIL,
+    EXIT_USAGE,
+    InputError,
+    Interrupted,
+    PrepError,
+)
 from prep.formats import DTYPES, FORMAT_NAMES
 from prep.recipe import RECIPE_FIELDS, Recipe, RunOptions
+from prep.redact import RedactingFilter, redact_text
+from prep.startup import take_pending
 from prep.state.provenance import read_active_seconds
 
 logger = logging.getLogger("prep")
@@ -139,7 +149,12 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
         help="resume although tokenizers/numpy versions changed",
     )
     p.add_argument("--wait-lock", type=float, help="seconds to wait for another run's lock")
-    p.add_argument("--token", help="Hugging Face token (else HF_TOKEN, else cached login)")
+    p.add_argument(
+        "--token",
+        help="Hugging Face token (else HF_TOKEN, else cached login); prefer the HF_TOKEN "
+        "environment variable (other users see --token in ps). Never recorded: prep masks it "
+        "in its files, logs and messages",
+    )
     p.add_argument(
         "--offline",
         action="store_true",
@@ -168,6 +183,7 @@ class _Signals:
 
     def __init__(self) -> None:
         self.requested = False
+        self.early: str | None = None  # a signal that arrived during start-up
 
     def __call__(self) -> bool:
         return self.requested
@@ -181,7 +197,13 @@ class _Signals:
 
     @contextmanager
     def installed(self) -> Iterator[None]:
+        """Handle SIGTERM/SIGINT for the block; a signal the start-up guard recorded
+        before (``prep.startup``) counts as already requested."""
         old = {s: signal.signal(s, self._handle) for s in (signal.SIGTERM, signal.SIGINT)}
+        early = take_pending()  # after installing: a signal from now on reaches _handle
+        if early:
+            self.requested = True
+            self.early = signal.Signals(early[0]).name
         try:
             yield
         finally:
@@ -215,9 +237,10 @@ class _Say:
 
     def __init__(self) -> None:
         self.to: Callable[[str], None] = lambda text: print(text, file=sys.stderr)
+        self.secrets: list[str | None] = []  # masked in every message (prep.redact)
 
     def __call__(self, text: str) -> None:
-        self.to(text)
+        self.to(redact_text(text, self.secrets))
 
 
 def _boundary(command: Callable[[_Say], int]) -> int:
@@ -251,13 +274,22 @@ def _prepare(say: _Say, argv: list[str], prog: str) -> int:
         sys.stderr, bool(run_args.get("quiet")), run_args.get("log_interval", RUN["log_interval"])
     )
     say.to = console.message
+    token = run_args.get("token") or os.environ.get("HF_TOKEN")
+    say.secrets.append(token)
+    for handler in logging.getLogger("prep").handlers:  # the console's
+        handler.addFilter(RedactingFilter([token]))
     with console:
         out = run_args.pop("out")
-        run_args["token"] = run_args.get("token") or os.environ.get("HF_TOKEN")
+        run_args["token"] = token
         run_args["offline"] = bool(run_args.get("offline")) or hub_offline_default()
         signals = _Signals()
         try:
             with signals.installed():
+                if signals.early:
+                    raise Interrupted(
+                        f"stopped by {signals.early} during start-up, before any work; "
+                        "nothing was changed. Rerun the same command"
+                    )
                 outcome = prepare_outcome(
                     out,
                     typed,
@@ -345,6 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     return _COMMANDS[args[0]](args[1:])
 
 
+
+
 def main_entry() -> None:
-    """Console-script entry point."""
+    """The console-script entry of installs made before ``prep.__main__:main`` (which
+    guards signals first); reinstall to get that one."""
     sys.exit(main())

@@ -22,6 +22,8 @@ ALLOWED: dict[str, set[str]] = {
     "progress": set(),
     "argtypes": set(),
     "partition": set(),
+    "redact": set(),
+    "startup": set(),
     "console": {"progress"},
     "state": {"fsio", "recipe", "split"},
     "hub": {"fsio", "globs"},
@@ -43,12 +45,12 @@ ALLOWED: dict[str, set[str]] = {
         "formats", "fsio", "progress", "publish", "recipe", "refresh", "run", "sources",
         "state", "verify",
     },
-    "api": {"encoders", "pipeline", "progress", "recipe", "sources", "state"},
+    "api": {"encoders", "pipeline", "progress", "recipe", "redact", "sources", "state"},
     "cli": {
         "api", "argtypes", "console", "encoders", "formats", "inspector", "pipeline",
-        "progress", "recipe", "state", "verify",
+        "progress", "recipe", "redact", "startup", "state", "verify",
     },
-    "__main__": {"cli"},
+    "__main__": {"cli", "startup"},
     "": {"api", "formats", "recipe", "state", "tokenstream"},  # __init__: the public API
 }  # fmt: skip
 
