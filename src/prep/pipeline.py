@@ -19,7 +19,7 @@ from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError
 from prep.formats import get_format
 from prep.fsio import fsync_dir
 from prep.progress import Reporter, silent
-from prep.publish import OutputPaths, hold_lock, publish, write_failure
+from prep.publish import HeldLock, OutputPaths, hold_lock, publish, write_failure
 from prep.recipe import REQUIRED, Recipe, RunOptions
 from prep.refresh import check_complete, check_fresh, recover_swap, swap_in
 from prep.run.inputs import fresh_inputs, recorded
@@ -97,10 +97,11 @@ class _Lifecycle:
     argv: list[str] | None
     reporter: Reporter
     t0: float = field(default_factory=time.monotonic)
+    held: HeldLock | None = None
 
     def run(self) -> Outcome:
         paths = self.paths
-        with hold_lock(paths, self.opts.wait_lock):
+        with hold_lock(paths, self.opts.wait_lock) as self.held:
             if self.opts.refresh:
                 return self.refresh()
             if paths.final.exists():
@@ -165,6 +166,8 @@ class _Lifecycle:
         else:
             inputs = fresh_inputs(self.recipe, opts, source)
             state, stream = start(paths, self.recipe, opts, inputs, refresh)
+        if self.held is not None:
+            state.check_lock = self.held.check
         return execute(state, stream, self.stop_requested, self.argv, self.reporter)
 
     def verified_ready(self) -> Manifest:
@@ -191,6 +194,8 @@ class _Lifecycle:
         """Drop the checkpoint and rename staging to ``DIR``, or swap it in over the
         published version (a refresh)."""
         paths = self.paths
+        if self.held is not None:
+            self.held.check()
         _drop_checkpoint(paths)
         if self.opts.refresh and paths.final.exists():
             swap_in(paths)
