@@ -130,6 +130,12 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
         type=_int,
         help=f"roll over past N tokens ({RECIPE['max_file_tokens']:.0e})".replace("e+0", "e"),
     )
+    _add_run_options(p)
+    return p
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options that do not change the output (``RunOptions``)."""
     p.add_argument("--batch-size", type=_int, help=f"documents per batch ({RUN['batch_size']})")
     p.add_argument("--threads", type=_int, help="tokenizer threads (all cores)")
     p.add_argument(
@@ -167,7 +173,6 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
         help=f"seconds between lines ({RUN['log_interval']:g})",
     )
     p.add_argument("--quiet", action="store_true", help="only errors and the summary")
-    return p
 
 
 def _split_args(ns: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
