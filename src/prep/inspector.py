@@ -9,21 +9,16 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from prep import checkpoint as ckpt
-from prep.binfile import read_bin
 from prep.errors import InputError
-from prep.manifest import MANIFEST_NAME, read_manifest
+from prep.formats import ShardFormat, get_format
+from prep.state import checkpoint as ckpt
+from prep.state.manifest import MANIFEST_NAME, read_manifest
 
 
-def inspect_bin(path: Path, first: int, tokenizer: str | None) -> list[str]:
-    header, ids = read_bin(path)
+def inspect_shard(path: Path, first: int, tokenizer: str | None, fmt: ShardFormat) -> list[str]:
+    line, ids = fmt.describe(path)
     head = [int(i) for i in ids[:first]]
-    lines = [
-        f"{path.name}: llm.c .bin version {header.version} "
-        f"({'uint16' if header.version == 1 else 'uint32'}), n = {header.n:,} ids, "
-        f"vocab_size = {header.vocab_size:,}, {header.file_size:,} bytes",
-        f"first {len(head)} ids: {head}",
-    ]
+    lines = [line, f"first {len(head)} ids: {head}"]
     if tokenizer and tokenizer != "byte":
         from tokenizers import Tokenizer
 
@@ -44,18 +39,16 @@ def inspect_bin(path: Path, first: int, tokenizer: str | None) -> list[str]:
 
 def inspect_manifest(directory: Path) -> list[str]:
     m = read_manifest(directory)
-    src = m["source"]
+    src = m.source
     lines = [
-        f"dataset {m['dataset']}: tokenizer {m['tokenizer_id']} (V = {m['vocab_size']:,}, "
-        f"separator {m['doc_sep_id']} {m['sep_position']}), .bin version {m['bin_version']}",
-        f"source {src['uri']}: {len(src['files'])} files, {src['rows_visited']:,} rows visited, "
-        f"{src['empty_rows_skipped']:,} empty skipped",
+        f"dataset {m.dataset}: tokenizer {m.tokenizer_id} (V = {m.vocab_size:,}, "
+        f"separator {m.doc_sep_id} {m.sep_position}), .bin version {m.bin_version}",
+        f"source {src.uri}: {len(src.files)} files, {src.rows_visited:,} rows visited, "
+        f"{src.empty_rows_skipped:,} empty skipped",
     ]
-    for split, t in m["totals"].items():
-        lines.append(
-            f"{split}: {t['n_tokens']:,} tokens, {t['n_docs']:,} docs, {t['n_files']} files"
-        )
-    beta = m.get("val_bytes_per_token")
+    for split, t in m.totals.items():
+        lines.append(f"{split}: {t.n_tokens:,} tokens, {t.n_docs:,} docs, {t.n_files} files")
+    beta = m.val_bytes_per_token
     lines.append(f"val bytes per token: {beta:.4f}" if beta else "val bytes per token: n/a")
     return lines
 
@@ -81,8 +74,9 @@ def inspect_staging(directory: Path) -> list[str]:
 
 def inspect_path(path: Path, *, first: int = 16, tokenizer: str | None = None) -> list[str]:
     """Describe ``path``; raises ``InputError`` when it is none of the known kinds."""
-    if path.is_file() and path.suffix == ".bin":
-        return inspect_bin(path, first, tokenizer)
+    fmt = get_format()
+    if path.is_file() and fmt.owns_file(path.name):
+        return inspect_shard(path, first, tokenizer, fmt)
     if path.is_file() and path.name == MANIFEST_NAME:
         return inspect_manifest(path.parent)
     if path.is_dir() and (path / ckpt.CHECKPOINT_NAME).exists():

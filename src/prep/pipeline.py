@@ -15,17 +15,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prep import checkpoint as ckpt
 from prep.errors import IntegrityError, OutputError, PrepError
+from prep.formats import ShardFormat, get_format
 from prep.fsio import fsync_dir
-from prep.job import Job, StopRequested
-from prep.manifest import MANIFEST_NAME, manifest_bytes, read_manifest
 from prep.progress import Reporter, silent
 from prep.publish import OutputPaths, hold_lock, publish, write_failure
 from prep.recipe import Recipe, RunOptions
 from prep.refresh import check_fresh, recover_swap, swap_in
-from prep.resume import check_recipe
+from prep.run.inputs import fresh_inputs
+from prep.run.loop import StopRequested, execute
+from prep.run.restore import apply_restore, check_recipe, plan_restore
+from prep.run.start import start
 from prep.sources import Source, resolve_source
+from prep.state import checkpoint as ckpt
+from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest
+from prep.state.provenance import RefreshNote
+from prep.verify import verify_dataset
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +42,7 @@ class Outcome:
 
     status: str
     out: Path
-    manifest: dict[str, Any] | None = None
+    manifest: Manifest | None = None
     seconds: float = 0.0
     changes: tuple[str, ...] = ()
 
@@ -84,6 +89,7 @@ class _Lifecycle:
     stop_requested: StopRequested
     argv: list[str] | None
     reporter: Reporter
+    fmt: ShardFormat = field(default_factory=get_format)
     t0: float = field(default_factory=time.monotonic)
 
     def run(self) -> Outcome:
@@ -108,8 +114,8 @@ class _Lifecycle:
             return self.publish(self.build())
 
     def build(
-        self, *, source: Source | None = None, refresh: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
+        self, *, source: Source | None = None, refresh: RefreshNote | None = None
+    ) -> Manifest:
         """Bring staging to "ready to publish" (a verified manifest in it); returns the
         manifest."""
         paths, opts = self.paths, self.opts
@@ -122,21 +128,14 @@ class _Lifecycle:
                 )
             if (paths.staging / MANIFEST_NAME).exists():
                 return _verified_ready(paths.staging, self.typed)
-            job = Job.restore(paths, opts, self.typed, self.stop_requested, self.argv)
+            plan = plan_restore(paths, opts, self.typed, self.stop_requested, self.fmt)
+            state, stream = apply_restore(plan, paths, opts, self.fmt), plan.stream
         else:
-            job = Job.start(
-                paths,
-                self.recipe,
-                opts,
-                self.stop_requested,
-                self.argv,
-                source=source,
-                refresh=refresh,
-            )
-        job.reporter = self.reporter
-        return job.execute()
+            inputs = fresh_inputs(self.recipe, opts, source)
+            state, stream = start(paths, self.recipe, opts, inputs, self.fmt, refresh)
+        return execute(state, stream, self.stop_requested, self.argv, self.reporter)
 
-    def publish(self, manifest: dict[str, Any], changes: tuple[str, ...] = ()) -> Outcome:
+    def publish(self, manifest: Manifest, changes: tuple[str, ...] = ()) -> Outcome:
         """Drop the checkpoint and rename staging to ``DIR``, or swap it in over the
         published version (a refresh)."""
         paths = self.paths
@@ -161,7 +160,7 @@ class _Lifecycle:
         if not paths.final.exists():
             return self.publish(self.build())
         source: Source | None = None
-        info: dict[str, Any] | None = None
+        note: RefreshNote | None = None
         changes: tuple[str, ...] = ()
         if not paths.staging.exists():
             source = resolve_source(self.recipe.source, self.opts.token)
@@ -171,35 +170,29 @@ class _Lifecycle:
                 return Outcome("up-to-date", paths.final, seconds=time.monotonic() - self.t0)
             changes = tuple(fresh.changes)
             logger.info("%s changed: %s", paths.final, "; ".join(changes))
-            info = {
-                "previous_corpus_manifest_sha256": fresh.previous_corpus_sha256,
-                "changes": list(changes),
-            }
+            note = RefreshNote(fresh.previous_corpus_sha256, changes)
         else:
             logger.info("continuing the refresh in %s", paths.staging)
         try:
-            manifest = self.build(source=source, refresh=info)
+            manifest = self.build(source=source, refresh=note)
         except IntegrityError as e:
             if source is not None:
                 raise
-            raise IntegrityError(
-                f"{e}\n{paths.final} is intact; {paths.staging} is an unfinished refresh that "
+            raise e.with_hint(
+                f"{paths.final} is intact; {paths.staging} is an unfinished refresh that "
                 f"cannot continue: delete {paths.staging} and rerun with --refresh to build "
-                "the new version from the current source",
-                path=e.path,
+                "the new version from the current source"
             ) from e
-        if manifest_bytes(manifest) == (paths.final / MANIFEST_NAME).read_bytes():
+        if manifest.to_bytes() == (paths.final / MANIFEST_NAME).read_bytes():
             logger.info("the rebuilt version is identical; %s is up to date", paths.final)
             shutil.rmtree(paths.staging)
             return Outcome("up-to-date", paths.final, seconds=time.monotonic() - self.t0)
         return self.publish(manifest, changes)
 
 
-def _verified_ready(staging: Path, typed: dict[str, Any]) -> dict[str, Any]:
+def _verified_ready(staging: Path, typed: dict[str, Any]) -> Manifest:
     """A staging directory a crash left after its manifest was written: verify it (and
     that typed options agree with the run, as for any resume)."""
-    from prep.verify import verify_dataset
-
     if typed and (staging / ckpt.CHECKPOINT_NAME).exists():
         check_recipe(staging, ckpt.load(staging).recipe, typed)
     manifest = read_manifest(staging)

@@ -23,7 +23,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from prep.errors import LockedError, OutputError
-from prep.fsio import atomic_write_bytes, fsync_dir, rename_noreplace
+from prep.fsio import atomic_write_bytes, fsync_dir, rename_noreplace, stray_temps
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def hold_lock(paths: OutputPaths, wait: float) -> Iterator[None]:
                 next_note = time.monotonic() + 60
             time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
     try:
-        for stray in paths.final.parent.glob(f".{paths.lock_info.name}.*.tmp"):
+        for stray in stray_temps(paths.final.parent, paths.lock_info.name):
             stray.unlink(missing_ok=True)  # a lock-info write a crash interrupted; we hold it
         info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
         atomic_write_bytes(paths.lock_info, json.dumps(info).encode())
