@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.errors import IntegrityError, UsageError
+from prep.partition import Part
 
 DEFAULT_MAX_FILE_TOKENS = 100_000_000
 DEFAULT_BATCH_SIZE = 512
@@ -42,6 +43,7 @@ class Recipe:
     max_file_tokens: int = DEFAULT_MAX_FILE_TOKENS
     dataset: str | None = None
     tokenizer_id: str | None = None
+    part: str | None = None  # "I/N": this run reads part I of N of the files (partition.py)
 
     def __post_init__(self) -> None:
         validate(self)
@@ -82,7 +84,8 @@ def validate(r: Recipe) -> None:
         raise UsageError(f"--seed {r.seed} must be in 0..2**32-1")
     if r.shuffle_buffer < 0:
         raise UsageError(f"--shuffle-buffer {r.shuffle_buffer} must be >= 0")
-    for name, value in (("--max-documents", r.max_documents), ("--train-tokens", r.train_tokens)):
+    budgets = (("--max-documents", r.max_documents), ("--train-tokens", r.train_tokens))
+    for name, value in budgets:
         if value is not None and value <= 0:
             raise UsageError(f"{name} {value} must be > 0")
     if not 1 <= r.max_file_tokens <= 2**31 - 1:
@@ -95,6 +98,14 @@ def validate(r: Recipe) -> None:
         raise UsageError("--doc-sep-id and --no-doc-sep contradict each other; give one")
     if not r.text_column:
         raise UsageError("--text-column must not be empty")
+    if r.part is not None:
+        Part.parse(r.part)
+        for name, value in budgets:
+            if value is not None:
+                raise UsageError(
+                    f"{name} is a global budget, which cannot be honoured across independent "
+                    f"parts: drop {name} with --part, or run the whole source in one run"
+                )
 
 
 @dataclass(frozen=True)
@@ -112,6 +123,8 @@ class RunOptions:
     quiet: bool = False
     wait_lock: float = 0.0
     token: str | None = None  # Hugging Face token; never written to any file
+    parts: int | None = None  # run every part of N (--parts N) with ``executor``, then merge
+    executor: str = "local"
     typed: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
@@ -125,5 +138,7 @@ class RunOptions:
         ):
             if not value > 0:
                 raise UsageError(f"{name} {value} must be > 0")
+        if self.parts is not None and self.parts < 1:
+            raise UsageError(f"--parts {self.parts} must be >= 1")
         if not self.wait_lock >= 0:  # also NaN, which would never time out
             raise UsageError(f"--wait-lock {self.wait_lock} must be >= 0")
