@@ -21,7 +21,17 @@ from typing import Any
 
 from prep.console import Console
 from prep.encoders import set_threads
-from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE, InputError, PrepError
+from prep.errors import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_TEMPFAIL,
+    EXIT_USAGE,
+    InputError,
+    PrepError,
+    UsageError,
+)
+from prep.executors import EXECUTORS
+from prep.partition import Part, part_out
 from prep.recipe import Recipe, RunOptions
 from prep.state.provenance import read_active_seconds
 
@@ -126,6 +136,9 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
         help=f"seconds between lines ({RUN['log_interval']:g})",
     )
     p.add_argument("--quiet", action="store_true", help="only errors and the summary")
+    p.add_argument("--part", help="I/N: build part I of N into DIR.parts/I-of-N (prep merge DIR)")
+    p.add_argument("--parts", type=_int, help="run all N parts with --executor, then merge")
+    p.add_argument("--executor", choices=EXECUTORS, help="who runs --parts: local (default), ray")
     return p
 
 
@@ -167,12 +180,15 @@ def _summary(outcome: Any) -> str:
     m = outcome.manifest
     if outcome.status == "up-to-date":
         return f"{outcome.out} is up to date"
-    if m is None:
+    if m is None or outcome.status == "already-complete":
         return f"{outcome.out} is already complete"
     parts = [
         f"{split} {t.n_tokens:,} tokens / {t.n_docs:,} docs / {t.n_files} files"
         for split, t in m.totals.items()
     ]
+    if m.parts is not None:  # a merge: linking, not tokenizing, so no rate
+        return f"published {outcome.out} from {len(m.parts)} parts: {'; '.join(parts)}; " \
+            f"{outcome.seconds:,.1f} s"
     tokens = sum(t.n_tokens for t in m.totals.values())
     seconds = read_active_seconds(outcome.out) or outcome.seconds
     rate = f", {tokens / seconds:,.0f} tokens/s" if seconds else ""
@@ -217,6 +233,17 @@ def _boundary(command: Callable[[_Say], int]) -> int:
         return 130
 
 
+def _for_part(recipe: Recipe, run_args: dict[str, Any]) -> Recipe:
+    """A part run writes ``DIR.parts/I-of-N``; its dataset name defaults to ``DIR``'s."""
+    if recipe.part is None:
+        return recipe
+    if run_args.get("refresh"):
+        raise UsageError("--refresh does not apply to one part; refresh the merged dataset")
+    out = Path(os.path.abspath(run_args["out"]))
+    run_args["out"] = part_out(out, Part.parse(recipe.part))
+    return recipe if recipe.dataset else dataclasses.replace(recipe, dataset=out.name)
+
+
 def _prepare(say: _Say, argv: list[str], prog: str) -> int:
     from prep.pipeline import run
 
@@ -226,7 +253,11 @@ def _prepare(say: _Say, argv: list[str], prog: str) -> int:
     )
     say.to = console.message
     with console:
-        recipe = Recipe(**{"source": str(SAMPLE_CORPUS), **typed})
+        if "parts" in run_args:
+            return _prepare_parts(console, argv, typed, run_args)
+        if "executor" in run_args:
+            raise UsageError("--executor runs the parts of --parts N; give --parts too")
+        recipe = _for_part(Recipe(**{"source": str(SAMPLE_CORPUS), **typed}), run_args)
         token = run_args.pop("token", None) or os.environ.get("HF_TOKEN")
         opts = RunOptions(**run_args, token=token)
         set_threads(opts.threads)
@@ -244,6 +275,26 @@ def _prepare(say: _Say, argv: list[str], prog: str) -> int:
         except KeyboardInterrupt:
             raise _Aborted from None
         console.summary(_summary(outcome))
+    return EXIT_OK
+
+
+def _prepare_parts(
+    console: Console, argv: list[str], typed: dict[str, Any], run_args: dict[str, Any]
+) -> int:
+    """``--parts N [--executor E]``: every part by the executor, then the merge."""
+    from prep.executors import driver_options_removed, run_partitioned
+
+    count = int(run_args["parts"])
+    if "part" in typed:
+        raise UsageError("--part I/N runs one part and --parts N runs them all; give one")
+    Recipe(**{"source": str(SAMPLE_CORPUS), **typed, "part": f"0/{max(count, 1)}"})
+    RunOptions(**{k: v for k, v in run_args.items() if k != "token"})  # checks values
+    shared = driver_options_removed(argv)
+    outcome = run_partitioned(
+        run_prepare, shared, Path(run_args["out"]), count, run_args.get("executor", "local"),
+        threads=run_args.get("threads"), wait_lock=run_args.get("wait_lock", 0.0),
+    )
+    console.summary(_summary(outcome))
     return EXIT_OK
 
 
@@ -293,7 +344,32 @@ def run_inspect(argv: list[str]) -> int:
     return _boundary(lambda _say: _inspect(argv))
 
 
-_COMMANDS = {"prepare": run_prepare, "verify": run_verify, "inspect": run_inspect}
+def _merge(say: _Say, argv: list[str]) -> int:
+    from prep.merge import merge
+
+    p = argparse.ArgumentParser(
+        prog="prep merge", description="Verify the parts in DIR.parts/ and publish DIR."
+    )
+    p.add_argument("dir", type=Path, help="the dataset the parts were built for (--out DIR)")
+    p.add_argument("--wait-lock", type=float, default=0.0, help="seconds to wait for the lock")
+    p.add_argument("--threads", type=_int, help="parts verified at once (all cores)")
+    p.add_argument("--quiet", action="store_true", help="only errors and the summary")
+    ns = p.parse_args(argv)
+    console = Console(sys.stderr, ns.quiet, RUN["log_interval"])
+    say.to = console.message
+    with console:
+        outcome = merge(ns.dir, wait_lock=ns.wait_lock, threads=ns.threads, argv=list(argv))
+        console.summary(_summary(outcome))
+    return EXIT_OK
+
+
+def run_merge(argv: list[str]) -> int:
+    return _boundary(lambda say: _merge(say, argv))
+
+
+_COMMANDS = {
+    "prepare": run_prepare, "verify": run_verify, "inspect": run_inspect, "merge": run_merge,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -301,8 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help") or args[0] not in _COMMANDS:
         print(
-            "usage: prep {prepare,verify,inspect} ...\n"
+            "usage: prep {prepare,merge,verify,inspect} ...\n"
             "  prepare  build a dataset (same as scripts/prepare.py)\n"
+            "  merge    join the parts of --part I/N runs into one dataset\n"
             "  verify   re-check a published dataset\n"
             "  inspect  describe a .bin file, a dataset or a staging directory",
             file=sys.stderr,
