@@ -14,7 +14,8 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 BASE = {"errors"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
-    "recipe": set(),
+    "partition": set(),
+    "recipe": {"partition"},
     "fsio": set(),
     "globs": set(),
     "split": set(),
@@ -27,24 +28,26 @@ ALLOWED: dict[str, set[str]] = {
     "sources": {"fsio", "globs", "hub", "state"},
     "encoders": {"fsio", "hub", "state"},
     "formats": {"fsio", "state"},
-    "stream": {"recipe", "sources", "split"},
+    "stream": {"partition", "recipe", "sources", "split"},
     "writer": {"formats", "state"},
     "publish": {"fsio"},
     "run": {
-        "encoders", "formats", "fsio", "progress", "publish", "readahead", "recipe",
-        "sources", "split", "state", "stream", "writer",
+        "encoders", "formats", "fsio", "partition", "progress", "publish", "readahead",
+        "recipe", "sources", "split", "state", "stream", "writer",
     },
     "refresh": {"encoders", "fsio", "publish", "recipe", "sources", "state"},
     "verify": {"formats", "split", "state"},
     "inspector": {"formats", "state"},
     "tokenstream": {"formats", "fsio", "state"},
+    "merge": {"formats", "fsio", "partition", "publish", "state", "verify"},
+    "executors": {"merge", "partition"},
     "pipeline": {
         "formats", "fsio", "progress", "publish", "recipe", "refresh", "run", "sources",
         "state", "verify",
     },
     "cli": {
-        "argtypes", "console", "encoders", "inspector", "pipeline", "progress", "recipe",
-        "state", "verify",
+        "argtypes", "console", "encoders", "executors", "inspector", "merge", "partition",
+        "pipeline", "progress", "recipe", "state", "verify",
     },
     "__main__": {"cli"},
     "": {"formats", "recipe"},  # the package's __init__: the public API
