@@ -18,8 +18,8 @@ Recipes (each run by both versions, in the same way):
 - ``hub``: the corpus and the tokenizer served by a loopback Hugging Face Hub
   (``tests/hub/fakehub.py``) and read through the real ``huggingface_hub`` client, each
   version with its own empty cache;
-- ``refresh``: publish all files but the last, add it, then ``--refresh`` (the rebuilt and
-  swapped-in version is compared).
+- ``refresh``: publish the corpus, add a file (a link to the first one, under a new name),
+  then ``--refresh`` (the rebuilt and swapped-in version is compared).
 
 Default reference: the commit before the throughput work (three-stage pipeline, chunked
 tokenizer calls). Prints one JSON line per recipe {"bench": "identity", "recipe", "ref",
@@ -144,14 +144,14 @@ def run_hub(v: Version, corpus: Path, tok: Path, hub: Any) -> Path:
 def run_refresh(v: Version, corpus: Path, tok: Path, hub: Any) -> Path:
     out = v.out("refresh")
     shutil.rmtree(out.with_name(out.name + ".previous"), ignore_errors=True)
-    src = v.work / f"refresh-src-{v.tag}"
+    src = v.work / "refresh-src"  # one path for both versions: the manifest records it
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir()
     parts = sorted(corpus.glob("*.parquet"))
-    for p in parts[:-1]:
+    for p in parts:
         os.link(p, src / p.name)
     v.prepare(src, tok, out, "--max-file-tokens", "20000000")
-    os.link(parts[-1], src / parts[-1].name)
+    os.link(parts[0], src / "zz-added.parquet")  # a new file: the refresh rebuilds and swaps
     v.prepare(src, tok, out, "--max-file-tokens", "20000000", "--refresh")
     return out
 

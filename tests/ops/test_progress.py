@@ -193,7 +193,7 @@ def test_an_error_after_the_bar_starts_on_its_own_line(world: World, tmp_path: P
     shutil.copytree(world.source, source)
     write_parquet(source / "part-99999.parquet", ["fine", None])
     out = tmp_path / "out"
-    args = ["--source", source, "--tokenizer", world.tok, "--out", out, "--batch-size", 1]
+    args = ["--source", source, "--tokenizer", world.tokenizer, "--out", out, "--batch-size", 1]
     code, raw = run_with_pty_stderr([sys.executable, PREPARE, *args], REPO)
     assert code == 1, raw
     no_traceback(raw)
