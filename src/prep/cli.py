@@ -20,7 +20,6 @@ from types import FrameType
 from typing import Any
 
 from prep.console import Console
-from prep.encoders import set_threads
 from prep.errors import (
     EXIT_ERROR,
     EXIT_OK,
@@ -31,13 +30,10 @@ from prep.errors import (
     UsageError,
 )
 from prep.executors import EXECUTORS
-from prep.partition import Part, part_out
-from prep.recipe import Recipe, RunOptions
+from prep.recipe import RECIPE_FIELDS, Recipe, RunOptions
 from prep.state.provenance import read_active_seconds
 
 logger = logging.getLogger("prep")
-
-SAMPLE_CORPUS = Path(__file__).resolve().parent / "sample"
 
 
 def _defaults(cls: type[Any]) -> dict[str, Any]:
@@ -53,7 +49,6 @@ def _defaults(cls: type[Any]) -> dict[str, Any]:
 
 RECIPE = _defaults(Recipe)
 RUN = _defaults(RunOptions)
-RECIPE_FIELDS = frozenset(f.name for f in dataclasses.fields(Recipe))
 
 
 def _positive_float(text: str) -> float:
@@ -108,7 +103,7 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
     p.add_argument(
         "--max-file-tokens",
         type=_int,
-        help=f"roll over past N tokens ({RECIPE['max_file_tokens']:.0e})",
+        help=f"roll over past N tokens ({RECIPE['max_file_tokens']:.0e})".replace("e+0", "e"),
     )
     p.add_argument("--batch-size", type=_int, help=f"documents per batch ({RUN['batch_size']})")
     p.add_argument("--threads", type=_int, help="tokenizer threads (all cores)")
@@ -130,6 +125,12 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
     )
     p.add_argument("--wait-lock", type=float, help="seconds to wait for another run's lock")
     p.add_argument("--token", help="Hugging Face token (else HF_TOKEN, else cached login)")
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="read hf:// sources and hf: tokenizers from the local Hugging Face cache only "
+        "(also HF_HUB_OFFLINE=1)",
+    )
     p.add_argument(
         "--log-interval",
         type=_positive_float,
@@ -233,19 +234,8 @@ def _boundary(command: Callable[[_Say], int]) -> int:
         return 130
 
 
-def _for_part(recipe: Recipe, run_args: dict[str, Any]) -> Recipe:
-    """A part run writes ``DIR.parts/I-of-N``; its dataset name defaults to ``DIR``'s."""
-    if recipe.part is None:
-        return recipe
-    if run_args.get("refresh"):
-        raise UsageError("--refresh does not apply to one part; refresh the merged dataset")
-    out = Path(os.path.abspath(run_args["out"]))
-    run_args["out"] = part_out(out, Part.parse(recipe.part))
-    return recipe if recipe.dataset else dataclasses.replace(recipe, dataset=out.name)
-
-
 def _prepare(say: _Say, argv: list[str], prog: str) -> int:
-    from prep.pipeline import run
+    from prep.api import hub_offline_default, prepare_outcome
 
     typed, run_args = _split_args(prepare_parser(prog).parse_args(argv))
     console = Console(
@@ -257,20 +247,19 @@ def _prepare(say: _Say, argv: list[str], prog: str) -> int:
             return _prepare_parts(console, argv, typed, run_args)
         if "executor" in run_args:
             raise UsageError("--executor runs the parts of --parts N; give --parts too")
-        recipe = _for_part(Recipe(**{"source": str(SAMPLE_CORPUS), **typed}), run_args)
-        token = run_args.pop("token", None) or os.environ.get("HF_TOKEN")
-        opts = RunOptions(**run_args, token=token)
-        set_threads(opts.threads)
+        out = run_args.pop("out")
+        run_args["token"] = run_args.get("token") or os.environ.get("HF_TOKEN")
+        run_args["offline"] = bool(run_args.get("offline")) or hub_offline_default()
         signals = _Signals()
         try:
             with signals.installed():
-                outcome = run(
-                    recipe,
-                    opts,
-                    typed=typed,
-                    stop_requested=signals,
-                    argv=list(argv),
+                outcome = prepare_outcome(
+                    out,
+                    typed,
+                    run_args,
+                    stop=signals,
                     reporter=console.reporter,
+                    argv=list(argv),
                 )
         except KeyboardInterrupt:
             raise _Aborted from None
@@ -284,14 +273,17 @@ def _prepare_parts(
     """``--parts N [--executor E]``: every part by the executor, then the merge."""
     from prep.executors import driver_options_removed, run_partitioned
 
-    count = int(run_args["parts"])
+    count = int(run_args.pop("parts"))
+    executor = run_args.pop("executor", "local")
+    if count < 1:
+        raise UsageError(f"--parts {count} must be >= 1")
     if "part" in typed:
         raise UsageError("--part I/N runs one part and --parts N runs them all; give one")
-    Recipe(**{"source": str(SAMPLE_CORPUS), **typed, "part": f"0/{max(count, 1)}"})
-    RunOptions(**{k: v for k, v in run_args.items() if k != "token"})  # checks values
+    Recipe(**{"source": "", **typed, "part": f"0/{count}"})  # refuses what parts cannot do
+    RunOptions(**{k: v for k, v in run_args.items() if k != "token"})  # checks the values
     shared = driver_options_removed(argv)
     outcome = run_partitioned(
-        run_prepare, shared, Path(run_args["out"]), count, run_args.get("executor", "local"),
+        run_prepare, shared, Path(run_args["out"]), count, executor,
         threads=run_args.get("threads"), wait_lock=run_args.get("wait_lock", 0.0),
     )
     console.summary(_summary(outcome))

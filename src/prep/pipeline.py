@@ -163,8 +163,9 @@ class _Lifecycle:
         note: RefreshNote | None = None
         changes: tuple[str, ...] = ()
         if not paths.staging.exists():
-            source = resolve_source(self.recipe.source, self.opts.token)
-            fresh = check_fresh(paths, self.recipe, source, self.opts.token)
+            opts = self.opts
+            source = resolve_source(self.recipe.source, opts.token, offline=opts.offline)
+            fresh = check_fresh(paths, self.recipe, source, opts.token, opts.offline)
             if fresh.unchanged:
                 logger.info("%s is up to date", paths.final)
                 return Outcome("up-to-date", paths.final, seconds=time.monotonic() - self.t0)

@@ -46,6 +46,9 @@ class Recipe:
     part: str | None = None  # "I/N": this run reads part I of N of the files (partition.py)
 
     def __post_init__(self) -> None:
+        if isinstance(self.val_fraction, int) and not isinstance(self.val_fraction, bool):
+            # prepare(val_fraction=0) is the CLI's --val-fraction 0: the manifest writes 0.0
+            object.__setattr__(self, "val_fraction", float(self.val_fraction))
         validate(self)
 
     def to_json(self) -> dict[str, Any]:
@@ -74,6 +77,9 @@ class Recipe:
         out["sep_position"] = self.sep_position
         out["max_file_tokens"] = self.max_file_tokens
         return out
+
+
+RECIPE_FIELDS = frozenset(f.name for f in dataclasses.fields(Recipe))
 
 
 def validate(r: Recipe) -> None:
@@ -123,8 +129,7 @@ class RunOptions:
     quiet: bool = False
     wait_lock: float = 0.0
     token: str | None = None  # Hugging Face token; never written to any file
-    parts: int | None = None  # run every part of N (--parts N) with ``executor``, then merge
-    executor: str = "local"
+    offline: bool = False  # the Hub through the local cache only (--offline, HF_HUB_OFFLINE)
     typed: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
@@ -138,7 +143,5 @@ class RunOptions:
         ):
             if not value > 0:
                 raise UsageError(f"{name} {value} must be > 0")
-        if self.parts is not None and self.parts < 1:
-            raise UsageError(f"--parts {self.parts} must be >= 1")
         if not self.wait_lock >= 0:  # also NaN, which would never time out
             raise UsageError(f"--wait-lock {self.wait_lock} must be >= 0")

@@ -207,6 +207,12 @@ class Manifest:
             parts=tuple(MergedPart.from_json(p) for p in d["parts"]) if "parts" in d else None,
         )
 
+    @classmethod
+    def load(cls, directory: str | Path) -> Manifest:
+        """The ``_MANIFEST.json`` of a dataset (or staging) directory, typed; raises
+        ``IntegrityError`` like :func:`read_manifest`."""
+        return read_manifest(Path(directory))
+
     def to_bytes(self) -> bytes:
         """The manifest's exact serialization (manifest.md)."""
         return (json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
