@@ -129,3 +129,18 @@ def test_parts_usage_errors(tmp_path: Path, cli, extra: list[str], message: str)
     r = cli("prepare", "--source", corpus, "--out", tmp_path / "ds", *extra)
     assert r.code == 2 and message in r.err, r.err
     assert not (tmp_path / "ds.parts").exists()
+
+
+def test_a_part_from_the_python_api_merges_with_a_part_from_the_cli(tmp_path: Path, cli) -> None:
+    import prep
+
+    corpus = uneven_corpus(tmp_path / "c")
+    hand = merged_by_hand(cli, corpus, tmp_path / "hand" / "ds", 2)
+    out = tmp_path / "mixed" / "ds"
+    prep.prepare(out=out, source=corpus, part="0/2", val_fraction=0.2, max_file_tokens=2500,
+                 dataset="ds", doc_sep_id=0)
+    assert (tmp_path / "mixed" / "ds.parts" / "0-of-2" / "_MANIFEST.json").is_file()
+    assert cli(*part_args(corpus, out, "1/2")).code == 0
+    assert cli("merge", out).code == 0
+    got = {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.name != "_PROVENANCE.json"}
+    assert got == hand
