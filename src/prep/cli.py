@@ -30,7 +30,7 @@ from prep.errors import (
     UsageError,
 )
 from prep.executors import EXECUTORS
-from prep.recipe import RECIPE_FIELDS, Recipe, RunOptions
+from prep.recipe import RECIPE_FIELDS, Recipe, RunOptions, validate
 from prep.state.provenance import read_active_seconds
 
 logger = logging.getLogger("prep")
@@ -75,18 +75,28 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
         argument_default=argparse.SUPPRESS,
     )
     p.add_argument("--out", required=True, type=Path, help="the dataset directory to create")
-    p.add_argument("--source", help="Parquet file, directory or glob (default: bundled sample)")
+    p.add_argument(
+        "--source",
+        help="Parquet file, directory or glob, hf://datasets/OWNER/NAME, or `sample` (the "
+        "bundled sample corpus); required unless --resume continues a run",
+    )
     p.add_argument("--text-column", help=f"text column (default: {RECIPE['text_column']})")
     p.add_argument("--split-column", help="take train/val from this column")
     p.add_argument(
         "--tokenizer",
-        help=f"byte, a tokenizer.json or its directory (default: {RECIPE['tokenizer']})",
+        help="a tokenizer.json or its directory, hf:OWNER/NAME, or `byte` (UTF-8 bytes); "
+        "required unless --resume continues a run",
     )
     p.add_argument("--dataset", help="name recorded in the manifest (default: --out's name)")
     p.add_argument("--tokenizer-id", help="tokenizer name recorded in the manifest")
     sep = p.add_mutually_exclusive_group()
-    sep.add_argument("--doc-sep-id", type=_int, help="document separator id")
-    sep.add_argument("--no-doc-sep", action="store_true", help="no separator")
+    sep.add_argument(
+        "--doc-sep-id",
+        type=_int,
+        help="document separator id (default: the eos of generation_config.json, else of "
+        "tokenizer_config.json, beside tokenizer.json)",
+    )
+    sep.add_argument("--no-doc-sep", action="store_true", help="no separator between documents")
     p.add_argument("--sep-position", choices=("prepend", "append"))
     p.add_argument(
         "--val-fraction", type=float, help=f"content-hash val fraction ({RECIPE['val_fraction']})"
@@ -131,12 +141,14 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
         help="read hf:// sources and hf: tokenizers from the local Hugging Face cache only "
         "(also HF_HUB_OFFLINE=1)",
     )
-    p.add_argument(
-        "--log-interval",
-        type=_positive_float,
-        help=f"seconds between lines ({RUN['log_interval']:g})",
-    )
+    p.add_argument("--log-interval", type=_positive_float,
+                   help=f"seconds between lines ({RUN['log_interval']:g})")
     p.add_argument("--quiet", action="store_true", help="only errors and the summary")
+    return _part_options(p)
+
+
+def _part_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Partitioned runs: one part, or all of them with an executor and then the merge."""
     p.add_argument("--part", help="I/N: build part I of N into DIR.parts/I-of-N (prep merge DIR)")
     p.add_argument("--parts", type=_int, help="run all N parts with --executor, then merge")
     p.add_argument("--executor", choices=EXECUTORS, help="who runs --parts: local (default), ray")
@@ -279,7 +291,7 @@ def _prepare_parts(
         raise UsageError(f"--parts {count} must be >= 1")
     if "part" in typed:
         raise UsageError("--part I/N runs one part and --parts N runs them all; give one")
-    Recipe(**{"source": "", **typed, "part": f"0/{count}"})  # refuses what parts cannot do
+    validate({**typed, "part": f"0/{count}"})  # refuses what parts cannot do
     RunOptions(**{k: v for k, v in run_args.items() if k != "token"})  # checks the values
     shared = driver_options_removed(argv)
     outcome = run_partitioned(

@@ -24,8 +24,10 @@ def uneven_corpus(root: Path) -> Path:
 
 
 def part_args(corpus: Path, out: Path, part: str, extra: Sequence[str] = ()) -> list[str]:
-    return ["prepare", "--source", str(corpus), "--out", str(out), *RECIPE, "--part", part,
-            *extra]
+    """``prepare`` of one part; the byte tokenizer unless ``extra`` names another."""
+    tok = [] if "--tokenizer" in extra else ["--tokenizer", "byte"]
+    return ["prepare", "--source", str(corpus), "--out", str(out), *RECIPE, *tok,
+            "--part", part, *extra]
 
 
 def wait_for(predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]

@@ -25,7 +25,8 @@ def _doc_numbers(out: Path, split: str) -> list[int]:
 def test_three_parts_merge_to_the_single_runs_streams(tmp_path: Path, cli, order) -> None:
     corpus = uneven_corpus(tmp_path / "c")
     single, merged = tmp_path / "single", tmp_path / "merged"
-    assert cli("prepare", "--source", corpus, "--out", single, *RECIPE, *order).code == 0
+    assert cli("prepare", "--source", corpus, "--out", single, *RECIPE, "--tokenizer", "byte",
+               *order).code == 0
     for i in range(3):
         r = cli(*part_args(corpus, merged, f"{i}/3", order))
         assert r.code == 0, r.err
@@ -107,7 +108,8 @@ def test_parts_with_the_local_executor_equal_the_parts_merged_by_hand(tmp_path: 
     corpus = uneven_corpus(tmp_path / "c")
     hand = merged_by_hand(cli, corpus, tmp_path / "hand" / "ds", 3)
     out = tmp_path / "local" / "ds"
-    r = cli("prepare", "--source", corpus, "--out", out, *RECIPE, "--parts", "3",
+    r = cli("prepare", "--source", corpus, "--out", out, *RECIPE, "--tokenizer", "byte",
+            "--parts", "3",
             "--threads", "1")
     assert r.code == 0, r.err
     assert "from 3 parts" in r.err
@@ -126,7 +128,8 @@ def test_parts_with_the_local_executor_equal_the_parts_merged_by_hand(tmp_path: 
 )
 def test_parts_usage_errors(tmp_path: Path, cli, extra: list[str], message: str) -> None:
     corpus = uneven_corpus(tmp_path / "c")
-    r = cli("prepare", "--source", corpus, "--out", tmp_path / "ds", *extra)
+    r = cli("prepare", "--source", corpus, "--tokenizer", "byte", "--out", tmp_path / "ds",
+            *extra)
     assert r.code == 2 and message in r.err, r.err
     assert not (tmp_path / "ds.parts").exists()
 
@@ -137,8 +140,8 @@ def test_a_part_from_the_python_api_merges_with_a_part_from_the_cli(tmp_path: Pa
     corpus = uneven_corpus(tmp_path / "c")
     hand = merged_by_hand(cli, corpus, tmp_path / "hand" / "ds", 2)
     out = tmp_path / "mixed" / "ds"
-    prep.prepare(out=out, source=corpus, part="0/2", val_fraction=0.2, max_file_tokens=2500,
-                 dataset="ds", doc_sep_id=0)
+    prep.prepare(out=out, source=corpus, tokenizer="byte", part="0/2", val_fraction=0.2,
+                 max_file_tokens=2500, dataset="ds", doc_sep_id=0)
     assert (tmp_path / "mixed" / "ds.parts" / "0-of-2" / "_MANIFEST.json").is_file()
     assert cli(*part_args(corpus, out, "1/2")).code == 0
     assert cli("merge", out).code == 0

@@ -45,7 +45,7 @@ ALLOWED: dict[str, set[str]] = {
         "formats", "fsio", "progress", "publish", "recipe", "refresh", "run", "sources",
         "state", "verify",
     },
-    "api": {"encoders", "partition", "pipeline", "progress", "recipe", "state"},
+    "api": {"encoders", "partition", "pipeline", "progress", "recipe", "sources", "state"},
     "cli": {
         "api", "argtypes", "console", "encoders", "executors", "inspector", "merge",
         "partition", "pipeline", "progress", "recipe", "state", "verify",
