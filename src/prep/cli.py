@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from prep.console import Console
+from prep.console import Console, summary_line
 from prep.errors import (
     EXIT_ERROR,
     EXIT_OK,
@@ -30,8 +30,8 @@ from prep.errors import (
     UsageError,
 )
 from prep.executors import EXECUTORS
+from prep.formats import DTYPES, FORMAT_NAMES
 from prep.recipe import RECIPE_FIELDS, Recipe, RunOptions, validate
-from prep.state.provenance import read_active_seconds
 
 logger = logging.getLogger("prep")
 
@@ -68,6 +68,19 @@ def _int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
 
 
+def _format_options(p: argparse.ArgumentParser) -> None:
+    """How the ids are laid out: separator position, container, id dtype."""
+    p.add_argument("--sep-position", choices=("prepend", "append"))
+    p.add_argument(
+        "--format",
+        choices=FORMAT_NAMES,
+        help=f"output container (default: {RECIPE['format']}); see docs/format.md",
+    )
+    p.add_argument(
+        "--dtype", choices=DTYPES, help="id dtype (default auto: the narrowest that fits V)"
+    )
+
+
 def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
@@ -97,7 +110,7 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
         "tokenizer_config.json, beside tokenizer.json)",
     )
     sep.add_argument("--no-doc-sep", action="store_true", help="no separator between documents")
-    p.add_argument("--sep-position", choices=("prepend", "append"))
+    _format_options(p)
     p.add_argument(
         "--val-fraction", type=float, help=f"content-hash val fraction ({RECIPE['val_fraction']})"
     )
@@ -189,25 +202,6 @@ class _Signals:
                 signal.signal(s, h)
 
 
-def _summary(outcome: Any) -> str:
-    m = outcome.manifest
-    if outcome.status == "up-to-date":
-        return f"{outcome.out} is up to date"
-    if m is None or outcome.status == "already-complete":
-        return f"{outcome.out} is already complete"
-    parts = [
-        f"{split} {t.n_tokens:,} tokens / {t.n_docs:,} docs / {t.n_files} files"
-        for split, t in m.totals.items()
-    ]
-    if m.parts is not None:  # a merge: linking, not tokenizing, so no rate
-        return f"published {outcome.out} from {len(m.parts)} parts: {'; '.join(parts)}; " \
-            f"{outcome.seconds:,.1f} s"
-    tokens = sum(t.n_tokens for t in m.totals.values())
-    seconds = read_active_seconds(outcome.out) or outcome.seconds
-    rate = f", {tokens / seconds:,.0f} tokens/s" if seconds else ""
-    return f"published {outcome.out}: {'; '.join(parts)}; {seconds:,.1f} s{rate}"
-
-
 class _Aborted(Exception):
     """A second SIGINT during ``prepare``."""
 
@@ -275,7 +269,7 @@ def _prepare(say: _Say, argv: list[str], prog: str) -> int:
                 )
         except KeyboardInterrupt:
             raise _Aborted from None
-        console.summary(_summary(outcome))
+        console.summary(summary_line(outcome))
     return EXIT_OK
 
 
@@ -298,7 +292,7 @@ def _prepare_parts(
         run_prepare, shared, Path(run_args["out"]), count, executor,
         threads=run_args.get("threads"), wait_lock=run_args.get("wait_lock", 0.0),
     )
-    console.summary(_summary(outcome))
+    console.summary(summary_line(outcome))
     return EXIT_OK
 
 
@@ -312,10 +306,17 @@ def _verify(argv: list[str]) -> int:
 
     p = argparse.ArgumentParser(prog="prep verify", description="Verify a published dataset.")
     p.add_argument("dir", type=Path)
+    p.add_argument(
+        "--llmc-batch",
+        nargs=2,
+        type=_int,
+        metavar=("B", "T"),
+        help="also report shards llm.c's DataLoader rejects for batch B x T (B*T+1 tokens each)",
+    )
     ns = p.parse_args(argv)
     if not ns.dir.is_dir():
         raise InputError(f"{ns.dir} is not a directory", path=ns.dir)
-    problems = verify_dataset(ns.dir)
+    problems = verify_dataset(ns.dir, llmc_batch=ns.llmc_batch)
     for line in problems:
         print(f"FAIL {line}")
     if problems:
@@ -363,7 +364,7 @@ def _merge(say: _Say, argv: list[str]) -> int:
     say.to = console.message
     with console:
         outcome = merge(ns.dir, wait_lock=ns.wait_lock, threads=ns.threads, argv=list(argv))
-        console.summary(_summary(outcome))
+        console.summary(summary_line(outcome))
     return EXIT_OK
 
 

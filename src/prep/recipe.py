@@ -46,6 +46,8 @@ class Recipe:
     no_doc_sep: bool = False
     sep_position: str = "prepend"
     max_file_tokens: int = DEFAULT_MAX_FILE_TOKENS
+    format: str = "llmc"
+    dtype: str = "auto"
     dataset: str | None = None
     tokenizer_id: str | None = None
     part: str | None = None  # "I/N": this run reads part I of N of the files (partition.py)
@@ -81,6 +83,8 @@ class Recipe:
         out["train_tokens"] = self.train_tokens
         out["sep_position"] = self.sep_position
         out["max_file_tokens"] = self.max_file_tokens
+        out["format"] = self.format
+        out["dtype"] = self.dtype
         return out
 
 

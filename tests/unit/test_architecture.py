@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "readahead": set(),
     "progress": set(),
     "argtypes": set(),
-    "console": {"progress"},
+    "console": {"progress", "state"},
     "state": {"fsio", "recipe", "split"},
     "hub": {"fsio", "globs"},
     "sources": {"fsio", "globs", "hub", "state"},
@@ -47,11 +47,11 @@ ALLOWED: dict[str, set[str]] = {
     },
     "api": {"encoders", "partition", "pipeline", "progress", "recipe", "sources", "state"},
     "cli": {
-        "api", "argtypes", "console", "encoders", "executors", "inspector", "merge",
-        "partition", "pipeline", "progress", "recipe", "state", "verify",
+        "api", "argtypes", "console", "encoders", "executors", "formats", "inspector",
+        "merge", "partition", "pipeline", "progress", "recipe", "state", "verify",
     },
     "__main__": {"cli"},
-    "": {"api", "formats", "recipe", "state"},  # the package's __init__: the public API
+    "": {"api", "formats", "recipe", "state", "tokenstream"},  # __init__: the public API
 }  # fmt: skip
 
 

@@ -158,7 +158,8 @@ def merge(
         logger.info("verifying %d parts in %s", len(part_dirs), parts_root(out))
         with ThreadPoolExecutor(threads or os.cpu_count() or 1) as pool:  # hashing frees the GIL
             parts = list(pool.map(_load_part, part_dirs))
-        plan = plan_merge(parts, get_format())
+        first = parts[0].manifest  # plan_merge checks the others share its format
+        plan = plan_merge(parts, get_format(first.format, first.dtype))
         if _already_published(out, plan):
             shutil.rmtree(merging_dir(out), ignore_errors=True)
             logger.info("%s is already this merge; nothing to do", out)

@@ -29,6 +29,7 @@ from prep.state.manifest import (
     listing_sha256,
 )
 from prep.state.parts import MergedPart
+from prep.state.shards import Companion
 
 # Fields that differ between the parts of one run; every other field must be equal.
 _PER_PART = ("files", "totals", "corpus_manifest_sha256", "val_bytes_per_token", "part", "parts")
@@ -135,9 +136,15 @@ def _renumber(
         for number, (p, e) in enumerate(kept):
             new = fmt.shard_name(split, number)
             renamed[p.name][e.name] = new
-            entries.append(dataclasses.replace(e, name=new))
-            for old_file, new_file in zip(fmt.shard_files(e.name), fmt.shard_files(new),
-                                          strict=True):
+            old_files, new_files = fmt.shard_files(e.name), fmt.shard_files(new)
+            # A shard's further files (Megatron's .idx) are its companions, in the format's
+            # order: they keep their hashes under their new names.
+            by_name = {c.name: c.sha256 for c in e.companions}
+            companions = tuple(
+                Companion(n, by_name[o]) for o, n in zip(old_files[1:], new_files[1:], strict=True)
+            )
+            entries.append(dataclasses.replace(e, name=new, companions=companions))
+            for old_file, new_file in zip(old_files, new_files, strict=True):
                 links.append(Link(p.name, old_file, new_file))
     entries.sort(key=lambda e: e.name)
     at, recorded = 0, {}
