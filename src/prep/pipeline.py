@@ -105,7 +105,7 @@ class _Lifecycle:
                 return self.refresh()
             if paths.final.exists():
                 if self.opts.resume:
-                    check_complete(paths.final, self.typed, self.opts.token, self.opts.offline)
+                    check_complete(paths, self.typed, self.opts.token, self.opts.offline)
                     if paths.staging.exists():
                         logger.warning(
                             "%s holds an unfinished refresh; rerun with --refresh to finish it",
@@ -159,13 +159,33 @@ class _Lifecycle:
                     path=paths.staging,
                 )
             if (paths.staging / MANIFEST_NAME).exists():
-                return _verified_ready(paths.staging, self.typed)
+                return self.verified_ready()
             plan = plan_restore(paths, opts, self.typed, self.stop_requested)
             state, stream = apply_restore(plan, paths, opts), plan.stream
         else:
             inputs = fresh_inputs(self.recipe, opts, source)
             state, stream = start(paths, self.recipe, opts, inputs, refresh)
         return execute(state, stream, self.stop_requested, self.argv, self.reporter)
+
+    def verified_ready(self) -> Manifest:
+        """A staging directory a crash left after its manifest was written: verify it, and
+        that typed options agree with the run (its checkpoint's recipe, or once that is
+        dropped, its manifest), as for any resume."""
+        staging, opts = self.paths.staging, self.opts
+        if (staging / ckpt.CHECKPOINT_NAME).exists():
+            if self.typed:
+                check_recipe(staging, recorded(ckpt.load(staging)).recipe, self.typed)
+        else:
+            check_complete(self.paths, self.typed, opts.token, opts.offline, staged=True)
+        manifest = read_manifest(staging)
+        problems = verify_dataset(staging, check_extra=False)
+        if problems:
+            raise IntegrityError(
+                f"{staging} is ready to publish but does not verify:\n  "
+                + "\n  ".join(problems)
+                + f"\nDelete {staging} to start over"
+            )
+        return manifest
 
     def publish(self, manifest: Manifest, changes: tuple[str, ...] = ()) -> Outcome:
         """Drop the checkpoint and rename staging to ``DIR``, or swap it in over the
@@ -221,22 +241,6 @@ class _Lifecycle:
             shutil.rmtree(paths.staging)
             return Outcome("up-to-date", paths.final, seconds=time.monotonic() - self.t0)
         return self.publish(manifest, changes)
-
-
-def _verified_ready(staging: Path, typed: dict[str, Any]) -> Manifest:
-    """A staging directory a crash left after its manifest was written: verify it (and
-    that typed options agree with the run, as for any resume)."""
-    if typed and (staging / ckpt.CHECKPOINT_NAME).exists():
-        check_recipe(staging, recorded(ckpt.load(staging)).recipe, typed)
-    manifest = read_manifest(staging)
-    problems = verify_dataset(staging, check_extra=False)
-    if problems:
-        raise IntegrityError(
-            f"{staging} is ready to publish but does not verify:\n  "
-            + "\n  ".join(problems)
-            + f"\nDelete {staging} to start over"
-        )
-    return manifest
 
 
 def _drop_checkpoint(paths: OutputPaths) -> None:

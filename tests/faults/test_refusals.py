@@ -359,3 +359,28 @@ def test_typed_options_contradicting_a_staging_ready_to_publish(w: World, tmp_pa
     assert (h.staging_of(out) / "checkpoint.json").is_file()
     err = refused(out, "--seed", "7")
     assert "--seed: typed 7, the run was started with 1337" in err
+
+
+def test_typed_options_contradicting_a_staging_whose_checkpoint_is_dropped(
+    w: World, tmp_path: Path
+) -> None:
+    """Killed just before the final rename (checkpoint already dropped, manifest in
+    staging): the manifest is the recipe, and contradicting options are refused against it
+    exactly like a resume of a complete DIR (issue 8 point 5)."""
+    out = tmp_path / "out"
+    before_publish = {"target": "prep.pipeline.publish", "when": "before", "action": "kill"}
+    done = h.run(["--out", out, *w.recipe()], faults=before_publish)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    staging = h.staging_of(out)
+    assert (staging / "_MANIFEST.json").is_file()
+    assert not (staging / "checkpoint.json").exists()
+    err = refused(out, "--source", "sample", "--tokenizer", "byte", "--val-fraction", "0.5")
+    assert f"--source: typed 'sample', the dataset was built with '{w.source.resolve()}'" in err
+    assert "--val-fraction: typed 0.5, the dataset was built with 0.01" in err, err
+    assert "--tokenizer: typed 'byte'" in err, err
+    assert "--refresh" in err, err
+    done = h.run(["--out", out, "--resume"])  # the staging was left as it was: it publishes
+    assert done.returncode == 0, done.stderr
+    h.assert_identical(w, out)
+
+
