@@ -78,6 +78,18 @@ def test_prepare_gives_the_cli_bytes_and_a_typed_manifest(
     assert capsys.readouterr() == ("", "")  # a library prints nothing
 
 
+@pytest.mark.parametrize(("workers", "engine"), [(1, "hf"), (2, "gigatoken"), (3, "auto")])
+def test_workers_and_engine_never_change_the_bytes(
+    corpus: Path, cli_out: Path, tmp_path: Path, workers: int, engine: str
+) -> None:
+    out = tmp_path / "api"
+    prep.prepare(source=corpus, tokenizer=GPT2_DIR, out=out, workers=workers, engine=engine,
+                 batch_size=7, **SETTINGS)
+    assert _dataset(out) == _dataset(cli_out)
+    provenance = json.loads((out / "_PROVENANCE.json").read_text())
+    assert provenance["engine"] == ("hf" if engine == "hf" else "gigatoken")
+
+
 class _Records(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.INFO)
@@ -112,6 +124,10 @@ def test_errors_are_typed_never_exits(
     with pytest.raises(prep.UsageError, match="--seed -1") as usage:
         prep.prepare(source=corpus, tokenizer="byte", out=tmp_path / "b", seed=-1)
     assert usage.value.exit_code == 2
+    with pytest.raises(prep.UsageError, match=r"engine 'fast': choose one of auto, hf"):
+        prep.prepare(source=corpus, tokenizer="byte", out=tmp_path / "b", engine="fast")
+    with pytest.raises(prep.UsageError, match="--workers 0 must be > 0"):
+        prep.prepare(source=corpus, tokenizer="byte", out=tmp_path / "b", workers=0)
     with pytest.raises(prep.UsageError, match=r"unknown setting.*val_fractoin"):
         prep.prepare(source=corpus, tokenizer="byte", out=tmp_path / "c", val_fractoin=0.1)
     prep.prepare(source=corpus, tokenizer="byte", out=tmp_path / "d", max_documents=5)

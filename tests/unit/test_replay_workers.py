@@ -1,5 +1,6 @@
 """Resume's replay read by worker processes: the same prefix digest as hashing the rows
-one by one (hashlib, spec stream.md), and the same refusals when the source changed."""
+one by one (hashlib, spec stream.md), the same recount as the replay in this process, and
+the same refusals when the source changed."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from conftest import numbered_docs, write_parquet
 
 from prep.errors import IntegrityError
 from prep.recipe import Recipe
-from prep.run.tasks import replay_in_workers
-from prep.sources import resolve_local
-from prep.stream import Cursor
+from prep.run.prefix import _serial, _visit, replay_in_workers
+from prep.run.recount import ReplayCounts
+from prep.sources import Source, resolve_local
+from prep.stream import Cursor, Preparer, open_stream
+
+RECIPE = Recipe(source="x", tokenizer="byte", val_fraction=0.3)
 
 
 def digest(texts: list[str]) -> str:
@@ -24,41 +28,47 @@ def digest(texts: list[str]) -> str:
     return h.hexdigest()
 
 
-def source(root: Path, files: list[list[object]]) -> object:
+def source(root: Path, files: list[list[object]]) -> Source:
     for i, rows in enumerate(files):
         write_parquet(root / f"part-{i}.parquet", rows, row_group_size=13)
     return resolve_local(str(root))
 
 
+def in_workers(src: Source, rows: int) -> tuple[Cursor, ReplayCounts]:
+    cursor, counts = Cursor(), ReplayCounts()
+    for batch in replay_in_workers(src, src.files, RECIPE, rows, 2):
+        _visit(batch, cursor, counts)
+    return cursor, counts
+
+
 @pytest.mark.parametrize("rows", [0, 1, 13, 99, 150, 200])
-def test_digest_and_count_equal_the_rows_hashed_one_by_one(tmp_path: Path, rows: int) -> None:
+def test_digest_and_counts_equal_the_rows_read_in_this_process(tmp_path: Path, rows: int) -> None:
     docs = numbered_docs(200)
     docs[7] = ""
     src = source(tmp_path, [docs[:90], [], docs[90:]])
-    cursor = Cursor()
-    replay_in_workers(src, src.files, Recipe(source="x", tokenizer="byte"), rows, 2,  # type: ignore[attr-defined]
-                      lambda: False, cursor)
+    cursor, counts = in_workers(src, rows)
     assert (cursor.rows_visited, cursor.prefix_sha256) == (rows, digest(docs[:rows]))
     if rows:  # the first file was read, so a worker hashed it for the source identity
-        assert src.files[0].sha256 is not None  # type: ignore[attr-defined]
+        assert src.files[0].sha256 == hashlib.sha256(src.files[0].local.read_bytes()).hexdigest()
+    files, stream = open_stream(resolve_local(str(tmp_path)), RECIPE)
+    serial = ReplayCounts()
+    for batch in _serial(stream, Preparer(RECIPE, files), rows):
+        _visit(batch, Cursor(), serial)
+    assert counts == serial
+    assert counts.empty_rows == (rows > 7)
+    assert sum(counts.docs.values()) == rows - (rows > 7)
 
 
 def test_a_row_that_is_no_longer_a_string_is_refused(tmp_path: Path) -> None:
     docs: list[object] = list(numbered_docs(60))
     docs[41] = None
     src = source(tmp_path, [docs])
-    with pytest.raises(IntegrityError, match=r"part-0\.parquet row 41 is no longer a string"):
-        replay_in_workers(src, src.files, Recipe(source="x", tokenizer="byte"), 50, 2,  # type: ignore[attr-defined]
-                          lambda: False, Cursor())
+    with pytest.raises(IntegrityError, match=r"part-0\.parquet row 41: column \"text\" is null"
+                       ) as e:
+        in_workers(src, 50)
+    assert "the source changed since the run started" in str(e.value)
 
 
-def test_a_source_that_now_ends_early_is_refused(tmp_path: Path) -> None:
-    from prep.run.restore import _ends_early
-
+def test_a_source_that_now_ends_early_gives_fewer_rows(tmp_path: Path) -> None:
     src = source(tmp_path, [numbered_docs(30)])
-    cursor = Cursor()
-    replay_in_workers(src, src.files, Recipe(source="x", tokenizer="byte"), 50, 2,  # type: ignore[attr-defined]
-                      lambda: False, cursor)
-    assert cursor.rows_visited == 30
-    assert "the source now ends after 30 rows, but 50 were committed" in str(
-        _ends_early(cursor, 50))
+    assert in_workers(src, 50)[0].rows_visited == 30

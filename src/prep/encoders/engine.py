@@ -92,6 +92,13 @@ def build_encoder(spec: EngineSpec) -> Any:
                           parallel=(spec.threads or 1) > 1)
 
 
+def check_engine(requested: str) -> None:
+    """Raise ``UsageError`` unless ``requested`` names an engine (the library's check of
+    what argparse checks on the command line)."""
+    if requested not in CHOICES:
+        raise UsageError(f"engine {requested!r}: choose one of {', '.join(CHOICES)}")
+
+
 def choose_engine(requested: str, encoder: Any, threads: int | None) -> tuple[EngineSpec, Any]:
     """Resolve ``--engine`` for the main process's loaded ``encoder``: the spec a worker
     builds the engine from, and the engine itself (built here, so forked workers inherit

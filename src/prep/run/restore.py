@@ -15,14 +15,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from prep.errors import IntegrityError, Interrupted
+from prep.encoders import Encoder
+from prep.errors import IntegrityError
 from prep.formats import ShardFormat, VerifiedOpen
 from prep.fsio import file_sha256, fsync_dir, stray_temps
 from prep.publish import OutputPaths
 from prep.recipe import Recipe, RunOptions
 from prep.run.inputs import Inputs, pinned_encoder, pinned_source, recorded
+from prep.run.prefix import replay
+from prep.run.recount import check_docs, check_replayed, check_totals
 from prep.run.state import RunState, make_writers, output_format
-from prep.run.tasks import replay_in_workers
 from prep.sources import Source, SourceFile, arm_expected, hash_and_check
 from prep.state import checkpoint as ckpt
 from prep.state.changes import (
@@ -34,13 +36,12 @@ from prep.state.changes import (
 )
 from prep.state.checkpoint import Checkpoint
 from prep.state.identity import TokenizerIdentity
-from prep.stream import Cursor, Failure, StreamItem, open_stream
+from prep.stream import Cursor, Preparer, StreamItem, open_stream
 from prep.workers import default_workers
 
 logger = logging.getLogger(__name__)
 
 StopRequested = Callable[[], bool]
-_SIGNAL_CHECK_ROWS = 4096  # replayed rows between looks at the stop flag
 
 
 @dataclass
@@ -110,20 +111,37 @@ def check_versions(staging: Path, cp: Checkpoint, now: dict[str, str], allow: bo
 
 
 def check_shards(
-    staging: Path, cp: Checkpoint, fmt: ShardFormat, vocab_size: int
+    staging: Path, cp: Checkpoint, fmt: ShardFormat, encoder: Encoder
 ) -> dict[str, VerifiedOpen | None]:
-    """Check every sealed shard's SHA-256 and each open shard's committed prefix.
+    """Check every sealed shard's SHA-256 and layout and each open shard's committed
+    prefix, and what the shards say about the checkpoint's counts (``prep.run.recount``).
 
     Returns, per split, the open shard's checked prefix. Raises ``IntegrityError`` naming
     the first file that disagrees; reads only."""
+    vocab, sep = encoder.identity.vocab_size, encoder.identity.doc_sep_id
+    exclusive = encoder.sep_exclusive
     opened: dict[str, VerifiedOpen | None] = {}
     for split, state in cp.splits.items():
+        check_totals(staging, split, state, sep, cp.recipe.max_file_tokens)
         for rec in state.sealed:
-            files = [(rec.name, rec.sha256)] + [(c.name, c.sha256) for c in rec.companions]
-            for name, want in files:
-                _check_sealed(staging, staging / name, want)
+            path = staging / rec.name
+            if not path.is_file():
+                raise IntegrityError(
+                    f"{path} is missing but the checkpoint lists it as sealed; staging was "
+                    f"tampered with. Delete {staging} to start over",
+                    path=path,
+                )
+            seps = fmt.check_sealed(staging, rec.name, rec.n_tokens, rec.sha256, vocab, sep)
+            check_docs(staging, rec.name, rec.n_docs, seps, sep, exclusive)
+            for c in rec.companions:
+                _check_sealed(staging, staging / c.name, c.sha256)
         op = state.open
-        opened[split] = None if op is None else fmt.check_open(staging, op, vocab_size)
+        if op is None:
+            opened[split] = None
+            continue
+        verified = fmt.check_open(staging, op, vocab, sep)
+        check_docs(staging, op.name, op.n_docs, verified.count, sep, exclusive)
+        opened[split] = verified
     return opened
 
 
@@ -152,71 +170,6 @@ def unnamed_files(staging: Path, cp: Checkpoint, fmt: ShardFormat) -> list[Path]
     return sorted(stray + stray_temps(staging))
 
 
-def _ends_early(cursor: Cursor, committed: int) -> IntegrityError:
-    return IntegrityError(
-        f"the source now ends after {cursor.rows_visited:,} rows, but {committed:,} were "
-        "committed; the source changed. Restore it, or start a new run with a new --out"
-    )
-
-
-def replay(
-    stream: Iterator[StreamItem],
-    files: list[SourceFile],
-    cp: Checkpoint,
-    stop_requested: StopRequested,
-    final: Path,
-    parallel: tuple[Source, int] | None = None,
-) -> Cursor:
-    """Re-read the committed prefix (no tokenizing) and check its digest; returns the
-    cursor after it. With ``parallel`` (the source and a worker count; only for an
-    unshuffled stream) worker processes read the rows. Raises ``IntegrityError`` when the
-    source changed, ``Interrupted`` on a stop request."""
-    progress = cp.progress
-    cursor = Cursor()
-    t = time.monotonic()
-    if parallel is not None:  # an unshuffled stream: workers read, this process hashes
-        source, workers = parallel
-        replay_in_workers(source, files, cp.recipe, progress.rows_visited, workers,
-                          stop_requested, cursor)
-        if stop_requested():
-            raise Interrupted(
-                "stopped by a signal while replaying the source; nothing was changed. "
-                f"Resume with: prep prepare --out {final} --resume"
-            )
-        if cursor.rows_visited < progress.rows_visited:
-            raise _ends_early(cursor, progress.rows_visited)
-    for i in range(progress.rows_visited - cursor.rows_visited):
-        if i % _SIGNAL_CHECK_ROWS == 0 and stop_requested():
-            raise Interrupted(
-                "stopped by a signal while replaying the source; nothing was changed. "
-                f"Resume with: prep prepare --out {final} --resume"
-            )
-        item = next(stream, None)
-        if item is None:
-            raise _ends_early(cursor, progress.rows_visited)
-        if isinstance(item, Failure):
-            raise item.error
-        text = item[0]
-        if not isinstance(text, str):
-            raise IntegrityError(
-                f"{files[item[2]].path} row {item[3]} is no longer a string; the "
-                "source changed since the run started"
-            )
-        cursor.visit(text.encode())
-    if cursor.prefix_sha256 != progress.prefix_sha256:
-        raise IntegrityError(
-            f"the first {progress.rows_visited:,} rows of the source differ from those "
-            "the run committed (prefix digest mismatch); the source changed. Restore it, "
-            "or start a new run with a new --out"
-        )
-    logger.info(
-        "replayed %s rows in %.1f s; prefix digest matches",
-        f"{progress.rows_visited:,}",
-        time.monotonic() - t,
-    )
-    return cursor
-
-
 def plan_restore(
     paths: OutputPaths,
     opts: RunOptions,
@@ -236,7 +189,7 @@ def plan_restore(
     check_versions(staging, cp, versions, opts.allow_version_change)
     inputs = Inputs(source, encoder)
     fmt = output_format(cp.recipe, encoder.identity.vocab_size)
-    opened = check_shards(staging, cp, fmt, encoder.identity.vocab_size)
+    opened = check_shards(staging, cp, fmt, encoder)
     files, stream = open_stream(source, cp.recipe)
     if cp.progress.finished:
         cursor, live = Cursor(), None
@@ -244,8 +197,10 @@ def plan_restore(
     else:
         parallel = None
         if cp.recipe.shuffle_buffer == 0:
-            parallel = (source, opts.workers or default_workers())
-        cursor = replay(stream, files, cp, stop_requested, paths.final, parallel)
+            parallel = (source, files, opts.workers or default_workers())
+        preparer = Preparer(cp.recipe, files)
+        cursor, counts = replay(stream, preparer, cp, stop_requested, paths.final, parallel)
+        check_replayed(staging, cp, counts)
         live = stream
     cursor.empty_rows_skipped = cp.progress.empty_rows_skipped
     # Files the reader had hashed ahead of the committed rows, which the replay did not

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,30 +24,33 @@ from typing import Any
 
 from prep.encoders.engine import EngineSpec, build_encoder, choose_engine
 from prep.encoders.flat import FlatIds
-from prep.errors import InputError, IntegrityError, PrepError
+from prep.errors import InputError, PrepError
 from prep.readahead import ReadAhead
 from prep.recipe import Recipe
 from prep.run.crosscheck import CrossCheck, EngineMismatch
 from prep.run.state import RunState
 from prep.sources import (
+    Signature,
     Source,
     SourceFile,
     group_batches,
-    hash_and_check,
-    open_checked,
-    row_group_sizes,
+    identify,
+    open_identified,
+    open_parquet,
 )
-from prep.stream import DOC, Batch, Cursor, Failure, Preparer, StreamItem, batches
+from prep.stream import DOC, Batch, Failure, Preparer, StreamItem, batches
 from prep.workers import OrderedPool, default_workers
 
 
 @dataclass(frozen=True)
 class RowGroupTask:
     """File rows ``start``..``stop`` of row group ``group`` (whose first row is ``first``)
-    of file ``index``; group -1 reads nothing (the file is only opened and checked)."""
+    of file ``index``; group -1 reads nothing (the file is only opened and checked).
+    ``signature``: the file as the main process identified it (``open_identified``)."""
 
     index: int
     local: str
+    signature: Signature | None
     group: int
     first: int
     start: int
@@ -129,22 +132,34 @@ def init_worker(settings: WorkerSettings) -> None:
     make_worker(settings)
 
 
-def _items(w: _Worker, task: RowGroupTask) -> Iterator[StreamItem]:
-    """The task's rows as stream items; a read error ends them with a Failure."""
-    row = task.start
-    f, recipe = w.files[task.index], w.settings.recipe
-    text_column, split_column = recipe.text_column, recipe.split_column
-    try:
-        pf = open_checked(w.settings.source, f, text_column, split_column)
-        if task.group < 0:
-            return
-        for texts, splits in group_batches(pf, f, text_column, split_column, task.group,
-                                           task.first, task.start, task.stop):
-            for k, text in enumerate(texts):
-                yield (text, None if splits is None else splits[k], task.index, row)
-                row += 1
-    except PrepError as e:
-        yield Failure(e)
+def open_task(source: Source, files: list[SourceFile], columns: tuple[str, str | None],
+              task: RowGroupTask) -> tuple[Iterator[StreamItem], tuple[int, str] | None]:
+    """In a worker: the task's rows as stream items (a read error ends them with a
+    Failure) and, when the task hashes its file, ``(file index, digest)``. The file is
+    opened once, checked to be the one the main process identified, hashed (first task of
+    a file) and parsed through that descriptor. Raises ``PrepError`` for a file that
+    cannot be opened or hashed."""
+    f = files[task.index]
+    f.local = Path(task.local)  # resolved (for a Hub source, downloaded) by the main process
+    fobj = open_identified(source, f, task.signature, task.hash_file)
+    sha = (task.index, str(f.sha256)) if task.hash_file else None
+
+    def items() -> Iterator[StreamItem]:
+        row = task.start
+        try:
+            with fobj:
+                pf = open_parquet(fobj, f, *columns)
+                if task.group < 0:
+                    return
+                for texts, splits in group_batches(pf, fobj, f, columns, task.group,
+                                                   task.first, task.start, task.stop):
+                    for k, text in enumerate(texts):
+                        yield (text, None if splits is None else splits[k], task.index, row)
+                        row += 1
+        except PrepError as e:
+            yield Failure(e)
+
+    return items(), sha
 
 
 def tokenize(encoder: Any, batch: Batch) -> Ids:
@@ -185,13 +200,10 @@ def run_task(task: Task) -> Iterator[Piece]:
     if isinstance(task, ItemsTask):
         items = iter(task.items)
     else:
-        f = w.files[task.index]
-        f.local = Path(task.local)  # resolved (for a Hub source, downloaded) by the main process
+        recipe = w.settings.recipe
         try:
-            if task.hash_file:
-                hash_and_check(w.settings.source, f)
-                sha = (task.index, str(f.sha256))
-            items = _items(w, task)
+            items, sha = open_task(w.settings.source, w.files,
+                                   (recipe.text_column, recipe.split_column), task)
         except PrepError as e:
             items = iter([Failure(e)])
     sent = False
@@ -236,7 +248,8 @@ def row_group_tasks(source: Source, files: list[SourceFile], skip: int,
         if limit is not None and row >= limit:
             return
         local = source.local_path(f)  # for a Hub source: downloaded here, read there
-        sizes = row_group_sizes(local) or [1]  # unreadable: one task, whose worker says why
+        signature, sizes = identify(source, f)
+        sizes = sizes or [1]  # unreadable: one task, whose worker says why
         total = sum(sizes)
         if total and row + total <= skip:  # committed before the resume point
             row += total
@@ -249,7 +262,8 @@ def row_group_tasks(source: Source, files: list[SourceFile], skip: int,
                 spans.append((group, first, lo - row, hi - row))
             first += n
         for k, (group, first, start, stop) in enumerate(spans or [(-1, 0, 0, 0)]):
-            yield RowGroupTask(index, str(local), group, first, start, stop, hash_file=k == 0)
+            yield RowGroupTask(index, str(local), signature, group, first, start, stop,
+                               hash_file=k == 0)
         row += total
 
 
@@ -324,74 +338,3 @@ def open_workers(state: RunState, stream: Iterator[StreamItem]) -> Any:
     settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size, out)
     workers = opts.workers or default_workers()
     return worker_stream(settings, workers, tasks, state.files, engine, state.crosscheck)
-
-
-# -- replaying the committed prefix on resume ------------------------------------------------
-
-
-@dataclass
-class Replayed:
-    """A task's rows for the prefix digest: their digest input, how many, and the error
-    that ends them (a read error, or a row that is no longer a string)."""
-
-    feed: bytes
-    rows: int
-    error: PrepError | None = None
-    file_sha256: tuple[int, str] | None = None
-
-
-_replay_state: tuple[Source, list[SourceFile], Recipe] | None = None
-
-
-def replay_task(task: RowGroupTask) -> Iterator[Replayed]:
-    """In a worker: the task's rows as digest input (no preparing, no tokenizing)."""
-    if _replay_state is None:
-        raise RuntimeError("worker not initialised")
-    source, files, recipe = _replay_state
-    f = files[task.index]
-    f.local = Path(task.local)
-    sha = None
-    try:
-        if task.hash_file:
-            hash_and_check(source, f)
-            sha = (task.index, str(f.sha256))
-        pf = open_checked(source, f, recipe.text_column, recipe.split_column)
-        row = task.start
-        if task.group >= 0:
-            for texts, _ in group_batches(pf, f, recipe.text_column, recipe.split_column,
-                                          task.group, task.first, task.start, task.stop):
-                parts: list[bytes] = []
-                for text in texts:
-                    if not isinstance(text, str):
-                        yield Replayed(b"".join(parts), len(parts) // 2, IntegrityError(
-                            f"{f.path} row {row} is no longer a string; the source changed "
-                            "since the run started"), sha)
-                        return
-                    data = text.encode()
-                    parts += (len(data).to_bytes(8, "big"), data)
-                    row += 1
-                yield Replayed(b"".join(parts), len(parts) // 2, None, sha)
-                sha = None
-    except PrepError as e:
-        yield Replayed(b"", 0, e, sha)
-        return
-    if sha is not None:
-        yield Replayed(b"", 0, None, sha)
-
-
-def replay_in_workers(source: Source, files: list[SourceFile], recipe: Recipe, rows: int,
-                      workers: int, stop: Callable[[], bool], cursor: Cursor) -> None:
-    """Feed the first ``rows`` rows of the (unshuffled) stream into ``cursor``, read by
-    ``workers`` processes. Raises the first read error, ``IntegrityError`` when the
-    source now ends early, ``Interrupted`` (from ``stop``'s caller) is checked per piece."""
-    global _replay_state
-    _replay_state = (source.local_view(), [replace(f) for f in files], recipe)
-    with OrderedPool(replay_task, workers) as pool:
-        for piece in pool.map(row_group_tasks(source, files, 0, rows)):
-            if piece.file_sha256 is not None:
-                files[piece.file_sha256[0]].sha256 = piece.file_sha256[1]
-            cursor.visit_feed(piece.feed, piece.rows)
-            if piece.error is not None:
-                raise piece.error
-            if stop():
-                return

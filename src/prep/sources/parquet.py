@@ -4,14 +4,20 @@ pyarrow; a whole file is never held in memory."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prep.errors import InputError, PrepError
-from prep.sources.base import Source, SourceFile, hash_and_check
+from prep.sources.base import (
+    Signature,
+    Source,
+    SourceFile,
+    check_unchanged,
+    open_verified,
+    signature_of,
+)
 
 READ_BATCH_ROWS = 4096
 
@@ -54,20 +60,22 @@ def _columns(text_column: str, split_column: str | None) -> list[str]:
     return [text_column] + ([split_column] if split_column else [])
 
 
-def open_checked(
-    source: Source, f: SourceFile, text_column: str, split_column: str | None
+def open_parquet(
+    fobj: IO[bytes], f: SourceFile, text_column: str, split_column: str | None
 ) -> pq.ParquetFile:
-    """Open one file for reading its text (and split) column.
+    """Parse the footer of the open file ``fobj`` (opened by ``open_verified`` or
+    ``open_identified``) for reading its text (and split) column.
 
     Raises ``InputError`` for unreadable Parquet, a missing column (naming those that
-    exist) or a column that is not of a string type."""
-    local = source.local_path(f)
+    exist) or a column that is not of a string type; ``IntegrityError`` when the file
+    changed under the parser."""
     try:
         # buffer_size: stream each column chunk instead of reading it whole, so memory does
         # not grow with the row-group size the writer chose.
-        pf = pq.ParquetFile(local, buffer_size=1 << 20)
+        pf = pq.ParquetFile(fobj, buffer_size=1 << 20)
         schema = pf.schema_arrow
     except (pa.ArrowException, OSError, ValueError) as e:  # ValueError: names not UTF-8
+        check_unchanged(fobj, f)  # a file rewritten under the parser reads as garbage
         raise InputError(
             f"{f.path}: not a readable Parquet file ({e}); remove or replace the file",
             path=f.path,
@@ -91,39 +99,52 @@ def open_checked(
     return pf
 
 
-def row_group_sizes(path: Path) -> list[int] | None:
-    """Rows per row group, from the footer; None when the footer cannot be read (reading
-    the file then reports why)."""
+def identify(source: Source, f: SourceFile) -> tuple[Signature | None, list[int] | None]:
+    """What the main process fixes before workers read ``f``: the file's signature and its
+    rows per row group, both through one descriptor; None for what cannot be read (the
+    worker that opens the file then reports why)."""
     try:
-        meta = pq.ParquetFile(path).metadata
-        return [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
-    except (pa.ArrowException, OSError, ValueError):
-        return None
+        with open(source.local_path(f), "rb") as fobj:
+            sig = signature_of(fobj)
+            try:
+                meta = pq.ParquetFile(fobj).metadata
+                return sig, [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+            except (pa.ArrowException, OSError, ValueError):
+                return sig, None
+    except OSError:
+        return None, None
 
 
 def group_batches(
     pf: pq.ParquetFile,
+    fobj: IO[bytes],
     f: SourceFile,
-    text_column: str,
-    split_column: str | None,
+    columns: tuple[str, str | None],
     group: int,
     first: int,
     start: int | None = None,
     stop: int | None = None,
 ) -> Iterator[tuple[list[Any], list[Any] | None]]:
     """``(texts, splits)`` per record batch of row group ``group`` (whose first row is file
-    row ``first``), keeping file rows ``start``..``stop`` only (default: all).
+    row ``first``) of ``pf`` parsed from ``fobj``, keeping file rows ``start``..``stop``
+    only (default: all); ``columns``: the text and split column names.
 
-    Raises ``InputError`` for corrupt data or a value that is not UTF-8, naming its row."""
-    columns = _columns(text_column, split_column)
+    Raises ``InputError`` for corrupt data or a value that is not UTF-8, naming its row;
+    ``IntegrityError`` when the file changed since it was identified (checked after every
+    record batch read, so no row read after a change is yielded)."""
+    text_column, split_column = columns
     row = first
     try:
         # Single-threaded, one group at a time: memory stays bounded by a record batch
         # (pyarrow would otherwise decode several ahead); decoding is cheap next to
         # tokenizing.
         for batch in pf.iter_batches(
-            batch_size=READ_BATCH_ROWS, columns=columns, row_groups=[group], use_threads=False
+            batch_size=READ_BATCH_ROWS,
+            columns=_columns(text_column, split_column),
+            row_groups=[group],
+            use_threads=False,
         ):
+            check_unchanged(fobj, f)  # these bytes are the hashed ones: pass them on
             n = batch.num_rows
             lo = 0 if start is None else min(max(start - row, 0), n)
             hi = n if stop is None else min(max(stop - row, 0), n)
@@ -140,6 +161,7 @@ def group_batches(
     except PrepError:
         raise
     except (pa.ArrowException, OSError, ValueError) as e:
+        check_unchanged(fobj, f)
         raise InputError(
             f"{f.path}: Parquet data is corrupt ({e}); remove or replace the file",
             path=f.path,
@@ -149,12 +171,16 @@ def group_batches(
 def iter_batches(
     source: Source, f: SourceFile, text_column: str, split_column: str | None
 ) -> Iterator[tuple[list[Any], list[Any] | None]]:
-    """Yield ``(texts, splits)`` per record batch of one file, in stored order, after
-    hashing it (``hash_and_check``); raises ``InputError`` as ``open_checked`` and
-    ``group_batches`` do."""
-    hash_and_check(source, f)
-    pf = open_checked(source, f, text_column, split_column)
-    first = 0
-    for group in range(pf.num_row_groups):
-        yield from group_batches(pf, f, text_column, split_column, group, first)
-        first += pf.metadata.row_group(group).num_rows
+    """Yield ``(texts, splits)`` per record batch of one file, in stored order.
+
+    Raises ``InputError`` for unreadable Parquet, a missing column (naming those that
+    exist) or a column that is not of a string type; ``IntegrityError`` when the file
+    changes while it is read (no row read after the change is yielded): the file is hashed
+    and parsed through one descriptor (``prep.sources.base``)."""
+    with open_verified(source, f) as fobj:
+        pf = open_parquet(fobj, f, text_column, split_column)
+        first = 0
+        for group in range(pf.num_row_groups):
+            yield from group_batches(pf, fobj, f, (text_column, split_column), group, first)
+            first += pf.metadata.row_group(group).num_rows
+        check_unchanged(fobj, f)

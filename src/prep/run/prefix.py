@@ -1,0 +1,177 @@
+"""Replaying the committed prefix on resume: the rows a checkpoint says were committed are
+read again (never tokenized), fed to the prefix digest and recounted, and must match.
+
+An unshuffled stream is read by worker processes, one task per Parquet row group as in a
+run (``prep.run.tasks``), each checking that it reads the file the main process identified;
+the main process only hashes and counts, in order. A shuffled stream is read here (the
+shuffle needs the whole stream in one place).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Callable, Generator, Iterator
+from contextlib import closing
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from prep.errors import IntegrityError, Interrupted, PrepError
+from prep.recipe import Recipe
+from prep.run.recount import ReplayCounts
+from prep.run.tasks import RowGroupTask, open_task, row_group_tasks
+from prep.sources import Source, SourceFile
+from prep.split import SPLITS
+from prep.state.checkpoint import Checkpoint
+from prep.stream import DOC, EMPTY, ERROR, Batch, Cursor, Failure, Preparer, StreamItem, batches
+from prep.workers import OrderedPool
+
+logger = logging.getLogger(__name__)
+
+StopRequested = Callable[[], bool]
+_SIGNAL_CHECK_ROWS = 4096  # replayed rows between looks at the stop flag
+
+
+def replay(
+    stream: Iterator[StreamItem],
+    preparer: Preparer,
+    cp: Checkpoint,
+    stop_requested: StopRequested,
+    final: Path,
+    parallel: tuple[Source, list[SourceFile], int] | None = None,
+) -> tuple[Cursor, ReplayCounts]:
+    """Re-read the committed prefix (no tokenizing) and check its digest; returns the
+    cursor after it and what the rows recount (empty rows, documents and text bytes per
+    split: ``preparer`` carries the checkpoint's recipe, which decides the splits). With
+    ``parallel`` (the source, the files in read order and a worker count; only for an
+    unshuffled stream) worker processes read the rows and ``stream`` is not read. Raises
+    ``IntegrityError`` when the source changed, ``Interrupted`` on a stop request."""
+    rows = cp.progress.rows_visited
+    cursor, counts = Cursor(), ReplayCounts()
+    t = time.monotonic()
+    if parallel is None:
+        prepared = _serial(stream, preparer, rows)
+    else:
+        source, files, workers = parallel
+        prepared = replay_in_workers(source, files, cp.recipe, rows, workers)
+    with closing(prepared):  # leaving early ends the workers now, not at garbage collection
+        while True:
+            if stop_requested():
+                raise Interrupted(
+                    "stopped by a signal while replaying the source; nothing was changed. "
+                    f"Resume with: prep prepare --out {final} --resume"
+                )
+            batch = next(prepared, None)
+            if batch is None:
+                break
+            _visit(batch, cursor, counts)
+    if cursor.rows_visited < rows:
+        raise IntegrityError(
+            f"the source now ends after {cursor.rows_visited:,} rows, but {rows:,} were "
+            "committed; the source changed. Restore it, or start a new run with a new --out"
+        )
+    if cursor.prefix_sha256 != cp.progress.prefix_sha256:
+        raise IntegrityError(
+            f"the first {rows:,} rows of the source differ from those the run committed "
+            "(prefix digest mismatch); the source changed. Restore it, or start a new run "
+            "with a new --out"
+        )
+    logger.info(
+        "replayed %s rows in %.1f s; prefix digest matches",
+        f"{rows:,}",
+        time.monotonic() - t,
+    )
+    return cursor, counts
+
+
+def _serial(
+    stream: Iterator[StreamItem], preparer: Preparer, rows: int
+) -> Generator[Batch, None, None]:
+    """The first ``rows`` items of ``stream``, prepared in batches; a short last batch
+    when the stream ends early."""
+    left = rows
+    while left > 0:
+        batch = preparer.prepare(list(itertools.islice(stream, min(_SIGNAL_CHECK_ROWS, left))))
+        if len(batch) == 0:
+            return
+        left -= len(batch)
+        yield batch
+
+
+def _visit(batch: Batch, cursor: Cursor, counts: ReplayCounts) -> None:
+    """Feed a replayed batch to the digest and the counts; a row that fails now was
+    committed when it read, so the source changed."""
+    for i, kind in enumerate(batch.kinds):
+        if kind == ERROR:
+            raise _changed_row(batch.errors[i])
+        cursor.visit(batch.utf8[i])  # type: ignore[arg-type]
+        if kind == EMPTY:
+            counts.empty_rows += 1
+    doc_bytes = (b for b, k in zip(batch.utf8, batch.kinds, strict=True) if k == DOC)
+    for data, split in zip(doc_bytes, batch.doc_splits, strict=True):
+        counts.add_doc(SPLITS[split], len(data))  # type: ignore[arg-type]
+
+
+def _changed_row(err: PrepError) -> IntegrityError:
+    """A committed row that now fails to read: the source changed since it was read."""
+    if isinstance(err, IntegrityError):
+        return err
+    changed = IntegrityError(
+        f"{err}\nThis row was committed when the run read it, so the source changed since "
+        "the run started. Restore it, or start a new run with a new --out",
+        path=err.path,
+    )
+    changed.__cause__ = err
+    return changed
+
+
+# -- in worker processes -----------------------------------------------------------------
+
+
+@dataclass
+class Replayed:
+    """A task's rows, prepared (without their texts: the bytes are enough), and on its
+    first piece the digest of the file it hashed."""
+
+    batch: Batch
+    file_sha256: tuple[int, str] | None = None
+
+
+_replay_state: tuple[Source, list[SourceFile], Recipe] | None = None
+
+
+def replay_task(task: RowGroupTask) -> Iterator[Replayed]:
+    """In a worker: the task's rows prepared in batches (no tokenizing); at least one
+    piece per task."""
+    if _replay_state is None:
+        raise RuntimeError("worker not initialised")
+    source, files, recipe = _replay_state
+    sha = None
+    items: Iterator[StreamItem]
+    try:
+        items, sha = open_task(source, files, (recipe.text_column, recipe.split_column), task)
+    except PrepError as e:
+        items = iter([Failure(e)])
+    sent = False
+    for batch in batches(items, Preparer(recipe, files), _SIGNAL_CHECK_ROWS):
+        batch.docs = []
+        yield Replayed(batch, None if sent else sha)
+        sent = True
+    if not sent:
+        yield Replayed(Batch(), sha)
+
+
+def replay_in_workers(
+    source: Source, files: list[SourceFile], recipe: Recipe, rows: int, workers: int
+) -> Generator[Batch, None, None]:
+    """The first ``rows`` rows of the (unshuffled) stream over ``files``, prepared in
+    batches by ``workers`` processes, in order; the files a worker hashed get their digest
+    in ``files``."""
+    global _replay_state
+    _replay_state = (source.local_view(), [replace(f) for f in files], recipe)
+    with OrderedPool(replay_task, workers) as pool:
+        for piece in pool.map(row_group_tasks(source, files, 0, rows)):
+            if piece.file_sha256 is not None:
+                files[piece.file_sha256[0]].sha256 = piece.file_sha256[1]
+            yield piece.batch
