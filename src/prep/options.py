@@ -1,0 +1,248 @@
+"""The command line's grammar: the ``prepare`` options in six groups, each with help and its
+default shown in a form the parser accepts, examples and exit codes at the end; a parser
+that never accepts an abbreviated option, suggests the closest option to a misspelled one
+and reports a usage error in one or two lines.
+
+Exit-code rule (stated in the help): **2** when the command line alone is wrong (prep can
+tell without opening a file or the network: an unknown option, a missing one, a value of
+the wrong form); **1** when a value is well formed but what it names does not work (a
+missing file, a file that is not Parquet or not a tokenizer, bad data).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from prep.argtypes import closest_option, format_count, parse_count
+
+GROUPS = ("source", "tokenizer and separator", "splits and order", "output", "run control",
+          "Hub")
+
+EXIT_CODES = """\
+exit codes:
+  0    published, already complete, or up to date (--refresh)
+  1    a well-formed value that does not work: a missing file, a file that is not Parquet
+       or not a tokenizer, bad data, a failed check, an --out in the way, a full disk
+  2    the command line itself is wrong (seen without opening any file): an unknown or
+       misspelled option, a missing option, a value of the wrong form
+  75   stopped early, resumable: SIGTERM/SIGINT, another run holds DIR.lock, the Hub
+       stayed unreachable; run the same command again (with --resume)
+  130  aborted by a second Ctrl-C; rerun with --resume"""
+
+EXAMPLES = """\
+examples:
+  local Parquet files and a tokenizer directory (tokenizer.json, generation_config.json):
+    {prog} --source data/fineweb/ --tokenizer models/gpt2/ --out tokens/fineweb-gpt2
+  a Hub dataset and a Hub tokenizer (the token comes from HF_TOKEN or the cached login):
+    {prog} --source 'hf://datasets/OWNER/NAME@main/data/*.parquet' \\
+        --tokenizer hf:openai-community/gpt2 --out tokens/name-gpt2
+  continue an interrupted run (its recipe comes from its checkpoint):
+    {prog} --out tokens/fineweb-gpt2 --resume
+  from cron: exit 0 at once if nothing changed, else rebuild and swap the new version in:
+    {prog} --source data/fineweb/ --tokenizer models/gpt2/ --out tokens/fineweb-gpt2 \\
+        --refresh --quiet"""
+
+
+def count(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``minimum`` (``1e8``, ``100_000_000``, ``100M``)."""
+
+    def parse(text: str) -> int:
+        try:
+            return parse_count(text, minimum)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    return parse
+
+
+def seconds(allow_zero: bool) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds, > 0 (>= 0 when ``allow_zero``)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds")
+        if value < 0 or (value == 0 and not allow_zero):
+            bound = ">= 0" if allow_zero else "> 0"
+            raise argparse.ArgumentTypeError(f"{text} must be {bound}")
+        return value
+
+    return parse
+
+
+def fraction(text: str) -> float:
+    """An argparse type: a number in [0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be in [0, 1): 0 <= F < 1")
+    return value
+
+
+def shown(value: object) -> str:
+    """A default as the help shows it, in a spelling the option's type parses back."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int):
+        return format_count(value) if value >= 10_000 else str(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with no abbreviations, a closest-option hint, and short usage errors:
+    ``PROG: error: MESSAGE`` and one line saying where the full help is."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(**kwargs)
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.error(self.unrecognized(extras))
+        return ns
+
+    def unrecognized(self, extras: Sequence[str]) -> str:
+        """What is wrong with the first argument the parser did not take."""
+        first = extras[0]
+        if not first.startswith("-") or first == "-":
+            return f"unexpected argument {first!r}"
+        hint = closest_option(first, list(self._option_string_actions))
+        suggestion = f"; did you mean {hint}?" if hint else ""
+        return f"unknown option {first.split('=', 1)[0]}{suggestion}"
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n(see {self.prog} --help)\n")
+
+
+def prepare_parser(prog: str, defaults: Mapping[str, Any], version: str) -> Parser:
+    """The ``prepare`` parser. ``defaults`` maps each setting's dest to its default (the
+    recipe's and the run options'); options not typed are left out of the namespace."""
+    d = {k: shown(v) for k, v in defaults.items()}
+    p = Parser(
+        prog=prog,
+        usage=f"{prog} --source SRC --tokenizer TOK --out DIR [options]",
+        description="Turn Parquet text into llm.c .bin token files, resumably and "
+        "reproducibly.\nOptions are spelled out in full (no abbreviations).",
+        epilog=EXAMPLES.format(prog=prog) + "\n\n" + EXIT_CODES,
+        argument_default=argparse.SUPPRESS,
+    )
+    p.add_argument("--version", action="version", version=f"%(prog)s {version}")
+    src, tok, split, out, run, hub = (p.add_argument_group(title) for title in GROUPS)
+    src.add_argument(
+        "--source", metavar="SRC",
+        help="a Parquet file, a directory (searched recursively) or a glob of them, "
+        "hf://datasets/OWNER/NAME[@REV][/PATTERN], or `sample` (the bundled sample); "
+        "required unless --resume continues a run. prep reads Parquet only",
+    )
+    src.add_argument("--text-column", metavar="NAME",
+                     help=f"the column holding the text (default: {d['text_column']})")
+
+    tok.add_argument(
+        "--tokenizer", metavar="TOK",
+        help="a tokenizer.json or the directory holding it, hf:OWNER/NAME[@REV] (a Hub "
+        "model), or `byte` (UTF-8 bytes, vocabulary 256); required unless --resume "
+        "continues a run. A spec of the wrong form (hf://... is for --source) exits 2; a "
+        "well-formed one that names no usable tokenizer (a path typo) exits 1",
+    )
+    tok.add_argument("--tokenizer-id", metavar="NAME",
+                     help="the tokenizer's name in the manifest (default: from TOK)")
+    sep = tok.add_mutually_exclusive_group()
+    sep.add_argument(
+        "--doc-sep-id", type=count(0), metavar="ID",
+        help="the id put between documents (default: eos_token_id of the "
+        "generation_config.json beside tokenizer.json, else the eos of "
+        "tokenizer_config.json; none for byte)",
+    )
+    sep.add_argument("--no-doc-sep", action="store_true",
+                     help="no separator between documents")
+    tok.add_argument(
+        "--sep-position", choices=("prepend", "append"),
+        help=f"separator before each document (llm.c's convention) or after it "
+        f"(default: {d['sep_position']})",
+    )
+
+    split.add_argument("--split-column", metavar="NAME",
+                       help="take each row's split (train or val) from this column")
+    split.add_argument(
+        "--val-fraction", type=fraction, metavar="F",
+        help=f"fraction of documents in val, by a hash of their text (default: "
+        f"{d['val_fraction']}; 0: no val)",
+    )
+    split.add_argument("--seed", type=count(0),
+                       help=f"seed of the split hash and the shuffles (default: {d['seed']})")
+    split.add_argument("--shuffle-files", action="store_true",
+                       help="read the files in a seeded random order (default: by path)")
+    split.add_argument(
+        "--shuffle-buffer", type=count(0), metavar="N",
+        help=f"shuffle documents through a seeded buffer of N (default: {d['shuffle_buffer']})",
+    )
+    split.add_argument("--max-documents", type=count(1), metavar="N",
+                       help="stop after N source rows (default: all)")
+    split.add_argument("--train-tokens", type=count(1), metavar="N",
+                       help="stop once train holds N tokens (default: all)")
+
+    out.add_argument("--out", required=True, type=Path, metavar="DIR",
+                     help="the dataset directory to create: new, or an empty directory")
+    out.add_argument("--dataset", metavar="NAME",
+                     help="the dataset's name in the manifest (default: DIR's name)")
+    out.add_argument(
+        "--max-file-tokens", type=count(1), metavar="N",
+        help=f"start a new file before a document that would take one past N tokens "
+        f"(default: {d['max_file_tokens']})",
+    )
+
+    run.add_argument("--resume", action="store_true",
+                     help="continue DIR.incomplete/ (or start, or find DIR complete)")
+    run.add_argument("--refresh", action="store_true",
+                     help="for cron: exit 0 if DIR is current, else rebuild and swap it in")
+    run.add_argument("--allow-version-change", action="store_true",
+                     help="resume although the tokenizers or numpy version changed")
+    run.add_argument(
+        "--wait-lock", type=seconds(True), metavar="S",
+        help=f"wait up to S seconds for another run's DIR.lock (default: {d['wait_lock']}: "
+        f"exit 75 at once)",
+    )
+    run.add_argument("--batch-size", type=count(1), metavar="N",
+                     help=f"documents per batch (default: {d['batch_size']})")
+    run.add_argument("--threads", type=count(1), metavar="N",
+                     help="tokenizer threads (default: all cores)")
+    run.add_argument(
+        "--checkpoint-interval", type=seconds(False), metavar="S",
+        help=f"seconds between checkpoints (default: {d['checkpoint_interval']})",
+    )
+    run.add_argument(
+        "--log-interval", type=seconds(False), metavar="S",
+        help=f"seconds between progress lines when not on a terminal (default: "
+        f"{d['log_interval']})",
+    )
+    run.add_argument("--quiet", action="store_true",
+                     help="only errors and the summary line (dated)")
+
+    hub.add_argument(
+        "--token", metavar="TOKEN",
+        help="Hugging Face access token (default: HF_TOKEN, else the cached login); prefer "
+        "HF_TOKEN: other users can see a command line",
+    )
+    return p
+
+
+def command_error(prog: str, typed: str, commands: Sequence[str]) -> str:
+    """The two lines for an unknown subcommand of ``prep``."""
+    hint = closest_option(typed, commands)
+    suggestion = f"; did you mean {hint}?" if hint else ""
+    return (f"{prog}: error: unknown command {typed!r}{suggestion}\n"
+            f"(commands: {', '.join(commands)}; see {prog} --help)")
