@@ -23,6 +23,7 @@ from prep.console import Console
 from prep.encoders import set_threads
 from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE, PrepError
 from prep.manifest import PROVENANCE_NAME
+from prep.options import inspect_parser
 from prep.recipe import DEFAULT_BATCH_SIZE, Recipe, RunOptions
 
 logger = logging.getLogger("prep")
@@ -255,19 +256,16 @@ def run_verify(argv: list[str]) -> int:
 def run_inspect(argv: list[str]) -> int:
     from prep.inspector import inspect_path
 
-    p = argparse.ArgumentParser(
-        prog="prep inspect", description="Describe a .bin file, dataset or staging dir."
-    )
-    p.add_argument("path", type=Path)
-    p.add_argument("--first", type=int, default=16, help="ids to show (16)")
-    p.add_argument("--tokenizer", help="decode the ids with this tokenizer.json (or byte)")
     try:
-        ns = p.parse_args(argv)
+        ns = inspect_parser().parse_args(argv)
     except SystemExit as e:
         return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
     try:
         for line in inspect_path(ns.path, first=ns.first, tokenizer=ns.tokenizer):
-            print(line)
+            if line.startswith("warning: "):
+                print(f"prep: {line}", file=sys.stderr)
+            else:
+                print(line)
     except (PrepError, OSError) as e:
         print(f"prep: error: {e}", file=sys.stderr)
         return EXIT_ERROR

@@ -6,13 +6,20 @@ summary, or a staging directory's checkpoint progress. Read-only; returns text l
 
 from __future__ import annotations
 
+import fcntl
+import os
+import shlex
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from prep import checkpoint as ckpt
 from prep.binfile import read_bin
-from prep.errors import InputError
+from prep.errors import InputError, PrepError
+from prep.fsio import file_sha256
 from prep.manifest import MANIFEST_NAME, read_manifest
+from prep.publish import OutputPaths, describe_holder
 
 
 def inspect_bin(path: Path, first: int, tokenizer: str | None) -> list[str]:
@@ -24,22 +31,68 @@ def inspect_bin(path: Path, first: int, tokenizer: str | None) -> list[str]:
         f"vocab_size = {header.vocab_size:,}, {header.file_size:,} bytes",
         f"first {len(head)} ids: {head}",
     ]
-    if tokenizer and tokenizer != "byte":
-        from tokenizers import Tokenizer
-
-        json_path = Path(tokenizer) / "tokenizer.json" if Path(tokenizer).is_dir() else tokenizer
-        try:
-            tok = Tokenizer.from_file(str(json_path))
-        except Exception as e:  # tokenizers raises a bare Exception
-            raise InputError(
-                f"--tokenizer {tokenizer}: cannot load a tokenizer.json ({e}); give the file "
-                "the dataset was made with, or `byte`",
-                path=str(json_path),
-            ) from e
-        lines.append(f"decoded: {tok.decode(head, skip_special_tokens=False)!r}")
-    elif tokenizer == "byte":
-        lines.append(f"decoded: {bytes(i for i in head if i < 256).decode('utf-8', 'replace')!r}")
+    if tokenizer is None:
+        return lines
+    decoder = _decoder(tokenizer)
+    lines += [f"warning: {w}" for w in decoder.mismatches(path, header.vocab_size)]
+    lines.append(f"decoded: {decoder.decode(head)!r}")
     return lines
+
+
+@dataclass(frozen=True)
+class _Decoder:
+    """A tokenizer given to ``inspect --tokenizer``: its size, its file, how it decodes."""
+
+    spec: str
+    vocab_size: int
+    json_path: Path | None  # None: the byte tokenizer
+    decode: Callable[[list[int]], str]
+
+    def mismatches(self, bin_path: Path, file_vocab: int) -> list[str]:
+        """Why the decoded text may be wrong: the file was written for another vocabulary,
+        or the dataset beside it records another tokenizer."""
+        out = []
+        if file_vocab != self.vocab_size:
+            out.append(
+                f"{bin_path.name} was written for a vocabulary of {file_vocab:,} ids; "
+                f"--tokenizer {self.spec} has {self.vocab_size:,}: the decoded text is "
+                "probably wrong; give the tokenizer the dataset was made with"
+            )
+        recorded = _recorded_tokenizer_sha256(bin_path.parent)
+        if recorded and self.json_path and recorded != file_sha256(self.json_path):
+            out.append(
+                f"{bin_path.parent / MANIFEST_NAME} records another tokenizer.json "
+                f"(SHA-256 {recorded[:12]}...) than {self.json_path}"
+            )
+        return out
+
+
+def _decoder(spec: str) -> _Decoder:
+    if spec == "byte":
+        return _Decoder(spec, 256, None,
+                        lambda ids: bytes(i for i in ids if i < 256).decode("utf-8", "replace"))
+    from tokenizers import Tokenizer
+
+    json_path = Path(spec) / "tokenizer.json" if Path(spec).is_dir() else Path(spec)
+    try:
+        tok = Tokenizer.from_file(str(json_path))
+    except Exception as e:  # tokenizers raises a bare Exception
+        raise InputError(
+            f"--tokenizer {spec}: cannot load a tokenizer.json ({e}); give the file "
+            "the dataset was made with, or `byte`",
+            path=str(json_path),
+        ) from e
+    size = max(tok.get_vocab(with_added_tokens=True).values(), default=-1) + 1
+    return _Decoder(spec, size, json_path,
+                    lambda ids: str(tok.decode(ids, skip_special_tokens=False)))
+
+
+def _recorded_tokenizer_sha256(directory: Path) -> str | None:
+    try:
+        value = read_manifest(directory).get("tokenizer_sha256")
+    except (OSError, PrepError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def inspect_manifest(directory: Path) -> list[str]:
@@ -64,9 +117,15 @@ def inspect_staging(directory: Path) -> list[str]:
     cp = ckpt.load(directory)
     age = time.time() - cp.written_at
     p = cp.progress
+    final = directory.with_name(directory.name.removesuffix(".incomplete"))
+    holder = lock_holder(OutputPaths.for_out(final))
+    state = "finished, ready to publish" if p.finished else "in progress"
+    if holder is None:
+        state += ", not running (the lock is free: the run stopped or was killed)"
+    else:
+        state += f", running ({holder})"
     lines = [
-        f"staging {directory}: {'finished, ready to seal' if p.finished else 'in progress'}; "
-        f"checkpoint written {age:,.0f} s ago",
+        f"staging {directory}: {state}; checkpoint written {age:,.0f} s ago",
         f"rows visited {p.rows_visited:,}, documents {p.docs_written:,}, empty skipped "
         f"{p.empty_rows_skipped:,}; resumes so far {cp.run.resumes}",
     ]
@@ -76,7 +135,27 @@ def inspect_staging(directory: Path) -> list[str]:
             f"{split}: {s.n_tokens:,} tokens, {s.n_docs:,} docs, {files} files "
             f"({len(s.sealed)} sealed)"
         )
+    if holder is None:
+        lines.append(f"resume with: prep prepare --out {shlex.quote(str(final))} --resume")
     return lines
+
+
+def lock_holder(paths: OutputPaths) -> str | None:
+    """Who holds ``DIR.lock`` (from ``DIR.lock.json``), or None when it is free. Probes with
+    a shared, non-blocking flock on a read-only descriptor: creates nothing, and holds the
+    probe for an instant only (a run starting in that instant finds the lock busy and exits
+    75, which is safe to rerun)."""
+    try:
+        fd = os.open(paths.lock, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return f"{paths.lock.name} held by {describe_holder(paths)}"
+    finally:
+        os.close(fd)  # closing drops the probe's own lock
+    return None
 
 
 def inspect_path(path: Path, *, first: int = 16, tokenizer: str | None = None) -> list[str]:

@@ -246,3 +246,24 @@ def command_error(prog: str, typed: str, commands: Sequence[str]) -> str:
     suggestion = f"; did you mean {hint}?" if hint else ""
     return (f"{prog}: error: unknown command {typed!r}{suggestion}\n"
             f"(commands: {', '.join(commands)}; see {prog} --help)")
+
+
+def inspect_parser(prog: str = "prep inspect") -> Parser:
+    p = Parser(prog=prog, description="Describe a .bin file, a dataset or a staging directory "
+               "(DIR.incomplete: whether its run is alive, and how to resume it).")
+    p.add_argument("path", type=Path, metavar="PATH",
+                   help="a .bin file, a dataset directory or a staging directory")
+    p.add_argument("--first", type=count(0), default=16, metavar="N",
+                   help="how many ids of a .bin file to show (default: 16)")
+    p.add_argument("--tokenizer", metavar="TOK",
+                   help="decode the ids with this tokenizer.json (or its directory), or "
+                   "`byte`; warns when it does not match the file's vocabulary")
+    return p
+
+
+def verify_parser(prog: str = "prep verify") -> Parser:
+    p = Parser(prog=prog, description="Re-hash every file of a published dataset and re-check "
+               "every count against _MANIFEST.json: exit 0 when all agree, else 1 with a line "
+               "per problem.")
+    p.add_argument("dir", type=Path, metavar="DIR", help="the dataset directory")
+    return p

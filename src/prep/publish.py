@@ -82,7 +82,7 @@ def hold_lock(paths: OutputPaths, wait: float) -> Iterator[None]:
             lock.acquire(timeout=0)
             break
         except Timeout:
-            holder = _describe_holder(paths)
+            holder = describe_holder(paths)
             if time.monotonic() >= deadline:
                 raise LockedError(
                     f"another run holds {paths.lock} ({holder}); wait for it to finish, or "
@@ -105,7 +105,8 @@ def hold_lock(paths: OutputPaths, wait: float) -> Iterator[None]:
         lock.release()
 
 
-def _describe_holder(paths: OutputPaths) -> str:
+def describe_holder(paths: OutputPaths) -> str:
+    """``pid P on HOST, started T`` from ``DIR.lock.json`` (or "holder unknown")."""
     try:
         info = json.loads(paths.lock_info.read_text())
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(info["started"])))
