@@ -141,26 +141,37 @@ def prepare_parser(prog: str, defaults: Mapping[str, Any], version: str) -> Pars
         argument_default=argparse.SUPPRESS,
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {version}")
-    src, tok, split, out, run, hub = (p.add_argument_group(title) for title in GROUPS)
-    src.add_argument(
+    adders = (_source, _tokenizer, _splits, _output, _run_control, _hub)
+    for title, add in zip(GROUPS, adders, strict=True):
+        add(p.add_argument_group(title), d)
+    return p
+
+
+Group = argparse._ArgumentGroup
+
+
+def _source(g: Group, d: Mapping[str, str]) -> None:
+    g.add_argument(
         "--source", metavar="SRC",
         help="a Parquet file, a directory (searched recursively) or a glob of them, "
         "hf://datasets/OWNER/NAME[@REV][/PATTERN], or `sample` (the bundled sample); "
         "required unless --resume continues a run. prep reads Parquet only",
     )
-    src.add_argument("--text-column", metavar="NAME",
-                     help=f"the column holding the text (default: {d['text_column']})")
+    g.add_argument("--text-column", metavar="NAME",
+                   help=f"the column holding the text (default: {d['text_column']})")
 
-    tok.add_argument(
+
+def _tokenizer(g: Group, d: Mapping[str, str]) -> None:
+    g.add_argument(
         "--tokenizer", metavar="TOK",
         help="a tokenizer.json or the directory holding it, hf:OWNER/NAME[@REV] (a Hub "
         "model), or `byte` (UTF-8 bytes, vocabulary 256); required unless --resume "
         "continues a run. A spec of the wrong form (hf://... is for --source) exits 2; a "
         "well-formed one that names no usable tokenizer (a path typo) exits 1",
     )
-    tok.add_argument("--tokenizer-id", metavar="NAME",
-                     help="the tokenizer's name in the manifest (default: from TOK)")
-    sep = tok.add_mutually_exclusive_group()
+    g.add_argument("--tokenizer-id", metavar="NAME",
+                   help="the tokenizer's name in the manifest (default: from TOK)")
+    sep = g.add_mutually_exclusive_group()
     sep.add_argument(
         "--doc-sep-id", type=count(0), metavar="ID",
         help="the id put between documents (default: eos_token_id of the "
@@ -169,75 +180,82 @@ def prepare_parser(prog: str, defaults: Mapping[str, Any], version: str) -> Pars
     )
     sep.add_argument("--no-doc-sep", action="store_true",
                      help="no separator between documents")
-    tok.add_argument(
+    g.add_argument(
         "--sep-position", choices=("prepend", "append"),
         help=f"separator before each document (llm.c's convention) or after it "
         f"(default: {d['sep_position']})",
     )
 
-    split.add_argument("--split-column", metavar="NAME",
-                       help="take each row's split (train or val) from this column")
-    split.add_argument(
+
+def _splits(g: Group, d: Mapping[str, str]) -> None:
+    g.add_argument("--split-column", metavar="NAME",
+                   help="take each row's split (train or val) from this column")
+    g.add_argument(
         "--val-fraction", type=fraction, metavar="F",
         help=f"fraction of documents in val, by a hash of their text (default: "
         f"{d['val_fraction']}; 0: no val)",
     )
-    split.add_argument("--seed", type=count(0),
-                       help=f"seed of the split hash and the shuffles (default: {d['seed']})")
-    split.add_argument("--shuffle-files", action="store_true",
-                       help="read the files in a seeded random order (default: by path)")
-    split.add_argument(
+    g.add_argument("--seed", type=count(0),
+                   help=f"seed of the split hash and the shuffles (default: {d['seed']})")
+    g.add_argument("--shuffle-files", action="store_true",
+                   help="read the files in a seeded random order (default: by path)")
+    g.add_argument(
         "--shuffle-buffer", type=count(0), metavar="N",
         help=f"shuffle documents through a seeded buffer of N (default: {d['shuffle_buffer']})",
     )
-    split.add_argument("--max-documents", type=count(1), metavar="N",
-                       help="stop after N source rows (default: all)")
-    split.add_argument("--train-tokens", type=count(1), metavar="N",
-                       help="stop once train holds N tokens (default: all)")
+    g.add_argument("--max-documents", type=count(1), metavar="N",
+                   help="stop after N source rows (default: all)")
+    g.add_argument("--train-tokens", type=count(1), metavar="N",
+                   help="stop once train holds N tokens (default: all)")
 
-    out.add_argument("--out", required=True, type=Path, metavar="DIR",
-                     help="the dataset directory to create: new, or an empty directory")
-    out.add_argument("--dataset", metavar="NAME",
-                     help="the dataset's name in the manifest (default: DIR's name)")
-    out.add_argument(
+
+def _output(g: Group, d: Mapping[str, str]) -> None:
+    g.add_argument("--out", required=True, type=Path, metavar="DIR",
+                   help="the dataset directory to create: new, or an empty directory")
+    g.add_argument("--dataset", metavar="NAME",
+                   help="the dataset's name in the manifest (default: DIR's name)")
+    g.add_argument(
         "--max-file-tokens", type=count(1), metavar="N",
         help=f"start a new file before a document that would take one past N tokens "
         f"(default: {d['max_file_tokens']})",
     )
 
-    run.add_argument("--resume", action="store_true",
-                     help="continue DIR.incomplete/ (or start, or find DIR complete)")
-    run.add_argument("--refresh", action="store_true",
-                     help="for cron: exit 0 if DIR is current, else rebuild and swap it in")
-    run.add_argument("--allow-version-change", action="store_true",
-                     help="resume although the tokenizers or numpy version changed")
-    run.add_argument(
+
+def _run_control(g: Group, d: Mapping[str, str]) -> None:
+    g.add_argument("--resume", action="store_true",
+                   help="continue DIR.incomplete/ (or start, or find DIR complete)")
+    g.add_argument("--refresh", action="store_true",
+                   help="for cron: exit 0 if DIR is current, else rebuild and swap it in")
+    g.add_argument("--allow-version-change", action="store_true",
+                   help="resume although the tokenizers or numpy version changed")
+    g.add_argument(
         "--wait-lock", type=seconds(True), metavar="S",
         help=f"wait up to S seconds for another run's DIR.lock (default: {d['wait_lock']}: "
         f"exit 75 at once)",
     )
-    run.add_argument("--batch-size", type=count(1), metavar="N",
-                     help=f"documents per batch (default: {d['batch_size']})")
-    run.add_argument("--threads", type=count(1), metavar="N",
-                     help="tokenizer threads (default: all cores)")
-    run.add_argument(
+    g.add_argument("--batch-size", type=count(1), metavar="N",
+                   help=f"documents per batch (default: {d['batch_size']})")
+    g.add_argument("--threads", type=count(1), metavar="N",
+                   help="tokenizer threads (default: all cores)")
+    g.add_argument(
         "--checkpoint-interval", type=seconds(False), metavar="S",
         help=f"seconds between checkpoints (default: {d['checkpoint_interval']})",
     )
-    run.add_argument(
+    g.add_argument(
         "--log-interval", type=seconds(False), metavar="S",
         help=f"seconds between progress lines when not on a terminal (default: "
         f"{d['log_interval']})",
     )
-    run.add_argument("--quiet", action="store_true",
-                     help="only errors and the summary line (dated)")
+    g.add_argument("--quiet", action="store_true",
+                   help="only errors and the summary line (dated)")
 
-    hub.add_argument(
+
+def _hub(g: Group, d: Mapping[str, str]) -> None:
+    g.add_argument(
         "--token", metavar="TOKEN",
         help="Hugging Face access token (default: HF_TOKEN, else the cached login); prefer "
         "HF_TOKEN: other users can see a command line",
     )
-    return p
 
 
 def command_error(prog: str, typed: str, commands: Sequence[str]) -> str:
