@@ -162,6 +162,34 @@ def _choose_sep(
     return sep
 
 
+# Files that sit beside tokenizer.json in a model directory and are often given instead.
+_COMPANIONS = {
+    "tokenizer_config.json": "tokenizer configuration",
+    "special_tokens_map.json": "special tokens map",
+    "generation_config.json": "generation configuration",
+    "config.json": "model configuration",
+}
+
+
+def not_a_tokenizer(path: Path, raw: bytes) -> str | None:
+    """The message for a valid JSON file that is not a ``tokenizer.json`` (no ``model``),
+    naming what it is when it is a known companion file; None for anything else."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict) or "model" in data:
+        return None
+    what = _COMPANIONS.get(path.name)
+    it_is = f"the {what}, not the tokenizer" if what else "JSON, but not a tokenizer.json"
+    beside = path.parent / "tokenizer.json"
+    where = (
+        f"here: --tokenizer {path.parent}/" if beside.is_file()
+        else f"{path.parent} has no tokenizer.json"
+    )
+    return f"{path}: this is {it_is}; --tokenizer wants tokenizer.json or its directory ({where})"
+
+
 def load_tokenizer_file(
     json_path: Path,
     *,
@@ -181,7 +209,8 @@ def load_tokenizer_file(
         tok = Tokenizer.from_str(raw.decode("utf-8"))
     except Exception as e:  # tokenizers raises a bare Exception for any parse error
         raise InputError(
-            f"{json_path}: not a readable Hugging Face tokenizer.json ({e}); give a valid "
+            not_a_tokenizer(json_path, raw)
+            or f"{json_path}: not a readable Hugging Face tokenizer.json ({e}); give a valid "
             "tokenizer file or `byte`",
             path=json_path,
         ) from e

@@ -9,7 +9,9 @@ with pyarrow; a whole file is never held in memory.
 from __future__ import annotations
 
 import glob
+import json
 import os
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +60,38 @@ class Source:
         return f.local
 
 
+# Text formats people hand to prep: (what it is, the pyarrow module, its reader call).
+_TSV = "read_csv({path}, parse_options=r.ParseOptions(delimiter=chr(9)))"
+CONVERTERS = {
+    ".jsonl": ("JSON Lines", "pyarrow.json", "read_json({path})"),
+    ".ndjson": ("JSON Lines", "pyarrow.json", "read_json({path})"),
+    ".json": ("JSON (pyarrow reads one object per line)", "pyarrow.json", "read_json({path})"),
+    ".csv": ("CSV", "pyarrow.csv", "read_csv({path})"),
+    ".tsv": ("TSV", "pyarrow.csv", _TSV),
+}
+
+
+def not_parquet(name: str, local: Path, then: str | None = None) -> str | None:
+    """For a JSON Lines, JSON or CSV file (by its suffix): that prep reads Parquet only, a
+    pyarrow one-liner that converts it beside itself, and ``then`` (default: the
+    ``--source`` to give next); None for any other file."""
+    kind = CONVERTERS.get(local.suffix.lower())
+    if kind is None:
+        return None
+    what, module, call = kind
+    target = local.with_suffix(".parquet")
+    code = (
+        f"import {module} as r, pyarrow.parquet as pq; "
+        f"pq.write_table(r.{call.format(path=json.dumps(str(local)))}, "
+        f"{json.dumps(str(target))})"
+    )
+    then = then or f"then give --source {shlex.quote(str(target))}"
+    return (
+        f"{name} is {what}, not Parquet: prep reads Parquet only. Convert it first, e.g.\n"
+        f"  python -c {shlex.quote(code)}\n{then}"
+    )
+
+
 def _has_glob(spec: str) -> bool:
     return any(c in _GLOB_CHARS for c in spec)
 
@@ -96,9 +130,12 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
             root = p
             paths = [q for q in p.rglob("*.parquet") if q.is_file()]
             if not paths:
+                others = sorted(q for q in p.rglob("*") if q.suffix.lower() in CONVERTERS)
+                then = f"and the others like it, then run again with --source {given}"
+                hint = f"; {not_parquet(others[0].name, others[0], then)}" if others else ""
                 raise InputError(
                     f"--source {given}: the directory holds no *.parquet files (searched "
-                    "recursively)",
+                    f"recursively){hint}",
                     path=spec,
                 )
         elif p.is_file():
@@ -221,7 +258,8 @@ def iter_batches(
         schema = pf.schema_arrow
     except (pa.ArrowException, OSError, ValueError) as e:  # ValueError: names not UTF-8
         raise InputError(
-            f"{f.path}: not a readable Parquet file ({e}); remove or replace the file",
+            not_parquet(f.path, local)
+            or f"{f.path}: not a readable Parquet file ({e}); remove or replace the file",
             path=f.path,
         ) from e
     columns = [text_column] + ([split_column] if split_column else [])
