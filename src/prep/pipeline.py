@@ -21,7 +21,7 @@ from prep.fsio import fsync_dir
 from prep.job import Job, StopRequested
 from prep.manifest import MANIFEST_NAME, manifest_bytes, read_manifest
 from prep.progress import Reporter, silent
-from prep.publish import OutputPaths, hold_lock, publish, write_failure
+from prep.publish import OutputPaths, check_out, hold_lock, out_state, publish, write_failure
 from prep.recipe import Recipe, RunOptions
 from prep.refresh import check_fresh, recover_swap, swap_in
 from prep.resume import check_recipe
@@ -87,24 +87,21 @@ class _Lifecycle:
     t0: float = field(default_factory=time.monotonic)
 
     def run(self) -> Outcome:
-        paths = self.paths
-        with hold_lock(paths, self.opts.wait_lock):
-            if self.opts.refresh:
+        paths, opts = self.paths, self.opts
+        # Refusals that need no lock come first: a refused run leaves no DIR.lock behind.
+        check_out(paths, resume=opts.resume, refresh=opts.refresh)
+        with hold_lock(paths, opts.wait_lock):
+            check_out(paths, resume=opts.resume, refresh=opts.refresh)  # may have changed
+            if opts.refresh:
                 return self.refresh()
-            if paths.final.exists():
-                if self.opts.resume:
-                    if paths.staging.exists():
-                        logger.warning(
-                            "%s holds an unfinished refresh; rerun with --refresh to finish it",
-                            paths.staging,
-                        )
-                    logger.info("%s is already complete; nothing to do", paths.final)
-                    return Outcome("already-complete", paths.final)
-                raise OutputError(
-                    f"{paths.final} already exists; prep never overwrites a dataset. Choose "
-                    "another --out, delete it to rebuild, or use --refresh to update it",
-                    path=paths.final,
-                )
+            if out_state(paths.final) == "dataset":  # with --resume: check_out let it pass
+                if paths.staging.exists():
+                    logger.warning(
+                        "%s holds an unfinished refresh; rerun with --refresh to finish it",
+                        paths.staging,
+                    )
+                logger.info("%s is already complete; nothing to do", paths.final)
+                return Outcome("already-complete", paths.final)
             return self.publish(self.build())
 
     def build(
@@ -141,7 +138,7 @@ class _Lifecycle:
         published version (a refresh)."""
         paths = self.paths
         _drop_checkpoint(paths)
-        if self.opts.refresh and paths.final.exists():
+        if self.opts.refresh and out_state(paths.final) == "dataset":
             swap_in(paths)
             logger.info(
                 "swapped in the new version of %s (previous kept as %s)",
@@ -158,7 +155,7 @@ class _Lifecycle:
         staging and swap it in; the old version stays in place, untouched, until the swap."""
         paths = self.paths
         recover_swap(paths)
-        if not paths.final.exists():
+        if out_state(paths.final) != "dataset":  # absent or empty: a first build
             return self.publish(self.build())
         source: Source | None = None
         info: dict[str, Any] | None = None

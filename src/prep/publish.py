@@ -3,7 +3,7 @@
 ``DIR`` is the dataset, ``DIR.incomplete/`` the staging directory, ``DIR.lock`` the lock.
 Staging is created whole (built under a temporary sibling with its first checkpoint, then
 renamed), so a staging directory always holds a checkpoint. Publishing renames staging to
-``DIR`` without ever replacing an existing ``DIR``.
+``DIR`` without ever replacing an existing ``DIR`` (an empty directory excepted).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from filelock import FileLock, Timeout
 
 from prep.errors import LockedError, OutputError
 from prep.fsio import atomic_write_bytes, fsync_dir, rename_noreplace
+from prep.manifest import MANIFEST_NAME
 
 logger = logging.getLogger(__name__)
 
@@ -132,9 +133,71 @@ def create_staging(paths: OutputPaths, populate: Callable[[Path], None]) -> None
 
 
 def publish(paths: OutputPaths) -> None:
-    """Rename staging to ``DIR`` (never replacing one), then fsync the parent."""
-    rename_noreplace(paths.staging, paths.final)
+    """Rename staging to ``DIR``, then fsync the parent. ``DIR`` may be an empty directory
+    (created beforehand, e.g. by a provisioning script): ``rename(2)`` replaces an empty
+    directory atomically and fails on a non-empty one. Anything else at ``DIR`` is never
+    replaced."""
+    if out_state(paths.final) == "empty":
+        try:
+            os.rename(paths.staging, paths.final)
+        except OSError as e:
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            raise OutputError(
+                f"{paths.final} is no longer empty; nothing was replaced and "
+                f"{paths.staging} is kept: empty {paths.final} (or choose another --out), "
+                f"then rerun with --resume",
+                path=paths.final,
+            ) from e
+    else:
+        rename_noreplace(paths.staging, paths.final)
     fsync_dir(paths.final.parent)
+
+
+def out_state(final: Path) -> str:
+    """What ``--out`` is now: ``absent``; ``empty`` (an empty directory, published onto);
+    ``mount`` (a mount point: staging beside it is on another filesystem, so it cannot be
+    renamed onto it); ``dataset`` (holds ``_MANIFEST.json``); or ``other``."""
+    if not final.exists() and not final.is_symlink():
+        return "absent"
+    if final.is_dir() and not final.is_symlink() and os.path.ismount(final):
+        return "mount"
+    if final.is_dir() and (final / MANIFEST_NAME).is_file():
+        return "dataset"
+    if final.is_dir() and not final.is_symlink() and not any(final.iterdir()):
+        return "empty"
+    return "other"
+
+
+def check_out(paths: OutputPaths, *, resume: bool, refresh: bool) -> None:
+    """Refuse an ``--out`` no run can use, each with the way out: a file or a directory that
+    is not a prep dataset (``--refresh`` cannot help there), or a mount point. Read-only:
+    callable before the lock is taken, and again under it."""
+    state, final = out_state(paths.final), paths.final
+    if state == "mount":
+        raise OutputError(
+            f"{final} is a mount point: prep builds {paths.staging.name} beside it and "
+            f"renames it into place, which cannot replace a mount point; give a directory "
+            f"inside it, e.g. --out {final / final.name}",
+            path=final,
+        )
+    if state == "other":
+        what = (
+            "a symbolic link" if final.is_symlink()
+            else "a directory that is not empty" if final.is_dir() else "not a directory"
+        )
+        raise OutputError(
+            f"{final} exists and is not a prep dataset ({what}, no {MANIFEST_NAME}); prep "
+            "writes only into a new or an empty directory. Choose another --out, or move "
+            f"{final} away",
+            path=final,
+        )
+    if state == "dataset" and not (resume or refresh):
+        raise OutputError(
+            f"{final} already exists; prep never overwrites a dataset. Choose another "
+            "--out, delete it to rebuild, or use --refresh to update it",
+            path=final,
+        )
 
 
 def write_failure(e: OSError, paths: OutputPaths) -> OutputError:
