@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from prep.errors import InputError, IntegrityError, PrepError
+from prep.errors import InputError, IntegrityError, PrepError, UsageError
 from prep.fsio import file_sha256
 
 _GLOB_CHARS = set("*?[")
@@ -141,12 +141,22 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
         elif p.is_file():
             root = p.parent
             paths = [p]
+        elif given.startswith("hf:"):  # hf:OWNER/NAME is the tokenizer's form, not a path
+            raise UsageError(
+                f"--source {given}: a Hub dataset is written hf://datasets/OWNER/NAME"
+                f"[@REVISION][/GLOB] (hf:OWNER/NAME is the form for --tokenizer); did you "
+                f"mean --source hf://datasets/{given[3:].lstrip('/')}?",
+                path=spec,
+            )
         else:
             raise InputError(
                 f"--source {given}: no such file or directory; give a Parquet file, a "
                 "directory of them, a glob, or hf://datasets/OWNER/NAME",
                 path=spec,
             )
+    for q in paths:  # a text file named outright (or by a glob): say so before any work
+        if q.suffix.lower() in CONVERTERS:
+            raise InputError(str(not_parquet(q.name, Path(os.path.abspath(q)))), path=q)
     root_abs = Path(os.path.abspath(root))
     files = []
     for q in paths:
