@@ -1,5 +1,6 @@
 """Run ``prep.cli.run_prepare(argv)`` in this process with faults injected at their import
-sites. Shared by the fault tests (tests/faults) and the operations tests (tests/ops).
+sites. Started through ``tests/harness.py`` by the fault tests (tests/faults) and the
+operations tests (tests/ops).
 
 Used as ``python tests/fault_driver.py PREPARE-ARGS...`` with the fault, or a list of them,
 in the environment variable ``PREP_FAULT`` (JSON). Nothing under test is replaced: the
@@ -10,7 +11,7 @@ sleep (a slow batch), park on a gate, record the call, or return a fixed value.
 Fault keys:
 
 ``target``          dotted path to wrap, resolved from its import site: ``prep.fsio.os.replace``
-                    (the ``os`` that ``prep.fsio`` calls), ``prep.binfile.BinWriter.seal``,
+                    (the ``os`` that ``prep.fsio`` calls), ``prep.formats.llmc.BinWriter.seal``,
                     ``prep.pipeline.publish``, ``pathlib.Path.unlink``...
 ``nth``             act at the Nth matching call (1-based; default 1)
 ``when``            ``before`` or ``after`` the original runs (default ``after``)

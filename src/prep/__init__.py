@@ -1,6 +1,5 @@
 """prep: Parquet text corpora to llm.c ``.bin`` token files, reproducibly and resumably."""
 
-from prep.binfile import BinHeader, read_bin, write_bin
 from prep.errors import (
     FormatError,
     InputError,
@@ -11,6 +10,7 @@ from prep.errors import (
     PrepError,
     UsageError,
 )
+from prep.formats.llmc import BinHeader, read_bin, write_bin
 from prep.recipe import Recipe, RunOptions
 
 __all__ = [

@@ -8,115 +8,55 @@ early but resumable (signal after a checkpoint, or the lock is held).
 from __future__ import annotations
 
 import argparse
-import json
+import dataclasses
 import logging
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from prep import __version__, options
 from prep.console import Console
 from prep.encoders import set_threads
-from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE, PrepError
-from prep.manifest import PROVENANCE_NAME
-from prep.options import inspect_parser
-from prep.recipe import DEFAULT_BATCH_SIZE, Recipe, RunOptions
+from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE, InputError, PrepError
+from prep.recipe import Recipe, RunOptions
+from prep.state.provenance import read_active_seconds
 
 logger = logging.getLogger("prep")
 
 SAMPLE_CORPUS = Path(__file__).resolve().parent / "sample"
 
-# Recipe fields and their CLI defaults (argparse leaves untyped options out entirely).
-_RECIPE_DEFAULTS: dict[str, Any] = {
-    "source": str(SAMPLE_CORPUS),
-    "tokenizer": "byte",
-    "text_column": "text",
-    "split_column": None,
-    "val_fraction": 0.01,
-    "seed": 1337,
-    "shuffle_files": False,
-    "shuffle_buffer": 0,
-    "max_documents": None,
-    "train_tokens": None,
-    "doc_sep_id": None,
-    "no_doc_sep": False,
-    "sep_position": "prepend",
-    "max_file_tokens": 100_000_000,
-    "dataset": None,
-    "tokenizer_id": None,
-}
+
+def _defaults(cls: type[Any]) -> dict[str, Any]:
+    """A dataclass's field defaults: the one source of the CLI's defaults."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text} must be > 0")
-    return value
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+RECIPE = _defaults(Recipe)
+RUN = _defaults(RunOptions)
+RECIPE_FIELDS = frozenset(f.name for f in dataclasses.fields(Recipe))
 
 
 def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=prog,
-        description="Turn Parquet text into llm.c .bin token files, resumably and reproducibly.",
-        argument_default=argparse.SUPPRESS,
-    )
-    p.add_argument("--out", required=True, type=Path, help="the dataset directory to create")
-    p.add_argument("--source", help="Parquet file, directory or glob (default: bundled sample)")
-    p.add_argument("--text-column", help="text column (default: text)")
-    p.add_argument("--split-column", help="take train/val from this column")
-    p.add_argument("--tokenizer", help="byte, a tokenizer.json or its directory (default: byte)")
-    p.add_argument("--dataset", help="name recorded in the manifest (default: --out's name)")
-    p.add_argument("--tokenizer-id", help="tokenizer name recorded in the manifest")
-    sep = p.add_mutually_exclusive_group()
-    sep.add_argument("--doc-sep-id", type=_int, help="document separator id")
-    sep.add_argument("--no-doc-sep", action="store_true", help="no separator")
-    p.add_argument("--sep-position", choices=("prepend", "append"))
-    p.add_argument("--val-fraction", type=float, help="content-hash val fraction (0.01)")
-    p.add_argument("--seed", type=_int, help="split and shuffle seed (1337)")
-    p.add_argument("--shuffle-files", action="store_true", help="seeded file shuffle")
-    p.add_argument("--shuffle-buffer", type=_int, help="bounded document shuffle buffer (0)")
-    p.add_argument("--max-documents", type=_int, help="stop after N source rows")
-    p.add_argument("--train-tokens", type=_int, help="stop when train reaches N tokens")
-    p.add_argument("--max-file-tokens", type=_int, help="roll over past N tokens (1e8)")
-    p.add_argument("--batch-size", type=_int, help=f"documents per batch ({DEFAULT_BATCH_SIZE})")
-    p.add_argument("--threads", type=_int, help="tokenizer threads (all cores)")
-    p.add_argument("--checkpoint-interval", type=_positive_float, help="seconds (60)")
-    p.add_argument("--resume", action="store_true", help="continue DIR.incomplete/")
-    p.add_argument(
-        "--refresh",
-        action="store_true",
-        help="for cron: exit 0 if DIR is current, else rebuild and swap it in",
-    )
-    p.add_argument(
-        "--allow-version-change",
-        action="store_true",
-        help="resume although tokenizers/numpy versions changed",
-    )
-    p.add_argument("--wait-lock", type=float, help="seconds to wait for another run's lock")
-    p.add_argument("--token", help="Hugging Face token (else HF_TOKEN, else cached login)")
-    p.add_argument("--log-interval", type=_positive_float, help="seconds between lines (30)")
-    p.add_argument("--quiet", action="store_true", help="only errors and the summary")
-    return p
+    """The ``prepare`` grammar (prep.options) with the recipe's and run options' defaults."""
+    return options.prepare_parser(prog, {**RECIPE, **RUN}, __version__)
 
 
 def _split_args(ns: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(recipe settings typed, run options typed): argparse leaves untyped options out."""
     given = vars(ns)
-    typed = {k: v for k, v in given.items() if k in _RECIPE_DEFAULTS}
-    run = {k: v for k, v in given.items() if k not in _RECIPE_DEFAULTS}
+    typed = {k: v for k, v in given.items() if k in RECIPE_FIELDS}
+    run = {k: v for k, v in given.items() if k not in RECIPE_FIELDS}
     return typed, run
 
 
@@ -153,96 +93,94 @@ def _summary(outcome: Any) -> str:
     if m is None:
         return f"{outcome.out} is already complete"
     parts = [
-        f"{split} {t['n_tokens']:,} tokens / {t['n_docs']:,} docs / {t['n_files']} files"
-        for split, t in m["totals"].items()
+        f"{split} {t.n_tokens:,} tokens / {t.n_docs:,} docs / {t.n_files} files"
+        for split, t in m.totals.items()
     ]
-    tokens = sum(t["n_tokens"] for t in m["totals"].values())
-    seconds = _active_seconds(outcome.out) or outcome.seconds
+    tokens = sum(t.n_tokens for t in m.totals.values())
+    seconds = read_active_seconds(outcome.out) or outcome.seconds
     rate = f", {tokens / seconds:,.0f} tokens/s" if seconds else ""
     return f"published {outcome.out}: {'; '.join(parts)}; {seconds:,.1f} s{rate}"
 
 
-def _active_seconds(out: Path) -> float | None:
-    """Active time summed over the run and its resumes, from ``_PROVENANCE.json``."""
-    try:
-        prov = json.loads((out / PROVENANCE_NAME).read_text(encoding="utf-8"))
-        return float(prov["active_seconds"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+class _Aborted(Exception):
+    """A second SIGINT during ``prepare``."""
 
 
-def run_prepare(argv: list[str], prog: str = "prepare.py") -> int:
-    """``prepare`` with its own argv; returns the exit code."""
+class _Say:
+    """Where the error boundary writes: stderr, or a run's console once it exists (which
+    ends an open progress bar first)."""
+
+    def __init__(self) -> None:
+        self.to: Callable[[str], None] = lambda text: print(text, file=sys.stderr)
+
+    def __call__(self, text: str) -> None:
+        self.to(text)
+
+
+def _boundary(command: Callable[[_Say], int]) -> int:
+    """The one place errors become messages and exit codes. ``PrepError``: its message and
+    exit code (75 is "stopped", resumable, not a failure); argparse's exit: its code (it
+    printed the usage error); a second interrupt: 130. Anything else keeps its traceback."""
+    say = _Say()
     try:
-        ns = prepare_parser(prog).parse_args(argv)
-    except SystemExit as e:  # argparse already printed the usage error
+        return command(say)
+    except SystemExit as e:  # only argparse raises it, after printing
         return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
-    typed, run_args = _split_args(ns)
-    console = Console(
-        sys.stderr, bool(run_args.get("quiet")), run_args.get("log_interval", 30.0)
-    )
-    with console:
-        return _prepare(typed, run_args, argv, console)
-
-
-def _prepare(
-    typed: dict[str, Any], run_args: dict[str, Any], argv: list[str], console: Console
-) -> int:
-    from prep.pipeline import run
-
-    try:
-        recipe = Recipe(**{**_RECIPE_DEFAULTS, **typed})
-        opts = RunOptions(
-            out=run_args["out"],
-            batch_size=run_args.get("batch_size", DEFAULT_BATCH_SIZE),
-            threads=run_args.get("threads"),
-            checkpoint_interval=run_args.get("checkpoint_interval", 60.0),
-            resume=bool(run_args.get("resume")),
-            refresh=bool(run_args.get("refresh")),
-            allow_version_change=bool(run_args.get("allow_version_change")),
-            log_interval=run_args.get("log_interval", 30.0),
-            quiet=bool(run_args.get("quiet")),
-            wait_lock=run_args.get("wait_lock", 0.0),
-            token=run_args.get("token") or os.environ.get("HF_TOKEN"),
-        )
-        set_threads(opts.threads)
-        signals = _Signals()
-        with signals.installed():
-            outcome = run(
-                recipe,
-                opts,
-                typed=typed,
-                stop_requested=signals,
-                argv=list(argv),
-                reporter=console.reporter,
-            )
     except PrepError as e:
-        # Exit 75 is not a failure: the run stopped where it can be resumed, or waits.
-        kind = "stopped" if e.exit_code == EXIT_TEMPFAIL else "error"
-        console.message(f"prep: {kind}: {e}")
+        say(f"prep: {'stopped' if e.exit_code == EXIT_TEMPFAIL else 'error'}: {e}")
         return e.exit_code
-    except KeyboardInterrupt:
-        console.message(
+    except OSError as e:  # reading for verify or inspect; prepare translates its own
+        say(f"prep: error: {e}")
+        return EXIT_ERROR
+    except _Aborted:
+        say(
             "prep: aborted by a second interrupt; rerun with --resume to continue from "
             "the last checkpoint"
         )
         return 130
-    console.summary(_summary(outcome))
+
+
+def _prepare(say: _Say, argv: list[str], prog: str) -> int:
+    from prep.pipeline import run
+
+    typed, run_args = _split_args(prepare_parser(prog).parse_args(argv))
+    console = Console(
+        sys.stderr, bool(run_args.get("quiet")), run_args.get("log_interval", RUN["log_interval"])
+    )
+    say.to = console.message
+    with console:
+        recipe = Recipe(**{"source": str(SAMPLE_CORPUS), **typed})
+        token = run_args.pop("token", None) or os.environ.get("HF_TOKEN")
+        opts = RunOptions(**run_args, token=token)
+        set_threads(opts.threads)
+        signals = _Signals()
+        try:
+            with signals.installed():
+                outcome = run(
+                    recipe,
+                    opts,
+                    typed=typed,
+                    stop_requested=signals,
+                    argv=list(argv),
+                    reporter=console.reporter,
+                )
+        except KeyboardInterrupt:
+            raise _Aborted from None
+        console.summary(_summary(outcome))
     return EXIT_OK
 
 
-def run_verify(argv: list[str]) -> int:
+def run_prepare(argv: list[str], prog: str = "prepare.py") -> int:
+    """``prepare`` with its own argv; returns the exit code."""
+    return _boundary(lambda say: _prepare(say, argv, prog))
+
+
+def _verify(argv: list[str]) -> int:
     from prep.verify import verify_dataset
 
-    p = argparse.ArgumentParser(prog="prep verify", description="Verify a published dataset.")
-    p.add_argument("dir", type=Path)
-    try:
-        ns = p.parse_args(argv)
-    except SystemExit as e:
-        return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
+    ns = options.verify_parser().parse_args(argv)
     if not ns.dir.is_dir():
-        print(f"prep: error: {ns.dir} is not a directory", file=sys.stderr)
-        return EXIT_ERROR
+        raise InputError(f"{ns.dir} is not a directory", path=ns.dir)
     problems = verify_dataset(ns.dir)
     for line in problems:
         print(f"FAIL {line}")
@@ -253,40 +191,53 @@ def run_verify(argv: list[str]) -> int:
     return EXIT_OK
 
 
-def run_inspect(argv: list[str]) -> int:
+def run_verify(argv: list[str]) -> int:
+    return _boundary(lambda _say: _verify(argv))
+
+
+def _inspect(argv: list[str]) -> int:
     from prep.inspector import inspect_path
 
-    try:
-        ns = inspect_parser().parse_args(argv)
-    except SystemExit as e:
-        return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
-    try:
-        for line in inspect_path(ns.path, first=ns.first, tokenizer=ns.tokenizer):
-            if line.startswith("warning: "):
-                print(f"prep: {line}", file=sys.stderr)
-            else:
-                print(line)
-    except (PrepError, OSError) as e:
-        print(f"prep: error: {e}", file=sys.stderr)
-        return EXIT_ERROR
+    ns = options.inspect_parser().parse_args(argv)
+    for line in inspect_path(ns.path, first=ns.first, tokenizer=ns.tokenizer):
+        if line.startswith("warning: "):  # a tokenizer that does not match the file
+            print(f"prep: {line}", file=sys.stderr)
+        else:
+            print(line)
     return EXIT_OK
+
+
+def run_inspect(argv: list[str]) -> int:
+    return _boundary(lambda _say: _inspect(argv))
 
 
 _COMMANDS = {"prepare": run_prepare, "verify": run_verify, "inspect": run_inspect}
 
 
+_OVERVIEW = f"""usage: prep {{prepare,verify,inspect}} ... | prep --version
+
+  prepare  build a dataset (same as scripts/prepare.py); see prep prepare --help
+  verify   re-check a published dataset (exit 0 or 1)
+  inspect  describe a .bin file, a dataset or a staging directory
+
+{options.EXIT_CODES}"""
+
+
 def main(argv: list[str] | None = None) -> int:
     """``prep COMMAND ...``; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help") or args[0] not in _COMMANDS:
-        print(
-            "usage: prep {prepare,verify,inspect} ...\n"
-            "  prepare  build a dataset (same as scripts/prepare.py)\n"
-            "  verify   re-check a published dataset\n"
-            "  inspect  describe a .bin file, a dataset or a staging directory",
-            file=sys.stderr,
-        )
-        return EXIT_OK if args and args[0] in ("-h", "--help") else EXIT_USAGE
+    if args and args[0] in ("-h", "--help"):
+        print(_OVERVIEW)  # asked for: stdout, exit 0
+        return EXIT_OK
+    if args and args[0] == "--version":
+        print(f"prep {__version__}")
+        return EXIT_OK
+    if not args:
+        print(_OVERVIEW, file=sys.stderr)
+        return EXIT_USAGE
+    if args[0] not in _COMMANDS:
+        print(options.command_error("prep", args[0], list(_COMMANDS)), file=sys.stderr)
+        return EXIT_USAGE
     if args[0] == "prepare":
         return run_prepare(args[1:], prog="prep prepare")
     return _COMMANDS[args[0]](args[1:])

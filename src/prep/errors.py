@@ -26,6 +26,11 @@ class PrepError(Exception):
         self.path = str(path) if path is not None else None
         self.row = row
 
+    def with_hint(self, hint: str) -> PrepError:
+        """The same kind of error, same context, with ``hint`` on a line of its own: how
+        prep adds what a caller knows. Raise it ``from`` this one."""
+        return type(self)(f"{self}\n{hint}", path=self.path, row=self.row)
+
 
 class UsageError(PrepError, ValueError):
     """A malformed or out-of-range option: exit 2."""

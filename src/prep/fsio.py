@@ -1,7 +1,9 @@
-"""Durable file-system primitives: atomic replace and directory fsync.
+"""Durable file-system primitives: atomic replace, directory fsync, file hashing.
 
 Atomic means a reader (or a process restarted after a crash) sees either the old content or
-the new, never a mix or a partial file.
+the new, never a mix or a partial file. The temp-file name of an atomic write
+(``.NAME.XXXX.tmp`` beside ``NAME``) is defined here only: :func:`stray_temps` finds those
+that a crash left behind.
 """
 
 from __future__ import annotations
@@ -15,8 +17,20 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import IO, Protocol
 
 from prep.errors import OutputError
+
+TEMP_SUFFIX = ".tmp"
+_HASH_CHUNK = 1 << 24
+
+
+class Hasher(Protocol):
+    """What :func:`hash_file` feeds: any ``hashlib`` object."""
+
+    def update(self, data: bytes | memoryview, /) -> None: ...
+
+    def hexdigest(self) -> str: ...
 
 
 def fsync_dir(path: Path) -> None:
@@ -28,19 +42,54 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a whole file, read in chunks (bounded memory)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 24):
+def hash_file(
+    path: Path | IO[bytes],
+    hasher: Hasher | None = None,
+    *,
+    start: int = 0,
+    length: int | None = None,
+) -> Hasher:
+    """Feed ``hasher`` (default a new SHA-256) the bytes of ``path`` (a path, or a file
+    open for reading) from ``start``, all of them or exactly ``length``, in chunks (bounded
+    memory); returns it. The one read loop every file hash in prep goes through. Raises
+    ``EOFError`` when the file holds fewer than ``length`` bytes after ``start``."""
+    h: Hasher = hasher if hasher is not None else hashlib.sha256()
+    with contextlib.ExitStack() as stack:
+        f = stack.enter_context(open(path, "rb")) if isinstance(path, Path) else path
+        f.seek(start)
+        left = length
+        while left is None or left > 0:
+            chunk = f.read(_HASH_CHUNK if left is None else min(left, _HASH_CHUNK))
+            if not chunk:
+                if left:
+                    raise EOFError(f"{path}: {left:,} bytes short")
+                break
             h.update(chunk)
-    return h.hexdigest()
+            if left is not None:
+                left -= len(chunk)
+    return h
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a whole file (hex)."""
+    return hash_file(path).hexdigest()
+
+
+def temp_prefix(name: str) -> str:
+    """The prefix of an atomic write's temp file for the file ``name``."""
+    return f".{name}."
+
+
+def stray_temps(directory: Path, name: str = "*") -> list[Path]:
+    """Temp files of interrupted atomic writes in ``directory`` (of ``name``, or of any
+    file), sorted. Nothing that is committed ever has such a name."""
+    return sorted(directory.glob(f"{temp_prefix(name)}*{TEMP_SUFFIX}"))
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same directory, fsync,
     ``os.replace``, fsync the directory. The temp file is removed on failure."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         os.fchmod(fd, 0o644)  # mkstemp makes 0600; these are ordinary output files
         with os.fdopen(fd, "wb") as f:

@@ -13,28 +13,26 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from prep import checkpoint as ckpt
-from prep.binfile import read_bin
+import numpy.typing as npt
+
 from prep.errors import InputError, PrepError
+from prep.formats import ShardFormat, get_format
 from prep.fsio import file_sha256
-from prep.manifest import MANIFEST_NAME, read_manifest
 from prep.publish import OutputPaths, describe_holder
+from prep.state import checkpoint as ckpt
+from prep.state.manifest import MANIFEST_NAME, read_manifest
 
 
-def inspect_bin(path: Path, first: int, tokenizer: str | None) -> list[str]:
-    header, ids = read_bin(path)
+def inspect_shard(path: Path, first: int, tokenizer: str | None, fmt: ShardFormat) -> list[str]:
+    line, ids = fmt.describe(path)
     head = [int(i) for i in ids[:first]]
-    lines = [
-        f"{path.name}: llm.c .bin version {header.version} "
-        f"({'uint16' if header.version == 1 else 'uint32'}), n = {header.n:,} ids, "
-        f"vocab_size = {header.vocab_size:,}, {header.file_size:,} bytes",
-        f"first {len(head)} ids: {head}",
-    ]
+    lines = [line, f"first {len(head)} ids: {head}"]
     if tokenizer is None:
         return lines
     decoder = _decoder(tokenizer)
-    lines += [f"warning: {w}" for w in decoder.mismatches(path, header.vocab_size)]
+    lines += [f"warning: {w}" for w in decoder.mismatches(path, ids)]
     lines.append(f"decoded: {decoder.decode(head)!r}")
     return lines
 
@@ -48,23 +46,33 @@ class _Decoder:
     json_path: Path | None  # None: the byte tokenizer
     decode: Callable[[list[int]], str]
 
-    def mismatches(self, bin_path: Path, file_vocab: int) -> list[str]:
-        """Why the decoded text may be wrong: the file was written for another vocabulary,
-        or the dataset beside it records another tokenizer."""
-        out = []
-        if file_vocab != self.vocab_size:
-            out.append(
-                f"{bin_path.name} was written for a vocabulary of {file_vocab:,} ids; "
+    def mismatches(self, shard: Path, ids: npt.NDArray[Any]) -> list[str]:
+        """Why the decoded text may be wrong: the dataset beside the file was made with a
+        tokenizer of another vocabulary or another tokenizer.json; or, for a file alone,
+        it holds ids the tokenizer does not have."""
+        try:
+            m = read_manifest(shard.parent)
+        except (OSError, PrepError):
+            m = None
+        if m is None:
+            top = int(ids.max()) if ids.size else -1
+            return [
+                f"{shard.name} holds id {top:,}; --tokenizer {self.spec} has only "
+                f"{self.vocab_size:,}: the decoded text is wrong; give the tokenizer the "
+                "file was made with"
+            ] if top >= self.vocab_size else []
+        if m.vocab_size != self.vocab_size:
+            return [
+                f"{shard.name} was written for a vocabulary of {m.vocab_size:,} ids; "
                 f"--tokenizer {self.spec} has {self.vocab_size:,}: the decoded text is "
                 "probably wrong; give the tokenizer the dataset was made with"
-            )
-        recorded = _recorded_tokenizer_sha256(bin_path.parent)
-        if recorded and self.json_path and recorded != file_sha256(self.json_path):
-            out.append(
-                f"{bin_path.parent / MANIFEST_NAME} records another tokenizer.json "
-                f"(SHA-256 {recorded[:12]}...) than {self.json_path}"
-            )
-        return out
+            ]
+        if self.json_path and m.tokenizer_sha256 != file_sha256(self.json_path):
+            return [
+                f"{shard.parent / MANIFEST_NAME} records another tokenizer.json "
+                f"(SHA-256 {m.tokenizer_sha256[:12]}...) than {self.json_path}"
+            ]
+        return []
 
 
 def _decoder(spec: str) -> _Decoder:
@@ -87,28 +95,18 @@ def _decoder(spec: str) -> _Decoder:
                     lambda ids: str(tok.decode(ids, skip_special_tokens=False)))
 
 
-def _recorded_tokenizer_sha256(directory: Path) -> str | None:
-    try:
-        value = read_manifest(directory).get("tokenizer_sha256")
-    except (OSError, PrepError):
-        return None
-    return value if isinstance(value, str) else None
-
-
 def inspect_manifest(directory: Path) -> list[str]:
     m = read_manifest(directory)
-    src = m["source"]
+    src = m.source
     lines = [
-        f"dataset {m['dataset']}: tokenizer {m['tokenizer_id']} (V = {m['vocab_size']:,}, "
-        f"separator {m['doc_sep_id']} {m['sep_position']}), .bin version {m['bin_version']}",
-        f"source {src['uri']}: {len(src['files'])} files, {src['rows_visited']:,} rows visited, "
-        f"{src['empty_rows_skipped']:,} empty skipped",
+        f"dataset {m.dataset}: tokenizer {m.tokenizer_id} (V = {m.vocab_size:,}, "
+        f"separator {m.doc_sep_id} {m.sep_position}), .bin version {m.bin_version}",
+        f"source {src.uri}: {len(src.files)} files, {src.rows_visited:,} rows visited, "
+        f"{src.empty_rows_skipped:,} empty skipped",
     ]
-    for split, t in m["totals"].items():
-        lines.append(
-            f"{split}: {t['n_tokens']:,} tokens, {t['n_docs']:,} docs, {t['n_files']} files"
-        )
-    beta = m.get("val_bytes_per_token")
+    for split, t in m.totals.items():
+        lines.append(f"{split}: {t.n_tokens:,} tokens, {t.n_docs:,} docs, {t.n_files} files")
+    beta = m.val_bytes_per_token
     lines.append(f"val bytes per token: {beta:.4f}" if beta else "val bytes per token: n/a")
     return lines
 
@@ -160,8 +158,9 @@ def lock_holder(paths: OutputPaths) -> str | None:
 
 def inspect_path(path: Path, *, first: int = 16, tokenizer: str | None = None) -> list[str]:
     """Describe ``path``; raises ``InputError`` when it is none of the known kinds."""
-    if path.is_file() and path.suffix == ".bin":
-        return inspect_bin(path, first, tokenizer)
+    fmt = get_format()
+    if path.is_file() and fmt.owns_file(path.name):
+        return inspect_shard(path, first, tokenizer, fmt)
     if path.is_file() and path.name == MANIFEST_NAME:
         return inspect_manifest(path.parent)
     if path.is_dir() and (path / ckpt.CHECKPOINT_NAME).exists():

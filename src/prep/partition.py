@@ -84,7 +84,11 @@ def boundaries(sizes: Sequence[int], count: int) -> list[int]:
     bounds = [0]
     for i in range(1, count):
         lo, hi = bounds[-1] + 1, n - (count - i)
-        bounds.append(min(max(_nearest(cum, i * total, count), lo), hi))
+        k = min(max(_nearest(cum, i * total, count), lo), hi)
+        # Clamped down to hi: empty files before it tie with it; the rule takes the first.
+        while k > lo and cum[k - 1] == cum[k]:
+            k -= 1
+        bounds.append(k)
     bounds.append(n)
     return bounds
 

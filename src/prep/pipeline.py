@@ -9,23 +9,29 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prep import checkpoint as ckpt
 from prep.errors import IntegrityError, OutputError, PrepError
+from prep.formats import ShardFormat, get_format
 from prep.fsio import fsync_dir
-from prep.job import Job, StopRequested
-from prep.manifest import MANIFEST_NAME, manifest_bytes, read_manifest
 from prep.progress import Reporter, silent
-from prep.publish import OutputPaths, check_out, hold_lock, out_state, publish, write_failure
+from prep.publish import OutputPaths, hold_lock, is_empty_dir, publish, write_failure
 from prep.recipe import Recipe, RunOptions
 from prep.refresh import check_fresh, recover_swap, swap_in
-from prep.resume import check_recipe
+from prep.run.inputs import Inputs, fresh_inputs
+from prep.run.loop import StopRequested, execute
+from prep.run.restore import apply_restore, check_recipe, plan_restore
+from prep.run.start import start
 from prep.sources import Source, resolve_source
+from prep.state import checkpoint as ckpt
+from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest
+from prep.state.provenance import RefreshNote
+from prep.verify import verify_dataset
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +43,7 @@ class Outcome:
 
     status: str
     out: Path
-    manifest: dict[str, Any] | None = None
+    manifest: Manifest | None = None
     seconds: float = 0.0
     changes: tuple[str, ...] = ()
 
@@ -84,12 +90,16 @@ class _Lifecycle:
     stop_requested: StopRequested
     argv: list[str] | None
     reporter: Reporter
+    fmt: ShardFormat = field(default_factory=get_format)
     t0: float = field(default_factory=time.monotonic)
+    early: Inputs | None = None  # a fresh start's inputs, resolved before the lock
+    early_source: Source | None = None  # a refresh's source, resolved before the lock
 
     def run(self) -> Outcome:
         paths, opts = self.paths, self.opts
-        # Refusals that need no lock come first: a refused run leaves no DIR.lock behind.
+        # Checks that need no lock come first: a refused run leaves no DIR.lock behind.
         check_out(paths, resume=opts.resume, refresh=opts.refresh)
+        self.resolve_early()
         with hold_lock(paths, opts.wait_lock):
             check_out(paths, resume=opts.resume, refresh=opts.refresh)  # may have changed
             if opts.refresh:
@@ -104,9 +114,21 @@ class _Lifecycle:
                 return Outcome("already-complete", paths.final)
             return self.publish(self.build())
 
+    def resolve_early(self) -> None:
+        """Before the lock: a fresh start's source and tokenizer (a refresh's source), so a
+        missing file or a bad tokenizer is refused without creating ``DIR.lock``. A resume
+        resolves nothing here: its checkpoint pins what it reads."""
+        if self.paths.staging.exists():
+            return
+        state = out_state(self.paths.final)
+        if state in ("absent", "empty"):
+            self.early = fresh_inputs(self.recipe, self.opts)
+        elif state == "dataset" and self.opts.refresh:
+            self.early_source = resolve_source(self.recipe.source, self.opts.token)
+
     def build(
-        self, *, source: Source | None = None, refresh: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
+        self, *, source: Source | None = None, refresh: RefreshNote | None = None
+    ) -> Manifest:
         """Bring staging to "ready to publish" (a verified manifest in it); returns the
         manifest."""
         paths, opts = self.paths, self.opts
@@ -119,21 +141,14 @@ class _Lifecycle:
                 )
             if (paths.staging / MANIFEST_NAME).exists():
                 return _verified_ready(paths.staging, self.typed)
-            job = Job.restore(paths, opts, self.typed, self.stop_requested, self.argv)
+            plan = plan_restore(paths, opts, self.typed, self.stop_requested, self.fmt)
+            state, stream = apply_restore(plan, paths, opts, self.fmt), plan.stream
         else:
-            job = Job.start(
-                paths,
-                self.recipe,
-                opts,
-                self.stop_requested,
-                self.argv,
-                source=source,
-                refresh=refresh,
-            )
-        job.reporter = self.reporter
-        return job.execute()
+            inputs = self.early or fresh_inputs(self.recipe, opts, source)
+            state, stream = start(paths, self.recipe, opts, inputs, self.fmt, refresh)
+        return execute(state, stream, self.stop_requested, self.argv, self.reporter)
 
-    def publish(self, manifest: dict[str, Any], changes: tuple[str, ...] = ()) -> Outcome:
+    def publish(self, manifest: Manifest, changes: tuple[str, ...] = ()) -> Outcome:
         """Drop the checkpoint and rename staging to ``DIR``, or swap it in over the
         published version (a refresh)."""
         paths = self.paths
@@ -158,45 +173,39 @@ class _Lifecycle:
         if out_state(paths.final) != "dataset":  # absent or empty: a first build
             return self.publish(self.build())
         source: Source | None = None
-        info: dict[str, Any] | None = None
+        note: RefreshNote | None = None
         changes: tuple[str, ...] = ()
         if not paths.staging.exists():
-            source = resolve_source(self.recipe.source, self.opts.token)
+            source = self.early_source or resolve_source(self.recipe.source, self.opts.token)
             fresh = check_fresh(paths, self.recipe, source, self.opts.token)
             if fresh.unchanged:
                 logger.info("%s is up to date", paths.final)
                 return Outcome("up-to-date", paths.final, seconds=time.monotonic() - self.t0)
             changes = tuple(fresh.changes)
             logger.info("%s changed: %s", paths.final, "; ".join(changes))
-            info = {
-                "previous_corpus_manifest_sha256": fresh.previous_corpus_sha256,
-                "changes": list(changes),
-            }
+            note = RefreshNote(fresh.previous_corpus_sha256, changes)
         else:
             logger.info("continuing the refresh in %s", paths.staging)
         try:
-            manifest = self.build(source=source, refresh=info)
+            manifest = self.build(source=source, refresh=note)
         except IntegrityError as e:
             if source is not None:
                 raise
-            raise IntegrityError(
-                f"{e}\n{paths.final} is intact; {paths.staging} is an unfinished refresh that "
+            raise e.with_hint(
+                f"{paths.final} is intact; {paths.staging} is an unfinished refresh that "
                 f"cannot continue: delete {paths.staging} and rerun with --refresh to build "
-                "the new version from the current source",
-                path=e.path,
+                "the new version from the current source"
             ) from e
-        if manifest_bytes(manifest) == (paths.final / MANIFEST_NAME).read_bytes():
+        if manifest.to_bytes() == (paths.final / MANIFEST_NAME).read_bytes():
             logger.info("the rebuilt version is identical; %s is up to date", paths.final)
             shutil.rmtree(paths.staging)
             return Outcome("up-to-date", paths.final, seconds=time.monotonic() - self.t0)
         return self.publish(manifest, changes)
 
 
-def _verified_ready(staging: Path, typed: dict[str, Any]) -> dict[str, Any]:
+def _verified_ready(staging: Path, typed: dict[str, Any]) -> Manifest:
     """A staging directory a crash left after its manifest was written: verify it (and
     that typed options agree with the run, as for any resume)."""
-    from prep.verify import verify_dataset
-
     if typed and (staging / ckpt.CHECKPOINT_NAME).exists():
         check_recipe(staging, ckpt.load(staging).recipe, typed)
     manifest = read_manifest(staging)
@@ -214,3 +223,48 @@ def _drop_checkpoint(paths: OutputPaths) -> None:
     with contextlib.suppress(FileNotFoundError):
         (paths.staging / ckpt.CHECKPOINT_NAME).unlink()
     fsync_dir(paths.staging)
+
+
+def out_state(final: Path) -> str:
+    """What ``--out`` is now: ``absent``; ``empty`` (an empty directory, published onto);
+    ``mount`` (a mount point: staging beside it is on another filesystem, so it cannot be
+    renamed onto it); ``dataset`` (holds ``_MANIFEST.json``); or ``other``."""
+    if not final.exists() and not final.is_symlink():
+        return "absent"
+    if final.is_dir() and not final.is_symlink() and os.path.ismount(final):
+        return "mount"
+    if final.is_dir() and (final / MANIFEST_NAME).is_file():
+        return "dataset"
+    return "empty" if is_empty_dir(final) else "other"
+
+
+def check_out(paths: OutputPaths, *, resume: bool, refresh: bool) -> None:
+    """Refuse an ``--out`` no run can use, each with the way out: a file or a directory that
+    is not a prep dataset (``--refresh`` cannot help there), a mount point, or (without
+    --resume or --refresh) a dataset. Read-only: called before the lock is taken, so a
+    refused run leaves no ``DIR.lock``, and again under it."""
+    state, final = out_state(paths.final), paths.final
+    if state == "mount":
+        raise OutputError(
+            f"{final} is a mount point: prep builds {paths.staging.name} beside it and "
+            f"renames it into place, which cannot replace a mount point; give a directory "
+            f"inside it, e.g. --out {final / final.name}",
+            path=final,
+        )
+    if state == "other":
+        what = (
+            "a symbolic link" if final.is_symlink()
+            else "a directory that is not empty" if final.is_dir() else "not a directory"
+        )
+        raise OutputError(
+            f"{final} exists and is not a prep dataset ({what}, no {MANIFEST_NAME}); prep "
+            "writes only into a new or an empty directory. Choose another --out, or move "
+            f"{final} away",
+            path=final,
+        )
+    if state == "dataset" and not (resume or refresh):
+        raise OutputError(
+            f"{final} already exists; prep never overwrites a dataset. Choose another "
+            "--out, delete it to rebuild, or use --refresh to update it",
+            path=final,
+        )

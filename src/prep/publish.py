@@ -23,8 +23,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from prep.errors import LockedError, OutputError
-from prep.fsio import atomic_write_bytes, fsync_dir, rename_noreplace
-from prep.manifest import MANIFEST_NAME
+from prep.fsio import atomic_write_bytes, fsync_dir, rename_noreplace, stray_temps
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +94,7 @@ def hold_lock(paths: OutputPaths, wait: float) -> Iterator[None]:
                 next_note = time.monotonic() + 60
             time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
     try:
-        for stray in paths.final.parent.glob(f".{paths.lock_info.name}.*.tmp"):
+        for stray in stray_temps(paths.final.parent, paths.lock_info.name):
             stray.unlink(missing_ok=True)  # a lock-info write a crash interrupted; we hold it
         info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
         atomic_write_bytes(paths.lock_info, json.dumps(info).encode())
@@ -137,7 +136,7 @@ def publish(paths: OutputPaths) -> None:
     (created beforehand, e.g. by a provisioning script): ``rename(2)`` replaces an empty
     directory atomically and fails on a non-empty one. Anything else at ``DIR`` is never
     replaced."""
-    if out_state(paths.final) == "empty":
+    if is_empty_dir(paths.final):
         try:
             os.rename(paths.staging, paths.final)
         except OSError as e:
@@ -154,50 +153,9 @@ def publish(paths: OutputPaths) -> None:
     fsync_dir(paths.final.parent)
 
 
-def out_state(final: Path) -> str:
-    """What ``--out`` is now: ``absent``; ``empty`` (an empty directory, published onto);
-    ``mount`` (a mount point: staging beside it is on another filesystem, so it cannot be
-    renamed onto it); ``dataset`` (holds ``_MANIFEST.json``); or ``other``."""
-    if not final.exists() and not final.is_symlink():
-        return "absent"
-    if final.is_dir() and not final.is_symlink() and os.path.ismount(final):
-        return "mount"
-    if final.is_dir() and (final / MANIFEST_NAME).is_file():
-        return "dataset"
-    if final.is_dir() and not final.is_symlink() and not any(final.iterdir()):
-        return "empty"
-    return "other"
-
-
-def check_out(paths: OutputPaths, *, resume: bool, refresh: bool) -> None:
-    """Refuse an ``--out`` no run can use, each with the way out: a file or a directory that
-    is not a prep dataset (``--refresh`` cannot help there), or a mount point. Read-only:
-    callable before the lock is taken, and again under it."""
-    state, final = out_state(paths.final), paths.final
-    if state == "mount":
-        raise OutputError(
-            f"{final} is a mount point: prep builds {paths.staging.name} beside it and "
-            f"renames it into place, which cannot replace a mount point; give a directory "
-            f"inside it, e.g. --out {final / final.name}",
-            path=final,
-        )
-    if state == "other":
-        what = (
-            "a symbolic link" if final.is_symlink()
-            else "a directory that is not empty" if final.is_dir() else "not a directory"
-        )
-        raise OutputError(
-            f"{final} exists and is not a prep dataset ({what}, no {MANIFEST_NAME}); prep "
-            "writes only into a new or an empty directory. Choose another --out, or move "
-            f"{final} away",
-            path=final,
-        )
-    if state == "dataset" and not (resume or refresh):
-        raise OutputError(
-            f"{final} already exists; prep never overwrites a dataset. Choose another "
-            "--out, delete it to rebuild, or use --refresh to update it",
-            path=final,
-        )
+def is_empty_dir(path: Path) -> bool:
+    """A real (not symlinked) empty directory: what ``publish`` may rename onto."""
+    return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
 
 
 def write_failure(e: OSError, paths: OutputPaths) -> OutputError:

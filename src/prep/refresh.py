@@ -15,22 +15,28 @@ exchange is unavailable (not Linux, or a filesystem without it) the swap is two 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from prep.encoders import tokenizer_fingerprint
 from prep.errors import IntegrityError
-from prep.fsio import atomic_write_bytes, exchange, file_sha256, fsync_dir, rename_noreplace
-from prep.manifest import MANIFEST_NAME, PROVENANCE_NAME, read_manifest
+from prep.fsio import (
+    atomic_write_bytes,
+    exchange,
+    file_sha256,
+    fsync_dir,
+    rename_noreplace,
+    stray_temps,
+)
 from prep.publish import OutputPaths
 from prep.recipe import Recipe
-from prep.resume import source_differences
 from prep.sources import Source
+from prep.state.changes import fingerprint_changes, recipe_changes
+from prep.state.manifest import MANIFEST_NAME, read_manifest
+from prep.state.provenance import read_source_mtimes
 
 logger = logging.getLogger(__name__)
 
@@ -49,59 +55,15 @@ class Freshness:
 
 def _manifest_sha(directory: Path) -> str | None:
     try:
-        return hashlib.sha256((directory / MANIFEST_NAME).read_bytes()).hexdigest()
+        return file_sha256(directory / MANIFEST_NAME)
     except FileNotFoundError:
         return None
-
-
-def source_changes(old: dict[str, Any], mtimes: dict[str, int], source: Source) -> list[str]:
-    """Differences between the published source identity and the current listing; a file
-    with the same size but a new mtime is hashed."""
-    if old.get("kind") != source.kind:
-        return [f"source kind {old.get('kind')} -> {source.kind}"]
-    if source.kind == "hf":
-        rev = old.get("revision")
-        return [] if rev == source.revision else [f"Hub commit {rev} -> {source.revision}"]
-    changes = source_differences(old, source)
-    before = {f["path"]: f for f in old["files"]}
-    for f in source.files:
-        was = before.get(f.path)
-        if was is None or was["size"] != f.size or mtimes.get(f.path) == f.mtime_ns:
-            continue
-        f.sha256 = file_sha256(f.local)
-        if f.sha256 != was["sha256"]:
-            changes.append(f"{f.path}: content changed")
-    return sorted(changes)  # by path: each line starts with one
-
-
-def recipe_changes(manifest: dict[str, Any], recipe: Recipe, dataset: str) -> list[str]:
-    """Recipe settings that differ from the published manifest's."""
-    changes = []
-    want = recipe.manifest_recipe()
-    if want != manifest["recipe"]:
-        for key in sorted(set(want) | set(manifest["recipe"])):
-            if want.get(key) != manifest["recipe"].get(key):
-                changes.append(
-                    f"recipe {key}: {manifest['recipe'].get(key)!r} -> {want.get(key)!r}"
-                )
-    src = manifest["source"]
-    for key, value in (("text_column", recipe.text_column), ("split_column", recipe.split_column)):
-        if src.get(key) != value:
-            changes.append(f"{key}: {src.get(key)!r} -> {value!r}")
-    if manifest["dataset"] != dataset:
-        changes.append(f"dataset name: {manifest['dataset']!r} -> {dataset!r}")
-    return changes
 
 
 def check_fresh(paths: OutputPaths, recipe: Recipe, source: Source, token: str | None) -> Freshness:
     """Compare the published ``DIR`` with the current source, tokenizer and recipe."""
     manifest = read_manifest(paths.final)
-    try:
-        prov = json.loads((paths.final / PROVENANCE_NAME).read_bytes())
-        mtimes = {str(k): int(v) for k, v in prov.get("source_mtimes_ns", {}).items()}
-    except (OSError, ValueError):
-        mtimes = {}
-    changes = source_changes(manifest["source"], mtimes, source)
+    changes = source.changes_from(manifest.source.identity(), read_source_mtimes(paths.final))
     tok = tokenizer_fingerprint(
         recipe.tokenizer,
         doc_sep_id=recipe.doc_sep_id,
@@ -109,14 +71,9 @@ def check_fresh(paths: OutputPaths, recipe: Recipe, source: Source, token: str |
         tokenizer_id=recipe.tokenizer_id,
         token=token,
     )
-    if tok["sha256"] != manifest["tokenizer_sha256"]:
-        changes.append("tokenizer.json changed")
-    if tok["doc_sep_id"] != manifest["doc_sep_id"]:
-        changes.append(f"separator {manifest['doc_sep_id']} -> {tok['doc_sep_id']}")
-    if tok["tokenizer_id"] != manifest["tokenizer_id"]:
-        changes.append(f"tokenizer id {manifest['tokenizer_id']} -> {tok['tokenizer_id']}")
+    changes += fingerprint_changes(manifest, tok)
     changes += recipe_changes(manifest, recipe, recipe.dataset or paths.final.name)
-    return Freshness(changes, manifest.get("corpus_manifest_sha256"))
+    return Freshness(changes, manifest.corpus_manifest_sha256)
 
 
 def _retire(paths: OutputPaths) -> None:
@@ -129,7 +86,7 @@ def _retire(paths: OutputPaths) -> None:
 
 def recover_swap(paths: OutputPaths) -> None:
     """Finish forward a swap that a crash interrupted (the journal says which way)."""
-    for stray in paths.final.parent.glob(f".{paths.journal.name}.*.tmp"):
+    for stray in stray_temps(paths.final.parent, paths.journal.name):
         stray.unlink()  # a journal write that a crash interrupted; never took effect
     if not paths.journal.exists():
         return

@@ -102,6 +102,12 @@ def document_stream(
     return items
 
 
+def open_stream(source: Source, recipe: Recipe) -> tuple[list[SourceFile], Iterator[StreamItem]]:
+    """The files in read order and the document stream over them, from the first row."""
+    files = ordered_files(source.files, recipe.shuffle_files, recipe.seed)
+    return files, document_stream(source, files, recipe)
+
+
 # Row kinds in a prepared batch.
 DOC = 0
 EMPTY = 1
@@ -209,7 +215,7 @@ class Cursor:
         return self._digest.hexdigest()
 
 
-def batches(stream: Iterator[Any], preparer: Preparer, size: int) -> Iterator[Batch]:
+def batches(stream: Iterator[StreamItem], preparer: Preparer, size: int) -> Iterator[Batch]:
     """Stream items in lists of ``size``, prepared; ends after a Failure (raised when the
     consumer visits it)."""
     while True:

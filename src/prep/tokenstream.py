@@ -21,15 +21,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prep import header256
+import prep.formats.header256 as header256
 from prep.errors import IntegrityError, UsageError
 from prep.fsio import file_sha256
-from prep.manifest import read_manifest
+from prep.state.manifest import ManifestFile, read_manifest
 
 Batch = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
 
 
-def _map_shard(path: Path, entry: dict[str, Any]) -> npt.NDArray[Any]:
+def _map_shard(path: Path, entry: ManifestFile) -> npt.NDArray[Any]:
     """Check one listed file against its manifest entry and map its ids (read-only)."""
     if not path.is_file():
         raise IntegrityError(
@@ -40,9 +40,9 @@ def _map_shard(path: Path, entry: dict[str, Any]) -> npt.NDArray[Any]:
     with open(path, "rb") as f:
         header = header256.unpack(f.read(header256.HEADER_BYTES), where=str(path))
     header256.check_size(header, path.stat().st_size, where=str(path))
-    if header.n != entry["n_tokens"]:
+    if header.n != entry.n_tokens:
         raise IntegrityError(
-            f"{path}: header n = {header.n:,} but the manifest lists {entry['n_tokens']:,} "
+            f"{path}: header n = {header.n:,} but the manifest lists {entry.n_tokens:,} "
             "tokens; the file does not belong to this manifest",
             path=path,
         )
@@ -53,12 +53,12 @@ def _map_shard(path: Path, entry: dict[str, Any]) -> npt.NDArray[Any]:
     )
 
 
-def _check_hash(path: Path, entry: dict[str, Any]) -> None:
+def _check_hash(path: Path, entry: ManifestFile) -> None:
     sha = file_sha256(path)
-    if sha != entry["sha256"]:
+    if sha != entry.sha256:
         raise IntegrityError(
             f"{path}: SHA-256 {sha[:12]}... does not match the manifest's "
-            f"{entry['sha256'][:12]}...; the file changed after publishing (run `prep verify`)",
+            f"{entry.sha256[:12]}...; the file changed after publishing (run `prep verify`)",
             path=path,
         )
 
@@ -78,15 +78,13 @@ class TokenStream:
         self.split = split
         self.seq_len = seq_len
         manifest = read_manifest(self.path)
-        if split not in manifest["totals"]:
-            known = ", ".join(manifest["totals"])
+        if split not in manifest.totals:
+            known = ", ".join(manifest.totals)
             raise UsageError(f"{self.path}: no split {split!r} (the manifest has {known})")
-        entries = sorted(
-            (e for e in manifest["files"] if e["split"] == split), key=lambda e: e["name"]
-        )
+        entries = sorted((e for e in manifest.files if e.split == split), key=lambda e: e.name)
         shards = []
         for entry in entries:
-            shard_path = self.path / entry["name"]
+            shard_path = self.path / entry.name
             shards.append(_map_shard(shard_path, entry))
             if verify:
                 _check_hash(shard_path, entry)
@@ -95,10 +93,10 @@ class TokenStream:
         sizes = np.array([s.size for s in self._shards], dtype=np.int64)
         self._starts = np.concatenate(([0], np.cumsum(sizes)))
         self.n_tokens = int(self._starts[-1])
-        if self.n_tokens != manifest["totals"][split]["n_tokens"]:
+        if self.n_tokens != manifest.totals[split].n_tokens:
             raise IntegrityError(
                 f"{self.path}: {split} files hold {self.n_tokens:,} tokens but the manifest's "
-                f"totals say {manifest['totals'][split]['n_tokens']:,}",
+                f"totals say {manifest.totals[split].n_tokens:,}",
                 path=self.path,
             )
 

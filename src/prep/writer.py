@@ -1,14 +1,14 @@
 """Per-split writers: separator placement, whole-document rollover, exact counts.
 
-A split's files are ``<split>-00000.bin, -00001.bin, ...``. Before a document (separator
-included) that would push the open file past ``max_file_tokens``, the open file is sealed
-and the next one started, unless the open file is still empty: a long document fills a file
-alone. So no file starts or ends mid-document and no empty file precedes a non-empty one.
+A split's shards are numbered from 0 and named by the output format. Before a document
+(separator included) that would push the open shard past ``max_file_tokens``, the open
+shard is sealed and the next one started, unless the open shard is still empty: a long
+document fills a shard alone. So no shard starts or ends mid-document and no empty shard
+precedes a non-empty one.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,113 +16,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prep.binfile import MAX_TOKENS, BinWriter
 from prep.errors import InputError
-
-EMPTY_SHA256 = hashlib.sha256().hexdigest()
-
-
-def file_name(split: str, index: int) -> str:
-    return f"{split}-{index:05d}.bin"
+from prep.formats import ShardFormat, ShardWriter
+from prep.formats.base import MAX_TOKENS
+from prep.state.shards import FileRecord, OpenFile, SplitState
 
 
 def needs_rollover(open_tokens: int, doc_tokens: int, max_file_tokens: int) -> bool:
     """Whether a document of ``doc_tokens`` (separator included) must start a new file."""
     return open_tokens > 0 and open_tokens + doc_tokens > max_file_tokens
-
-
-@dataclass(frozen=True)
-class FileRecord:
-    """A sealed file: what the manifest and checkpoint list."""
-
-    name: str
-    n_tokens: int
-    n_docs: int
-    sha256: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "n_tokens": self.n_tokens,
-            "n_docs": self.n_docs,
-            "sha256": self.sha256,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> FileRecord:
-        return cls(
-            name=str(d["name"]),
-            n_tokens=int(d["n_tokens"]),
-            n_docs=int(d["n_docs"]),
-            sha256=str(d["sha256"]),
-        )
-
-
-@dataclass(frozen=True)
-class OpenFile:
-    """The open file at a commit point: its name, committed ids and their hash."""
-
-    name: str
-    n_tokens: int
-    n_docs: int
-    ids_sha256: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "n_tokens": self.n_tokens,
-            "n_docs": self.n_docs,
-            "ids_sha256": self.ids_sha256,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> OpenFile:
-        return cls(
-            name=str(d["name"]),
-            n_tokens=int(d["n_tokens"]),
-            n_docs=int(d["n_docs"]),
-            ids_sha256=str(d["ids_sha256"]),
-        )
-
-
-@dataclass(frozen=True)
-class SplitState:
-    """A split's committed state: sealed files, the open file, running totals.
-
-    ``text_bytes`` and ``text_tokens`` exclude separators (they give β)."""
-
-    sealed: tuple[FileRecord, ...]
-    open: OpenFile | None
-    n_tokens: int = 0
-    n_docs: int = 0
-    text_bytes: int = 0
-    text_tokens: int = 0
-
-    @classmethod
-    def empty(cls, split: str) -> SplitState:
-        """A new split: its first file open and empty."""
-        return cls(sealed=(), open=OpenFile(file_name(split, 0), 0, 0, EMPTY_SHA256))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "sealed": [r.to_json() for r in self.sealed],
-            "open": self.open.to_json() if self.open else None,
-            "n_tokens": self.n_tokens,
-            "n_docs": self.n_docs,
-            "text_bytes": self.text_bytes,
-            "text_tokens": self.text_tokens,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> SplitState:
-        return cls(
-            sealed=tuple(FileRecord.from_json(r) for r in d["sealed"]),
-            open=OpenFile.from_json(d["open"]) if d["open"] else None,
-            n_tokens=int(d["n_tokens"]),
-            n_docs=int(d["n_docs"]),
-            text_bytes=int(d["text_bytes"]),
-            text_tokens=int(d["text_tokens"]),
-        )
 
 
 @dataclass
@@ -133,6 +35,7 @@ class SplitWriter:
     exact only after :meth:`sync` (the pipeline syncs before every checkpoint)."""
 
     directory: Path
+    fmt: ShardFormat
     split: str
     vocab_size: int
     sep_id: int | None
@@ -143,7 +46,7 @@ class SplitWriter:
     n_docs: int = 0
     text_bytes: int = 0
     text_tokens: int = 0
-    _file: BinWriter | None = None
+    _file: ShardWriter | None = None
     _file_docs: int = 0
     _file_tokens: int = 0  # including pending
     _pending: list[npt.NDArray[Any]] = field(default_factory=list)
@@ -152,10 +55,16 @@ class SplitWriter:
         self._sep = np.array([self.sep_id], dtype=np.uint32) if self.sep_id is not None else None
 
     def start(self) -> None:
-        """Create the split's first file (always present, even if it stays empty)."""
-        self._file = BinWriter(self.directory / file_name(self.split, 0), self.vocab_size)
+        """Create the split's first shard (always present, even if it stays empty)."""
+        self._file = self.fmt.create(
+            self.directory, self.fmt.shard_name(self.split, 0), self.vocab_size
+        )
 
-    def restore(self, state: SplitState, open_writer: BinWriter | None) -> None:
+    def moved_to(self, directory: Path) -> None:
+        """The directory was renamed (staging put in place); open files stay open."""
+        self.directory = directory
+
+    def restore(self, state: SplitState, open_writer: ShardWriter | None) -> None:
         """Continue from a verified checkpoint state with its reopened open file."""
         self.sealed = list(state.sealed)
         self.n_tokens, self.n_docs = state.n_tokens, state.n_docs
@@ -202,16 +111,15 @@ class SplitWriter:
 
     def _roll(self) -> None:
         self._seal_open()
-        self._file = BinWriter(
-            self.directory / file_name(self.split, len(self.sealed)), self.vocab_size
-        )
+        name = self.fmt.shard_name(self.split, len(self.sealed))
+        self._file = self.fmt.create(self.directory, name, self.vocab_size)
 
     def _seal_open(self) -> None:
         if self._file is None:
-            raise RuntimeError("no open file to seal")
+            raise RuntimeError(f"{self.split}: no open shard to seal")
         self.flush()
         sha = self._file.seal()
-        self.sealed.append(FileRecord(self._file.path.name, self._file.n, self._file_docs, sha))
+        self.sealed.append(FileRecord(self._file.name, self._file.n, self._file_docs, sha))
         self._file = None
         self._file_docs = 0
         self._file_tokens = 0
@@ -221,7 +129,7 @@ class SplitWriter:
         open_file = None
         if self._file is not None:
             open_file = OpenFile(
-                self._file.path.name, self._file.n, self._file_docs, self._file.ids_sha256
+                self._file.name, self._file.n, self._file_docs, self._file.ids_sha256
             )
         return SplitState(
             sealed=tuple(self.sealed),

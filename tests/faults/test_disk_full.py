@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import faultkit as fk
+import harness as h
 import pytest
-from faultkit import World
+from harness import World
 
 FSYNC = "prep.fsio.os.fsync"  # the os.fsync of atomic writes (the same os everywhere)
 
@@ -20,11 +20,11 @@ def enospc(target: str, nth: int = 1, **filters: Any) -> dict[str, Any]:
 
 # (fault, a checkpoint per batch?, staging committed when it fires?)
 MID_RUN = [
-    pytest.param(enospc("prep.binfile.BinWriter.append", nth=40), False,
+    pytest.param(enospc("prep.formats.llmc.BinWriter.append", nth=40), False,
                  id="appending-ids-mid-run"),
     pytest.param(enospc(FSYNC, within=["seal", "_roll"], nth=3), False,
                  id="sealing-a-file-at-rollover"),
-    pytest.param(enospc(FSYNC, within=["save", "_checkpoint"], nth=5), True,
+    pytest.param(enospc(FSYNC, within=["save", "checkpoint"], nth=5), True,
                  id="writing-a-checkpoint"),
     pytest.param(enospc(FSYNC, within="write_manifest"), False,
                  id="writing-the-manifest"),
@@ -39,17 +39,17 @@ AT_START = [
 
 @pytest.fixture(scope="module")
 def w(tmp_path_factory: pytest.TempPathFactory) -> World:
-    return fk.world(tmp_path_factory, fk.SMALL)
+    return h.world(tmp_path_factory, h.SMALL)
 
 
 def disk_full_run(w: World, tmp_path: Path, fault: dict[str, Any], every_batch: bool) -> str:
     out = tmp_path / "out"
     mark = tmp_path / "fired"
-    args = ["--out", out, *w.recipe(), *(fk.EVERY_BATCH if every_batch else fk.FAST)]
-    done = fk.run_plain(args, fault=fault, mark=mark)
+    args = ["--out", out, *w.recipe(), *(h.EVERY_BATCH if every_batch else h.FAST)]
+    done = h.run(args, faults=fault, mark=mark)
     assert mark.exists(), f"the write was never reached:\n{done.stderr}"
     assert done.returncode == 1, done.stderr
-    fk.no_traceback(done.stderr)
+    h.no_traceback(done.stderr)
     err = done.stderr.lower()
     assert "no space left" in err or "disk full" in err, done.stderr
     assert str(out) in done.stderr, done.stderr  # where
@@ -66,12 +66,12 @@ def test_disk_full_mid_run_then_resume_is_identical(
     out = tmp_path / "out"
     err = disk_full_run(w, tmp_path, fault, every_batch)
     assert f"--out {out} --resume" in err, err
-    staging = fk.staging_of(out)
+    staging = h.staging_of(out)
     assert (staging / "checkpoint.json").is_file(), "the last checkpoint is gone"
     assert not list(staging.glob(".*.tmp")), "a temporary file was left in staging"
-    done = fk.run_plain(["--out", out, "--resume"])
+    done = h.run(["--out", out, "--resume"])
     assert done.returncode == 0, done.stderr
-    fk.assert_identical(w, out)
+    h.assert_identical(w, out)
 
 
 @pytest.mark.parametrize("fault", AT_START)
@@ -83,7 +83,7 @@ def test_disk_full_before_anything_is_committed(
     supervisor runs it) succeeds once there is space."""
     out = tmp_path / "out"
     disk_full_run(w, tmp_path, fault, every_batch=False)
-    assert not fk.staging_of(out).exists()
-    done = fk.run_plain(w.fresh_args(out, "--resume"))
+    assert not h.staging_of(out).exists()
+    done = h.run(w.fresh_args(out, "--resume"))
     assert done.returncode == 0, done.stderr
-    fk.assert_identical(w, out)
+    h.assert_identical(w, out)

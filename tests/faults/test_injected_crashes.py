@@ -8,14 +8,14 @@ import signal
 from pathlib import Path
 from typing import Any
 
-import faultkit as fk
+import harness as h
 import pytest
-from faultkit import World
+from harness import World
 
 CKPT = "checkpoint.json"
 REPLACE = "prep.fsio.os.replace"  # the os.replace that atomic_write_bytes calls
-FSYNC = "prep.binfile.os.fsync"
-SEAL = "prep.binfile.BinWriter.seal"
+FSYNC = "prep.formats.llmc.os.fsync"
+SEAL = "prep.formats.llmc.BinWriter.seal"
 RENAME = "prep.publish.rename_noreplace"
 
 # Where the kill leaves things: only the temporary building directory, a staging
@@ -42,7 +42,7 @@ CASES = [
                  id="after-replace-of-checkpoint-10"),
     pytest.param(kill(REPLACE, "before", arg_contains=CKPT, nth=10), STAGING, True,
                  id="checkpoint-10-written-not-yet-replaced"),
-    pytest.param(kill("prep.checkpoint.atomic_write_bytes", "before", nth=8), STAGING, True,
+    pytest.param(kill("prep.state.checkpoint.atomic_write_bytes", "before", nth=8), STAGING, True,
                  id="open-files-fsynced-checkpoint-not-written"),
     pytest.param(kill(REPLACE, arg_contains=CKPT, src_contains='"finished": true'), STAGING,
                  False, id="after-replace-of-the-finished-checkpoint"),
@@ -53,7 +53,7 @@ CASES = [
                  id="after-seventh-rollover-seal"),
     pytest.param(kill(FSYNC, "before", within=["seal", "_roll"], nth=3), STAGING, False,
                  id="rollover-seal-header-written-not-fsynced"),
-    pytest.param(kill("prep.writer.BinWriter", within="_roll", nth=4), STAGING, False,
+    pytest.param(kill("prep.formats.llmc.BinWriter", within="_roll", nth=4), STAGING, False,
                  id="next-file-created-after-rollover"),
     # finishing
     pytest.param(kill(FSYNC, "before", within=["seal", "finish"]), STAGING, False,
@@ -82,7 +82,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def w(tmp_path_factory: pytest.TempPathFactory) -> World:
-    return fk.world(tmp_path_factory, fk.SMALL)
+    return h.world(tmp_path_factory, h.SMALL)
 
 
 def killed_run(
@@ -95,19 +95,19 @@ def killed_run(
 ) -> None:
     """Run with ``fault`` and check that it fired and killed the run."""
     if args is None:
-        args = ["--out", out, *w.recipe(), *(fk.EVERY_BATCH if fast else ())]
-    done = fk.run_plain(args, fault=fault, mark=mark)
+        args = ["--out", out, *w.recipe(), *(h.EVERY_BATCH if fast else ())]
+    done = h.run(args, faults=fault, mark=mark)
     assert mark.exists(), f"the fault's call was never reached:\n{done.stderr}"
     assert done.returncode == -signal.SIGKILL, done.stderr
 
 
 def check_state(w: World, out: Path, state: str) -> None:
     """No partial output: before publishing, DIR does not exist at all."""
-    staging = fk.staging_of(out)
+    staging = h.staging_of(out)
     building = out.with_name("." + out.name + ".incomplete.new")
     if state == PUBLISHED:  # whole; the killed run's lock info is still beside it
         assert not staging.exists()
-        fk.assert_identical(w, out, beside=False)
+        h.assert_identical(w, out, beside=False)
         return
     assert not out.exists(), "a dataset appeared before it was complete"
     assert staging.is_dir() == (state == STAGING)
@@ -126,17 +126,17 @@ def test_kill_at_an_exact_call_then_resume_is_identical(
     # Staging holds the recipe, so `--out DIR --resume` alone continues it; with only the
     # building directory left there is nothing to resume: the supervisor's full command.
     resume = ["--out", out, "--resume"] if state != BUILDING else w.fresh_args(out, "--resume")
-    done = fk.run_plain(resume)
+    done = h.run(resume)
     assert done.returncode == 0, done.stderr
     if state == PUBLISHED:
         assert "already complete" in done.stderr
-    fk.assert_identical(w, out)
+    h.assert_identical(w, out)
 
 
 SECOND = [
-    pytest.param(kill("pathlib.Path.unlink", within="restore", arg_contains=".bin"),
+    pytest.param(kill("pathlib.Path.unlink", within="apply_restore", arg_contains=".bin"),
                  id="after-removing-a-file-written-after-the-checkpoint"),
-    pytest.param(kill("prep.binfile.BinWriter.resume", within="restore"),
+    pytest.param(kill("prep.formats.llmc.BinWriter.resume", within="apply_restore"),
                  id="after-truncating-the-open-file"),
     pytest.param(kill(REPLACE, arg_contains=CKPT), id="after-the-first-checkpoint-of-the-resume"),
 ]  # fmt: skip
@@ -149,32 +149,32 @@ def test_kill_while_resuming_then_resume_again(
     """A crash right after a rollover leaves a file the checkpoint does not name and an open
     file longer than committed; a resume killed while cleaning them up is resumed again."""
     out = tmp_path / "out"
-    first = kill("prep.writer.BinWriter", within="_roll", nth=3)
+    first = kill("prep.formats.llmc.BinWriter", within="_roll", nth=3)
     killed_run(
-        w, out, first, tmp_path / "fired-1", fast=False, args=["--out", out, *w.recipe(), *fk.FAST]
+        w, out, first, tmp_path / "fired-1", fast=False, args=["--out", out, *w.recipe(), *h.FAST]
     )
-    cp = fk.read_checkpoint(out)
+    cp = h.read_checkpoint(out)
     assert cp is not None
     named = {r["name"] for s in cp["splits"].values() for r in s["sealed"]}
     named |= {s["open"]["name"] for s in cp["splits"].values() if s["open"]}
-    unnamed = {p.name for p in fk.staging_of(out).glob("*.bin")} - named
+    unnamed = {p.name for p in h.staging_of(out).glob("*.bin")} - named
     assert unnamed, "the first crash left no file after the checkpoint"
     killed_run(
-        w, out, second, tmp_path / "fired-2", fast=True, args=["--out", out, "--resume", *fk.FAST]
+        w, out, second, tmp_path / "fired-2", fast=True, args=["--out", out, "--resume", *h.FAST]
     )
     check_state(w, out, STAGING)
-    done = fk.run_plain(["--out", out, "--resume"])
+    done = h.run(["--out", out, "--resume"])
     assert done.returncode == 0, done.stderr
-    fk.assert_identical(w, out)
+    h.assert_identical(w, out)
 
 
 def test_kill_while_writing_the_lock_info_leaves_nothing_behind(w: World, tmp_path: Path) -> None:
     out = tmp_path / "out"
     fault = kill(REPLACE, "before", arg_contains=".lock.json")
     killed_run(w, out, fault, tmp_path / "fired", fast=False)
-    done = fk.run_plain(w.fresh_args(out, "--resume"))
+    done = h.run(w.fresh_args(out, "--resume"))
     assert done.returncode == 0, done.stderr
-    fk.assert_identical(w, out)
+    h.assert_identical(w, out)
 
 
 def test_resume_discards_whatever_lies_past_the_checkpoint(w: World, tmp_path: Path) -> None:
@@ -183,13 +183,13 @@ def test_resume_discards_whatever_lies_past_the_checkpoint(w: World, tmp_path: P
     discarded before the run continues."""
     out = tmp_path / "out"
     killed_run(w, out, kill(REPLACE, arg_contains=CKPT, nth=10), tmp_path / "fired", fast=True)
-    cp = fk.read_checkpoint(out)
+    cp = h.read_checkpoint(out)
     assert cp is not None
-    staging = fk.staging_of(out)
+    staging = h.staging_of(out)
     opened = cp["splits"]["train"]["open"]
     with open(staging / opened["name"], "ab") as f:
         f.write(bytes(range(256)) * 256)  # 64 KiB: past 2 * max_file_tokens bytes of ids
     (staging / "train-09999.bin").write_bytes(b"not committed")
-    done = fk.run_plain(["--out", out, "--resume"])
+    done = h.run(["--out", out, "--resume"])
     assert done.returncode == 0, done.stderr
-    fk.assert_identical(w, out)
+    h.assert_identical(w, out)

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import faultkit as fk
+import harness as h
 import pytest
 
-factories = fk.factories
+factories = h.factories
 
 
 @dataclass(frozen=True)
@@ -30,20 +30,20 @@ class Versions:
 
 @pytest.fixture(scope="module")
 def v(tmp_path_factory: pytest.TempPathFactory) -> Versions:
-    w = fk.world(tmp_path_factory)  # a build long enough for random kills to land in
+    w = h.world(tmp_path_factory)  # a build long enough for random kills to land in
     root = tmp_path_factory.mktemp("refresh")
     source = Path(shutil.copytree(w.source, root / "corpus"))
     args = w.recipe(source=source)
     old = root / "old" / "out"
-    done = fk.run_plain(["--out", old, *args])
+    done = h.run(["--out", old, *args])
     assert done.returncode == 0, done.stderr
     factories.write_parquet(
         source / "part-99999.parquet", factories.numbered_docs(3000, start=w.corpus.n_docs)
     )
     new = root / "new" / "out"
-    done = fk.run_plain(["--out", new, *args])
+    done = h.run(["--out", new, *args])
     assert done.returncode == 0, done.stderr
-    old_bytes, new_bytes = fk.dir_bytes(old), fk.dir_bytes(new)
+    old_bytes, new_bytes = h.dir_bytes(old), h.dir_bytes(new)
     assert old_bytes != new_bytes
     return Versions(args, old, new, old_bytes, new_bytes)
 
@@ -58,7 +58,7 @@ def published_old(v: Versions, tmp_path: Path) -> Path:
 def whole_version(v: Versions, out: Path) -> str:
     """Which complete version ``DIR`` holds: it must be one of the two."""
     assert out.is_dir(), "DIR is missing"
-    got = fk.dir_bytes(out)
+    got = h.dir_bytes(out)
     if got == v.old_bytes:
         return "old"
     assert got == v.new_bytes, "DIR holds neither the old nor the new version whole"
@@ -68,10 +68,10 @@ def whole_version(v: Versions, out: Path) -> str:
 def assert_refreshed(v: Versions, out: Path) -> None:
     assert whole_version(v, out) == "new"
     previous = out.with_name(out.name + ".previous")
-    assert fk.dir_bytes(previous) == v.old_bytes, "the old version was not kept"
+    assert h.dir_bytes(previous) == v.old_bytes, "the old version was not kept"
     left = sorted(p.name for p in out.parent.iterdir() if p.name != "fired")
     assert left == [out.name, out.name + ".lock", out.name + ".previous"], f"left: {left}"
-    again = fk.run_plain(["--out", out, *v.args, "--refresh"])
+    again = h.run(["--out", out, *v.args, "--refresh"])
     assert again.returncode == 0, again.stderr
     assert "up to date" in again.stderr
     assert whole_version(v, out) == "new"
@@ -89,12 +89,12 @@ def test_refresh_killed_at_random_moments(v: Versions, tmp_path: Path) -> None:
     """cron's one command, killed again and again: DIR is always a whole version."""
     rng = random.Random(13)
     out = published_old(v, tmp_path)
-    cmd = ["--out", out, *v.args, "--refresh", *fk.FAST]
+    cmd = ["--out", out, *v.args, "--refresh", *h.FAST]
     kills = 0
     for _ in range(20):
-        proc = fk.spawn(cmd)
-        killed = kills < 6 and fk.kill_after(proc, rng.uniform(0.1, 0.9))
-        code, err = fk.finish(proc)
+        proc = h.spawn(cmd)
+        killed = kills < 6 and h.kill_after(proc, rng.uniform(0.1, 0.9))
+        code, err = proc.finish()
         whole_version(v, out)
         if not killed:
             assert code == 0, err
@@ -110,9 +110,9 @@ def test_refresh_killed_while_writing_the_journal_leaves_nothing_behind(
     out = published_old(v, tmp_path)
     cmd = ["--out", out, *v.args, "--refresh"]
     fault = kill("prep.fsio.os.replace", "before", arg_contains=".swap.json")
-    done = fk.run_plain(cmd, fault=fault, mark=tmp_path / "fired")
+    done = h.run(cmd, faults=fault, mark=tmp_path / "fired")
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert whole_version(v, out) == "old"
-    done = fk.run_plain(cmd)
+    done = h.run(cmd)
     assert done.returncode == 0, done.stderr
     assert_refreshed(v, out)

@@ -13,18 +13,18 @@ import signal
 from pathlib import Path
 from typing import Any
 
-import faultkit as fk
+import harness as h
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from faultkit import World
+from harness import World
 
-factories = fk.factories
+factories = h.factories
 
 
 @pytest.fixture(scope="module")
 def w(tmp_path_factory: pytest.TempPathFactory) -> World:
-    return fk.world(tmp_path_factory, fk.SMALL)
+    return h.world(tmp_path_factory, h.SMALL)
 
 
 def interrupt(
@@ -36,23 +36,23 @@ def interrupt(
     Then leave what a crash after that checkpoint would: uncommitted ids after the open
     file's committed ones, and the next file, which the checkpoint does not name. A refusal
     must leave those alone too (resume discards them only after verifying everything)."""
-    proc = fk.spawn(["--out", out, *w.recipe(source, tokenizer), *fk.FAST])
+    proc = h.spawn(["--out", out, *w.recipe(source, tokenizer), *h.FAST])
 
     def ready() -> bool:
-        cp = fk.read_checkpoint(out)
+        cp = h.read_checkpoint(out)
         return (
             cp is not None
             and cp["progress"]["rows_visited"] >= 2000
             and len(cp["splits"]["train"]["sealed"]) >= 2
         )
 
-    assert fk.wait_until(proc, ready), fk.finish(proc)
+    assert h.reached(proc, ready), proc.finish()
     proc.send_signal(signal.SIGTERM)
-    code, err = fk.finish(proc)
+    code, err = proc.finish()
     assert code == 75, err
-    cp = fk.read_checkpoint(out)
+    cp = h.read_checkpoint(out)
     assert cp is not None
-    staging = fk.staging_of(out)
+    staging = h.staging_of(out)
     train = cp["splits"]["train"]
     with open(staging / train["open"]["name"], "ab") as f:
         f.write(bytes(40))  # 20 uncommitted ids
@@ -63,13 +63,13 @@ def interrupt(
 
 def refused(out: Path, *extra: str) -> str:
     """Resume, expect a refusal that left staging untouched; returns the message."""
-    staging = fk.staging_of(out)
-    before = fk.tree_hashes(staging)
-    done = fk.run_plain(["--out", out, "--resume", *extra])
+    staging = h.staging_of(out)
+    before = h.tree(staging)
+    done = h.run(["--out", out, "--resume", *extra])
     assert done.returncode == 1, done.stderr
-    fk.no_traceback(done.stderr)
+    h.no_traceback(done.stderr)
     assert "prep: error:" in done.stderr
-    assert fk.tree_hashes(staging) == before, "the refusal changed the staging directory"
+    assert h.tree(staging) == before, "the refusal changed the staging directory"
     assert not out.exists()
     assert not out.with_name(out.name + ".lock.json").exists(), "the lock was not released"
     return done.stderr
@@ -92,7 +92,8 @@ def flip_byte(path: Path, offset: int) -> None:
 
 
 def test_a_row_edited_before_the_cursor(w: World, tmp_path: Path) -> None:
-    source, tok = w.copy_inputs(tmp_path)
+    mine = w.copy(tmp_path)
+    source, tok = mine.source, mine.tokenizer
     out = tmp_path / "out"
     interrupt(w, out, source, tok)
     texts = source_docs(w, 0)
@@ -106,7 +107,8 @@ def test_a_row_edited_before_the_cursor(w: World, tmp_path: Path) -> None:
 def _same_size_edit(w: World, tmp_path: Path, drop_file_hashes: bool) -> str:
     """Interrupt a run over an uncompressed copy of the source, swap two letters in one
     committed row (the file keeps its size), resume; returns the refusal."""
-    source, tok = w.copy_inputs(tmp_path)
+    mine = w.copy(tmp_path)
+    source, tok = mine.source, mine.tokenizer
     path = source / "part-00000.parquet"
     texts = source_docs(w, 0)
     pq.write_table(pa.table({"text": texts}), path, row_group_size=50, compression="none")
@@ -114,7 +116,7 @@ def _same_size_edit(w: World, tmp_path: Path, drop_file_hashes: bool) -> str:
     out = tmp_path / "out"
     interrupt(w, out, source, tok)
     if drop_file_hashes:  # as if the files' hashes were never recorded: only the digest
-        cp_path = fk.staging_of(out) / "checkpoint.json"
+        cp_path = h.staging_of(out) / "checkpoint.json"
         cp = json.loads(cp_path.read_text())
         for f in cp["source"]["files"]:
             f["sha256"] = None
@@ -146,7 +148,8 @@ def test_a_same_size_edit_before_the_cursor_is_caught_by_the_prefix_digest(
 
 
 def test_a_file_added_before_the_cursor(w: World, tmp_path: Path) -> None:
-    source, tok = w.copy_inputs(tmp_path)
+    mine = w.copy(tmp_path)
+    source, tok = mine.source, mine.tokenizer
     out = tmp_path / "out"
     interrupt(w, out, source, tok)
     factories.write_parquet(source / "a-added.parquet", ["a new first document"])  # sorts first
@@ -155,7 +158,8 @@ def test_a_file_added_before_the_cursor(w: World, tmp_path: Path) -> None:
 
 
 def test_a_file_rewritten_with_fewer_rows(w: World, tmp_path: Path) -> None:
-    source, tok = w.copy_inputs(tmp_path)
+    mine = w.copy(tmp_path)
+    source, tok = mine.source, mine.tokenizer
     out = tmp_path / "out"
     interrupt(w, out, source, tok)
     factories.write_parquet(source / "part-00000.parquet", source_docs(w, 0)[:-500])
@@ -170,14 +174,15 @@ def test_a_read_ahead_file_modified_before_resume_is_refused_before_any_change(
     those hashes. A file recorded that way but not reached by the replay must still be
     checked before staging is touched (here the hash is recorded explicitly, as the reader
     would have, so the scenario does not depend on thread timing)."""
-    source, tok = w.copy_inputs(tmp_path)
+    mine = w.copy(tmp_path)
+    source, tok = mine.source, mine.tokenizer
     out = tmp_path / "out"
     cp = interrupt(w, out, source, tok)
     files = cp["source"]["files"]
     ahead = next(f for f in files if f["sha256"] is None)  # not reached by the committed rows
     path = source / ahead["path"]
     ahead["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
-    (fk.staging_of(out) / "checkpoint.json").write_text(json.dumps(cp, indent=1))
+    (h.staging_of(out) / "checkpoint.json").write_text(json.dumps(cp, indent=1))
     st = path.stat()
     raw = bytearray(path.read_bytes())
     raw[-20] ^= 0xFF  # same size, same mtime: only the recorded hash can tell
@@ -190,11 +195,12 @@ def test_a_read_ahead_file_modified_before_resume_is_refused_before_any_change(
 def test_an_unread_file_modified_before_resume(w: World, tmp_path: Path) -> None:
     """A file the run had not reached has no recorded hash yet; its changed mtime is
     enough to refuse (the content the run would read is no longer the content it listed)."""
-    source, tok = w.copy_inputs(tmp_path)
+    mine = w.copy(tmp_path)
+    source, tok = mine.source, mine.tokenizer
     out = tmp_path / "out"
     interrupt(w, out, source, tok)
     last = source / f"part-{w.corpus.n_files - 1:05d}.parquet"
-    cp = json.loads((fk.staging_of(out) / "checkpoint.json").read_text())
+    cp = json.loads((h.staging_of(out) / "checkpoint.json").read_text())
     assert {f["path"]: f["sha256"] for f in cp["source"]["files"]}[last.name] is None
     st = last.stat()
     os.utime(last, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
@@ -203,7 +209,8 @@ def test_an_unread_file_modified_before_resume(w: World, tmp_path: Path) -> None
 
 
 def test_a_file_removed(w: World, tmp_path: Path) -> None:
-    source, tok = w.copy_inputs(tmp_path)
+    mine = w.copy(tmp_path)
+    source, tok = mine.source, mine.tokenizer
     out = tmp_path / "out"
     interrupt(w, out, source, tok)
     (source / f"part-{w.corpus.n_files - 1:05d}.parquet").unlink()
@@ -212,7 +219,8 @@ def test_a_file_removed(w: World, tmp_path: Path) -> None:
 
 
 def test_a_different_tokenizer_file(w: World, tmp_path: Path) -> None:
-    source, tok = w.copy_inputs(tmp_path)
+    mine = w.copy(tmp_path)
+    source, tok = mine.source, mine.tokenizer
     out = tmp_path / "out"
     interrupt(w, out, source, tok)
     factories.bpe_tokenizer(tok, factories.numbered_docs(2000, start=500_000))
@@ -228,7 +236,7 @@ def test_a_tampered_sealed_file(w: World, tmp_path: Path) -> None:
     out = tmp_path / "out"
     cp = interrupt(w, out)
     name = cp["splits"]["train"]["sealed"][0]["name"]
-    flip_byte(fk.staging_of(out) / name, 1024 + 101)
+    flip_byte(h.staging_of(out) / name, 1024 + 101)
     err = refused(out)
     assert name in err and "SHA-256" in err and "modified after it was sealed" in err
     assert "Delete" in err
@@ -239,7 +247,7 @@ def test_a_tampered_byte_in_the_open_files_committed_ids(w: World, tmp_path: Pat
     cp = interrupt(w, out)
     opened = cp["splits"]["train"]["open"]
     assert opened["n_tokens"] > 0
-    flip_byte(fk.staging_of(out) / opened["name"], 1024 + 1)
+    flip_byte(h.staging_of(out) / opened["name"], 1024 + 1)
     err = refused(out)
     assert opened["name"] in err and "do not match" in err and "Delete" in err
 
@@ -248,7 +256,7 @@ def test_a_missing_sealed_file(w: World, tmp_path: Path) -> None:
     out = tmp_path / "out"
     cp = interrupt(w, out)
     name = cp["splits"]["train"]["sealed"][1]["name"]
-    (fk.staging_of(out) / name).unlink()
+    (h.staging_of(out) / name).unlink()
     err = refused(out)
     assert name in err and "missing" in err and "Delete" in err
 
@@ -257,7 +265,7 @@ def test_an_open_file_cut_below_its_committed_ids(w: World, tmp_path: Path) -> N
     out = tmp_path / "out"
     cp = interrupt(w, out)
     opened = cp["splits"]["train"]["open"]
-    path = fk.staging_of(out) / opened["name"]
+    path = h.staging_of(out) / opened["name"]
     path.write_bytes(path.read_bytes()[: 1024 + 2 * (opened["n_tokens"] - 1)])
     err = refused(out)
     assert opened["name"] in err and "shorter than" in err
@@ -266,7 +274,7 @@ def test_an_open_file_cut_below_its_committed_ids(w: World, tmp_path: Path) -> N
 def test_a_corrupt_checkpoint(w: World, tmp_path: Path) -> None:
     out = tmp_path / "out"
     interrupt(w, out)
-    path = fk.staging_of(out) / "checkpoint.json"
+    path = h.staging_of(out) / "checkpoint.json"
     path.write_bytes(path.read_bytes()[:200])
     err = refused(out)
     assert "checkpoint.json is corrupt" in err and "Delete" in err
@@ -275,7 +283,7 @@ def test_a_corrupt_checkpoint(w: World, tmp_path: Path) -> None:
 def test_an_unknown_checkpoint_format(w: World, tmp_path: Path) -> None:
     out = tmp_path / "out"
     interrupt(w, out)
-    path = fk.staging_of(out) / "checkpoint.json"
+    path = h.staging_of(out) / "checkpoint.json"
     data = json.loads(path.read_text())
     data["format"] = 99
     path.write_text(json.dumps(data))
@@ -302,7 +310,7 @@ def test_typed_options_contradicting_the_checkpoint_are_each_listed(
 def test_typed_options_agreeing_with_the_checkpoint_are_accepted(w: World, tmp_path: Path) -> None:
     out = tmp_path / "out"
     interrupt(w, out)
-    done = fk.run_plain(
+    done = h.run(
         [
             "--out",
             out,
@@ -316,7 +324,7 @@ def test_typed_options_agreeing_with_the_checkpoint_are_accepted(w: World, tmp_p
         ]
     )  # a run option, not the recipe: may change
     assert done.returncode == 0, done.stderr
-    fk.assert_identical(w, out)
+    h.assert_identical(w, out)
 
 
 @pytest.mark.parametrize("package", ["tokenizers", "numpy"])
@@ -325,16 +333,16 @@ def test_a_different_package_version_refuses_unless_allowed(
 ) -> None:
     out = tmp_path / "out"
     interrupt(w, out)
-    path = fk.staging_of(out) / "checkpoint.json"
+    path = h.staging_of(out) / "checkpoint.json"
     data = json.loads(path.read_text())
     installed = data["versions"][package]
     data["versions"][package] = "0.0.1"  # as if the run started under another version
     path.write_text(json.dumps(data, indent=1))
     err = refused(out)
     assert f"{package} 0.0.1 -> {installed}" in err and "--allow-version-change" in err
-    done = fk.run_plain(["--out", out, "--resume", "--allow-version-change"])
+    done = h.run(["--out", out, "--resume", "--allow-version-change"])
     assert done.returncode == 0, done.stderr
-    fk.assert_identical(w, out)
+    h.assert_identical(w, out)
 
 
 def test_typed_options_contradicting_a_staging_ready_to_publish(w: World, tmp_path: Path) -> None:
@@ -346,8 +354,8 @@ def test_typed_options_contradicting_a_staging_ready_to_publish(w: World, tmp_pa
         "arg_contains": "_MANIFEST.json",
         "action": "kill",
     }
-    done = fk.run_plain(["--out", out, *w.recipe()], fault=kill_after_manifest)
+    done = h.run(["--out", out, *w.recipe()], faults=kill_after_manifest)
     assert done.returncode == -signal.SIGKILL, done.stderr
-    assert (fk.staging_of(out) / "checkpoint.json").is_file()
+    assert (h.staging_of(out) / "checkpoint.json").is_file()
     err = refused(out, "--seed", "7")
     assert "--seed: typed 7, the run was started with 1337" in err

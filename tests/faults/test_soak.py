@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import faultkit as fk
+import harness as h
 import pytest
 
 BATCH_SIZES = [1, 3, 8, 32, 100, 1024, 5000]
@@ -38,7 +38,7 @@ def test_soak_random_signals_and_run_options(
 ) -> None:
     target = int(os.environ.get("PREP_SOAK_KILLS", "60"))
     rng = random.Random(int(os.environ.get("PREP_SOAK_SEED", "2024")))
-    w = fk.world(tmp_path_factory, fk.SOAK)
+    w = h.world(tmp_path_factory, h.SOAK)
     t0 = time.monotonic()
     kills: Counter[str] = Counter()
     endings: Counter[int] = Counter()
@@ -56,12 +56,12 @@ def test_soak_random_signals_and_run_options(
                 "--threads",
                 str(rng.choice([1, 2])),
             ]
-            if fk.staging_of(out).is_dir() and rng.random() < 0.5:
+            if h.staging_of(out).is_dir() and rng.random() < 0.5:
                 cmd = ["--out", out, "--resume", *options]  # the recipe from the checkpoint
             else:
                 cmd = ["--out", out, *w.recipe(), "--resume", *options]  # the supervisor's
-            start = fk.rows_committed(out)
-            proc = fk.spawn(cmd)
+            start = h.rows_committed(out)
+            proc = h.spawn(cmd)
             runs += 1
             sig = rng.choice(SIGNALS)
             sent = False
@@ -69,9 +69,9 @@ def test_soak_random_signals_and_run_options(
                 # Half the signals land anywhere (start-up, verification, replay, ...), half
                 # once this run has committed rows of its own (mid-stream, finishing).
                 anywhere = rng.random() < 0.5
-                if anywhere or fk.wait_until(proc, lambda s=start, o=out: fk.rows_committed(o) > s):
-                    sent = fk.kill_after(proc, rng.uniform(0, 1.5 if anywhere else 0.8), sig)
-            code, err = fk.finish(proc)
+                if anywhere or h.reached(proc, lambda s=start, o=out: h.rows_committed(o) > s):
+                    sent = h.kill_after(proc, rng.uniform(0, 1.5 if anywhere else 0.8), sig)
+            code, err = proc.finish()
             if not sent:
                 assert code == 0, err
                 break
@@ -79,13 +79,13 @@ def test_soak_random_signals_and_run_options(
             endings[code] += 1
             assert code in ENDINGS[sig], f"{sig.name} ended the run with {code}:\n{err}"
             if code in (0, 75):
-                fk.no_traceback(err)
+                h.no_traceback(err)
             if code == 0:
                 break
         else:
             raise AssertionError("round did not finish")
-        fk.assert_identical(w, out)
-        resumes.append(fk.provenance(out)["resumes"])
+        h.assert_identical(w, out)
+        resumes.append(h.provenance(out)["resumes"])
     seconds = time.monotonic() - t0
     print(
         f"\nsoak: {sum(kills.values())} signals ({dict(kills)}), exit codes {dict(endings)}, "

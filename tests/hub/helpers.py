@@ -30,7 +30,7 @@ COMMON = ("--dataset", "corpus", "--val-fraction", "0.1")
 
 # A retry policy for subprocesses: the module constants, patched before the CLI runs.
 FAST_RETRY = (
-    "import sys, prep.hub as h; h.RETRY_ATTEMPTS = 3; h.RETRY_BASE_DELAY = 0.01\n"
+    "import sys, prep.hub.client as h; h.RETRY_ATTEMPTS = 3; h.RETRY_BASE_DELAY = 0.01\n"
     "from prep.cli import run_prepare; sys.exit(run_prepare(sys.argv[1:]))"
 )
 

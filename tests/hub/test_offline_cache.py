@@ -1,4 +1,5 @@
-"""prep.hub_cache in-process: Hub sources and tokenizers resolved from a cache that the real
+"""prep.hub.cache and prep.sources.hub (offline) in-process: Hub sources and tokenizers
+resolved from a cache that the real
 ``hf download`` filled from the loopback Hub, read while the Hub answers nothing (every test
 clears its log and checks it stays empty)."""
 
@@ -14,9 +15,10 @@ from conftest import GPT2_DIR
 
 from prep.encoders import load_encoder
 from prep.errors import InputError, IntegrityError
-from prep.hub import HubOptions
-from prep.hub_cache import cached_tokenizer, resolve_cached_source
+from prep.hub.cache import cached_tokenizer
+from prep.hub.client import HubOptions
 from prep.sources import iter_batches
+from prep.sources.hub import resolve_cached_source
 
 from .fakehub import FakeHub
 from .helpers import CORPUS, DATASET, EXTRAS, GIT_FILE, ORDER, TOKENIZER_REPO, URI, tokenizer_files

@@ -1,4 +1,5 @@
-"""prep.hub in-process against the loopback Hub: parsing, listing and selection, pinning,
+"""prep.hub and prep.sources.hub in-process against the loopback Hub: parsing, listing and
+selection, pinning,
 lazy verified downloads, retries and the errors' messages."""
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from prep.errors import InputError, IntegrityError, TransientError, UsageError
-from prep.hub import HubOptions, resolve_hub_source
-from prep.hub_paths import (
+from prep.hub.client import HubOptions
+from prep.hub.paths import (
     glob_regex,
     listing_root,
     parse_dataset_uri,
@@ -20,6 +21,7 @@ from prep.hub_paths import (
     select_paths,
 )
 from prep.sources import hash_and_check, iter_batches
+from prep.sources.hub import resolve_hub_source
 
 from .fakehub import FOREVER, RESET, FakeHub
 from .helpers import CORPUS, DATASET, GIT_FILE, ORDER, URI, parquet_bytes

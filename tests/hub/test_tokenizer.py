@@ -8,7 +8,8 @@ from conftest import GPT2_DIR
 
 from prep.encoders import load_encoder
 from prep.errors import InputError
-from prep.hub import HubOptions, download_tokenizer
+from prep.hub.client import HubOptions
+from prep.hub.files import download_tokenizer
 
 from .fakehub import FakeHub
 from .helpers import TOKENIZER_REPO, tokenizer_files

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 from conftest import dir_bytes
-
-from .opskit import (
+from harness import (
     Proc,
     World,
     build,
     gate,
     make_world,
     no_traceback,
+    ops_corpus,
     release,
     run,
     spawn,
@@ -35,7 +35,7 @@ STARTED = re.compile(r"started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     """20,000 documents in 5 files: long enough (with --batch-size 8) to overlap runs."""
-    return make_world(tmp_path_factory.mktemp("lockworld"), 5, 4000)
+    return make_world(tmp_path_factory.mktemp("lockworld"), ops_corpus(5, 4000))
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def parked_first(world: World, out: Path, tmp_path: Path, *extra: object, nth: i
     g = tmp_path / "gate"
     g.mkdir()
     first = spawn(world.args(out, "--batch-size", 8, *extra), tmp_path / "first.log",
-                  [gate("prep.job.Job._report", g, nth=nth)])
+                  [gate("prep.run.loop.ProgressReport.__call__", g, nth=nth)])
     wait_for((g / "reached").exists, "the first run to reach its gate", first)
     return first, g
 

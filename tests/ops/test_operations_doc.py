@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from harness import World, make_world, no_traceback, ops_corpus
 from markdown import code_block
-
-from .opskit import World, make_world, no_traceback
 
 OPERATIONS = REPO / "docs" / "operations.md"
 VENV = Path(sys.executable).parent.parent
@@ -49,7 +48,7 @@ class Vm:
 
 @pytest.fixture
 def vm(tmp_path: Path) -> Vm:
-    world: World = make_world(tmp_path / "inputs", 2, 60)
+    world: World = make_world(tmp_path / "inputs", ops_corpus(2, 60))
     checkout = tmp_path / "srv" / "prep"
     checkout.mkdir(parents=True)
     (checkout / ".venv").symlink_to(VENV)  # .venv/bin/python and .venv/bin/prep
@@ -62,7 +61,7 @@ def vm(tmp_path: Path) -> Vm:
     gsutil.write_text(GSUTIL)
     gsutil.chmod(gsutil.stat().st_mode | stat.S_IXUSR)
     text = code_block(OPERATIONS, "Preemptible VM start-up script", "bash")
-    moves = {"/srv/prep": checkout, "/mnt/corpus": world.source, "/models/gpt2": world.tok,
+    moves = {"/srv/prep": checkout, "/mnt/corpus": world.source, "/models/gpt2": world.tokenizer,
              "/mnt/disk/tokens/corpus": out}
     for old, new in moves.items():
         assert old in text, f"the start-up script no longer mentions {old}"

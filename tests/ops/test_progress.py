@@ -20,9 +20,8 @@ from typing import Any
 
 import pytest
 from conftest import PREPARE, REPO, write_parquet
+from harness import World, make_world, manifest, no_traceback, ops_corpus, spawn
 from terminal import drawn_segments, run_in_tmux, run_with_pty_stderr, tmux_available
-
-from .opskit import World, make_world, manifest, no_traceback, spawn
 
 N_DOCS = 5000
 SLOW = ["--batch-size", "8"]
@@ -57,7 +56,7 @@ def stamped(line: str, start: float, end: float) -> str:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> World:
-    return make_world(tmp_path_factory.mktemp("progress"), 2, N_DOCS // 2)
+    return make_world(tmp_path_factory.mktemp("progress"), ops_corpus(2, N_DOCS // 2))
 
 
 def check_summary(line: str, out: Path) -> None:
@@ -194,7 +193,7 @@ def test_an_error_after_the_bar_starts_on_its_own_line(world: World, tmp_path: P
     shutil.copytree(world.source, source)
     write_parquet(source / "part-99999.parquet", ["fine", None])
     out = tmp_path / "out"
-    args = ["--source", source, "--tokenizer", world.tok, "--out", out, "--batch-size", 1]
+    args = ["--source", source, "--tokenizer", world.tokenizer, "--out", out, "--batch-size", 1]
     code, raw = run_with_pty_stderr([sys.executable, PREPARE, *args], REPO)
     assert code == 1, raw
     no_traceback(raw)

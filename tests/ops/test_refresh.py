@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO, bpe_tokenizer, dir_bytes, numbered_docs
-
-from .opskit import (
+from harness import (
     World,
     build,
     bump_mtime,
@@ -83,7 +82,7 @@ def test_touched_file_is_rehashed_and_still_up_to_date(w: World, out: Path, tmp_
                                                        ) -> None:
     before = tree(out)
     calls = tmp_path / "file_sha256.calls"
-    hook = {"target": "prep.refresh.file_sha256", "action": "record", "record": str(calls)}
+    hook = {"target": "prep.sources.local.file_sha256", "action": "record", "record": str(calls)}
 
     code, err = spawn(w.args(out, "--refresh"), tmp_path / "a.log", [hook]).finish()
     assert code == 0, err
@@ -137,7 +136,7 @@ def test_changed_content_swaps_in_new_version_and_keeps_the_old(cli, w: World, o
 
 
 def _retrain_tokenizer(w: World) -> list[str]:
-    bpe_tokenizer(w.tok, numbered_docs(500), vocab_size=280)
+    bpe_tokenizer(w.tokenizer, numbered_docs(500), vocab_size=280)
     return []
 
 
@@ -256,7 +255,7 @@ def kill_refresh_mid_build(w: World, out: Path, tmp_path: Path, nth: int) -> int
     g = tmp_path / "g1"
     g.mkdir()
     first = spawn(w.args(out, "--refresh", *FAST), tmp_path / "first.log",
-                  [gate("prep.job.Job._checkpoint", g, nth=nth)])
+                  [gate("prep.run.state.RunState.checkpoint", g, nth=nth)])
     wait_for((g / "reached").exists, "the refresh to be mid-build", first)
     assert tree(out) == v1, "DIR changed during the refresh build"
     first.popen.send_signal(signal.SIGKILL)
@@ -278,7 +277,7 @@ def test_refresh_killed_mid_build_resumes_and_old_version_stays_untouched(
     g = tmp_path / "g2"
     g.mkdir()
     rerun = spawn(w.args(out, "--refresh", "--resume", *FAST), tmp_path / "rerun.log",
-                  [gate("prep.job.Job._checkpoint", g, nth=3)])
+                  [gate("prep.run.state.RunState.checkpoint", g, nth=3)])
     wait_for((g / "reached").exists, "the rerun to be mid-build", rerun)
     assert tree(out) == v1, "DIR changed while the rerun was building"
     release(g)

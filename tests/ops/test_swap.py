@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import dir_bytes
-
-from .opskit import (
+from harness import (
     World,
     build,
     edit_same_size,

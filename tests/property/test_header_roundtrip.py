@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prep.binfile import BinWriter, read_bin, write_bin
 from prep.errors import FormatError
+from prep.formats.llmc import BinWriter, read_bin, write_bin
 
 
 @st.composite

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from prep import checkpoint as ckpt
-from prep.checkpoint import Checkpoint, Progress, RunFacts
 from prep.errors import IntegrityError
 from prep.recipe import Recipe
-from prep.writer import FileRecord, OpenFile, SplitState
+from prep.state import checkpoint as ckpt
+from prep.state.checkpoint import Checkpoint, Progress, RunFacts
+from prep.state.identity import FileIdentity, SourceIdentity, TokenizerIdentity
+from prep.state.shards import FileRecord, OpenFile, SplitState
 
 
 def sample() -> Checkpoint:
@@ -22,13 +23,12 @@ def sample() -> Checkpoint:
         open=OpenFile("train-00001.bin", 40, 1, "b" * 64),
         n_tokens=1030, n_docs=13, text_bytes=1017, text_tokens=1017,
     )
-    val = SplitState.empty("val")
+    val = SplitState.empty("val-00000.bin")
     return Checkpoint(
         recipe=recipe,
-        source={"kind": "parquet", "uri": "data/", "root": "/r", "revision": None,
-                "files": [{"path": "ü.parquet", "size": 5, "sha256": None}]},
-        tokenizer={"spec": "byte", "tokenizer_id": "bytes", "sha256": "e3" * 32,
-                   "vocab_size": 256, "doc_sep_id": 0},
+        source=SourceIdentity("parquet", "data/", "/r", "/cwd", None,
+                              (FileIdentity("ü.parquet", 5, None),)),
+        tokenizer=TokenizerIdentity("byte", "bytes", "e3" * 32, 256, 0),
         versions={"tokenizers": "0.23.3", "numpy": "2.0"},
         progress=Progress(rows_visited=20, docs_written=13, empty_rows_skipped=7,
                           prefix_sha256="c" * 64, finished=False),

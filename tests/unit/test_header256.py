@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prep import header256
 from prep.errors import FormatError
+from prep.formats import header256
 
 
 def test_llama3_worked_example_byte_for_byte() -> None:

@@ -11,17 +11,18 @@ from typing import Any
 import pytest
 from conftest import bin_ids, write_parquet
 
-from prep.encoders import TokenizerIdentity
 from prep.errors import IntegrityError
-from prep.manifest import (
+from prep.recipe import Recipe
+from prep.state.identity import TokenizerIdentity
+from prep.state.manifest import (
+    Manifest,
+    ManifestSource,
     build_manifest,
     corpus_manifest_sha256,
-    manifest_bytes,
     read_manifest,
     write_manifest,
 )
-from prep.recipe import Recipe
-from prep.writer import FileRecord
+from prep.state.shards import FileRecord
 
 # manifest.md's tables, in order.
 TOP_KEYS = [
@@ -87,7 +88,7 @@ def source_dict(**over: Any) -> dict[str, Any]:
 
 
 def built(recipe: Recipe | None = None, val_bytes: int = 9, val_tokens: int = 6) -> dict[str, Any]:
-    from prep.manifest import SplitTotals
+    from prep.state.manifest import SplitTotals
 
     recipe = recipe or Recipe(source="data/", val_fraction=0.3)
     ident = TokenizerIdentity("byte", "bytes", hashlib.sha256(b"").hexdigest(), 256, 0)
@@ -101,8 +102,18 @@ def built(recipe: Recipe | None = None, val_bytes: int = 9, val_tokens: int = 6)
                            (FileRecord("val-00000.bin", 8, 2, "3" * 64),)),
     }
     return build_manifest(
-        recipe=recipe, dataset="ds", tokenizer=ident, source=source_dict(), totals=totals
-    )
+        recipe=recipe,
+        dataset="ds",
+        tokenizer=ident,
+        bin_version=1,
+        source=ManifestSource.from_json(source_dict()),
+        totals=totals,
+    ).to_json()
+
+
+def manifest_bytes(m: dict[str, Any]) -> bytes:
+    """The serialization of the manifest whose JSON is ``m`` (through the typed record)."""
+    return Manifest.from_json(m).to_bytes()
 
 
 # -- key order and serialization --------------------------------------------------------------
@@ -152,9 +163,9 @@ def test_serialization_is_indent_2_not_ascii_with_newline(tmp_path: Path) -> Non
     expected = (json.dumps(m, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     assert manifest_bytes(m) == expected
     assert "données-日本".encode() in manifest_bytes(m)
-    write_manifest(tmp_path, m)
+    write_manifest(tmp_path, Manifest.from_json(m))
     assert (tmp_path / "_MANIFEST.json").read_bytes() == expected
-    assert read_manifest(tmp_path) == m
+    assert read_manifest(tmp_path).to_json() == m
 
 
 def test_floats_as_python_json_writes_them() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from prep import mmidx
+from prep.formats import mmidx
 
 indexed_dataset = pytest.importorskip("megatron.core.datasets.indexed_dataset")
 

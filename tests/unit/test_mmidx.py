@@ -12,8 +12,8 @@ from format_readers import read_megatron_index
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prep import mmidx
 from prep.errors import FormatError
+from prep.formats import mmidx
 
 # Two documents, [50256, 15496, 995] and [50256, 17250], as uint16 (code 8).
 WORKED_IDX = bytes.fromhex(

@@ -18,7 +18,11 @@ from conftest import GPT2_DIR, bin_ids
 
 from prep.encoders import load_encoder
 from prep.errors import InputError
-from prep.writer import EMPTY_SHA256, SplitState, SplitWriter, file_name, needs_rollover
+from prep.formats import get_format
+from prep.state.shards import EMPTY_SHA256, SplitState
+from prep.writer import SplitWriter, needs_rollover
+
+FMT = get_format("llmc")
 
 
 def make_writer(
@@ -32,6 +36,7 @@ def make_writer(
 ) -> SplitWriter:
     w = SplitWriter(
         directory=directory,
+        fmt=FMT,
         split=split,
         vocab_size=vocab,
         sep_id=sep,
@@ -76,8 +81,8 @@ def test_needs_rollover_truth_table(
 
 
 def test_file_names() -> None:
-    assert file_name("train", 0) == "train-00000.bin"
-    assert file_name("val", 12) == "val-00012.bin"
+    assert FMT.shard_name("train", 0) == "train-00000.bin"
+    assert FMT.shard_name("val", 12) == "val-00012.bin"
 
 
 # -- separator placement ----------------------------------------------------------------------
@@ -239,7 +244,7 @@ def test_state_counts_after_sync(tmp_path: Path) -> None:
 
 
 def test_empty_state_of_a_new_split() -> None:
-    s = SplitState.empty("val")
+    s = SplitState.empty(FMT.shard_name("val", 0))
     assert s.sealed == ()
     assert s.open is not None
     assert (s.open.name, s.open.n_tokens, s.open.n_docs) == ("val-00000.bin", 0, 0)
@@ -259,8 +264,6 @@ def test_state_json_round_trip(tmp_path: Path) -> None:
 def test_restore_continues_identically(tmp_path: Path) -> None:
     """A writer restored from a state and its reopened open file writes the same bytes as
     one that never stopped."""
-    from prep.binfile import BinWriter, hash_ids_prefix
-
     a_dir, b_dir = tmp_path / "a", tmp_path / "b"
     a_dir.mkdir()
     b_dir.mkdir()
@@ -281,10 +284,10 @@ def test_restore_continues_identically(tmp_path: Path) -> None:
     path = b_dir / state.open.name
     with open(path, "ab") as f:
         f.write(b"\x01\x00" * 3)  # written after the commit point: must be cut
-    hasher = hash_ids_prefix(path, state.open.n_tokens, 2)
-    assert hasher.hexdigest() == state.open.ids_sha256
-    b2 = SplitWriter(b_dir, "train", 256, 0, False, 7)
-    b2.restore(state, BinWriter.resume(path, 256, state.open.n_tokens, hasher))
+    op = state.open
+    checked = FMT.check_open(b_dir, op.name, op.n_tokens, op.ids_sha256, 256)
+    b2 = SplitWriter(b_dir, FMT, "train", 256, 0, False, 7)
+    b2.restore(state, FMT.reopen(b_dir, checked, 256))
     for d in docs[5:]:
         b2.add(d, d.size)
     b_files = b2.finish()

@@ -16,7 +16,8 @@ only when it is non-zero.
 The streaming :class:`BinWriter` writes a header with n = 0, appends ids (hashing them as it
 goes, so a checkpoint can record the hash of the committed prefix), and on :meth:`seal`
 writes the real n and fsyncs. A file whose header says n = 0 but holds ids is therefore an
-open (unsealed) file. This module knows nothing of splits or documents.
+open (unsealed) file. :class:`LlmcFormat` is this format behind the
+:class:`~prep.formats.ShardFormat` protocol; nothing else in prep knows the layout.
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ from typing import IO, Any
 import numpy as np
 import numpy.typing as npt
 
-from prep.errors import FormatError, InputError
+from prep.errors import FormatError, InputError, IntegrityError
+from prep.formats.base import MAX_TOKENS, VerifiedOpen, ids_problems, shard_stem, stem_pattern
+from prep.fsio import Hasher, file_sha256, hash_file
+from prep.state.manifest import Manifest, ManifestFile
 
 MAGIC = 20240520
 HEADER_BYTES = 1024
 HEADER_INTS = 256
-MAX_TOKENS = 2**31 - 1
 UINT16_VOCAB_LIMIT = 65536
 _CHUNK_IDS = 1 << 22  # ids per read when scanning a file: bounded memory
 
@@ -52,7 +55,7 @@ class BinHeader:
     @property
     def width(self) -> int:
         """Bytes per id."""
-        return id_width(self.version)
+        return self.dtype.itemsize
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -71,10 +74,6 @@ def version_for_vocab(vocab_size: int) -> int:
             "stores it as an int32)"
         )
     return 1 if vocab_size <= UINT16_VOCAB_LIMIT else 2
-
-
-def id_width(version: int) -> int:
-    return 2 if version == 1 else 4
 
 
 def dtype_for_version(version: int) -> np.dtype[Any]:
@@ -139,17 +138,17 @@ class BinWriter:
     :attr:`ids_sha256` is the hash of exactly ``n`` committed ids after :meth:`sync`.
     """
 
-    def __init__(self, path: Path, vocab_size: int, *, _resume: tuple[int, Any] | None = None):
+    def __init__(self, path: Path, vocab_size: int, *, _resume: tuple[int, Hasher] | None = None):
         self.path = path
         self.vocab_size = vocab_size
         self.version = version_for_vocab(vocab_size)
         self.dtype = dtype_for_version(self.version)
         self._file: IO[bytes]
         if _resume is None:
-            self._file = open(path, "wb")  # noqa: SIM115 - lives as long as the writer
+            self._file = open(path, "w+b")  # noqa: SIM115 - lives as long as the writer
             self._file.write(pack_header(self.version, 0, vocab_size))
             self.n = 0
-            self._hash = hashlib.sha256()
+            self._hash: Hasher = hashlib.sha256()
         else:
             n, hasher = _resume
             size = HEADER_BYTES + n * self.dtype.itemsize
@@ -162,7 +161,7 @@ class BinWriter:
             self._hash = hasher
 
     @classmethod
-    def resume(cls, path: Path, vocab_size: int, n: int, ids_hasher: Any) -> BinWriter:
+    def resume(cls, path: Path, vocab_size: int, n: int, ids_hasher: Hasher) -> BinWriter:
         """Reopen an open file at its committed length ``n`` (truncating anything after it).
 
         ``ids_hasher`` is a ``hashlib.sha256`` that has consumed the committed ids, as
@@ -182,6 +181,10 @@ class BinWriter:
         self.n += int(ids.size)
 
     @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
     def ids_sha256(self) -> str:
         """SHA-256 of the ids appended so far (not the header)."""
         return self._hash.hexdigest()
@@ -199,14 +202,11 @@ class BinWriter:
         self._file.write(header)
         self._file.flush()
         os.fsync(self._file.fileno())
-        self._file.close()
-        whole = hashlib.sha256(header)
         # The ids' bytes were hashed as written; the header came first, so hash the file's
-        # ids again from the page cache (cheap next to tokenizing them).
-        with open(self.path, "rb") as f:
-            f.seek(HEADER_BYTES)
-            while chunk := f.read(1 << 24):
-                whole.update(chunk)
+        # ids again from the page cache (cheap next to tokenizing them). Through the open
+        # handle: the directory may have been renamed since the file was created.
+        whole = hash_file(self._file, hashlib.sha256(header), start=HEADER_BYTES)
+        self._file.close()
         return whole.hexdigest()
 
     def close(self) -> None:
@@ -215,24 +215,16 @@ class BinWriter:
             self._file.close()
 
 
-def hash_ids_prefix(path: Path, n: int, width: int) -> Any:
+def hash_ids_prefix(path: Path, n: int, width: int) -> Hasher:
     """A ``hashlib.sha256`` over the first ``n`` ids of ``path`` (after the header).
 
     Raises ``FormatError`` if the file holds fewer ids."""
-    need = n * width
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        f.seek(HEADER_BYTES)
-        left = need
-        while left:
-            chunk = f.read(min(left, 1 << 24))
-            if not chunk:
-                raise FormatError(
-                    f"{path.name}: holds fewer than the {n:,} committed ids", path=path
-                )
-            h.update(chunk)
-            left -= len(chunk)
-    return h
+    try:
+        return hash_file(path, start=HEADER_BYTES, length=n * width)
+    except EOFError as e:
+        raise FormatError(
+            f"{path.name}: holds fewer than the {n:,} committed ids", path=path
+        ) from e
 
 
 def write_bin(path: str | Path, ids: npt.ArrayLike, vocab_size: int) -> str:
@@ -292,3 +284,116 @@ def read_bin(path: str | Path) -> tuple[BinHeader, npt.NDArray[Any]]:
                     path=p,
                 )
     return header, ids
+
+
+@dataclass(frozen=True)
+class LlmcOpen:
+    """An open ``.bin`` whose first ``n`` ids were checked; ``hasher`` has consumed them."""
+
+    name: str
+    n: int
+    hasher: Hasher
+
+
+class LlmcFormat:
+    """llm.c ``.bin`` files as a :class:`~prep.formats.base.ShardFormat`: one file per shard,
+    ``<split>-<index:05d>.bin``."""
+
+    name = "llmc"
+    suffix = ".bin"
+
+    def __init__(self) -> None:
+        self._pattern = stem_pattern(self.suffix)
+
+    def shard_name(self, split: str, index: int) -> str:
+        return shard_stem(split, index) + self.suffix
+
+    def parse_name(self, name: str) -> tuple[str, int] | None:
+        m = self._pattern.match(name)
+        return (m.group(1), int(m.group(2))) if m else None
+
+    def shard_files(self, name: str) -> tuple[str, ...]:
+        return (name,)
+
+    def owns_file(self, filename: str) -> bool:
+        return filename.endswith(self.suffix)
+
+    def layout_version(self, vocab_size: int) -> int:
+        return version_for_vocab(vocab_size)
+
+    def create(self, directory: Path, name: str, vocab_size: int) -> BinWriter:
+        return BinWriter(directory / name, vocab_size)
+
+    def check_open(
+        self, directory: Path, name: str, n: int, ids_sha256: str, vocab_size: int
+    ) -> LlmcOpen:
+        path = directory / name
+        width = dtype_for_version(version_for_vocab(vocab_size)).itemsize
+        if not path.is_file() or path.stat().st_size < HEADER_BYTES + n * width:
+            raise IntegrityError(
+                f"{path} is missing or shorter than its {n:,} committed ids; staging was "
+                f"damaged. Delete {directory} to start over",
+                path=path,
+            )
+        try:
+            with open(path, "rb") as f:
+                unpack_header(f.read(HEADER_BYTES), where=str(path))
+            hasher = hash_ids_prefix(path, n, width)
+        except FormatError as e:
+            raise IntegrityError(f"{e}; delete {directory} to start over", path=path) from e
+        if hasher.hexdigest() != ids_sha256:
+            raise IntegrityError(
+                f"{path}: its first {n:,} ids do not match the checkpoint's hash; the file "
+                f"was modified. Delete {directory} to start over",
+                path=path,
+            )
+        return LlmcOpen(name, n, hasher)
+
+    def reopen(self, directory: Path, verified: VerifiedOpen, vocab_size: int) -> BinWriter:
+        if not isinstance(verified, LlmcOpen):
+            raise TypeError(f"{verified!r} was not checked by the llmc format")
+        return BinWriter.resume(directory / verified.name, vocab_size, verified.n, verified.hasher)
+
+    def check_shard(self, directory: Path, entry: ManifestFile, manifest: Manifest) -> list[str]:
+        name = entry.name
+        path = directory / name
+        if not path.is_file():
+            return [f"{name}: missing"]
+        try:
+            header = read_header(path)
+        except FormatError as e:
+            return [str(e)]
+        problems = []
+        if header.n != entry.n_tokens:
+            problems.append(
+                f"{name}: header n = {header.n:,} but manifest n_tokens = {entry.n_tokens:,}"
+            )
+        if header.version != manifest.bin_version:
+            problems.append(
+                f"{name}: version {header.version} but manifest bin_version {manifest.bin_version}"
+            )
+        if header.vocab_size != manifest.vocab_size:
+            problems.append(
+                f"{name}: header vocab_size {header.vocab_size:,} but manifest "
+                f"{manifest.vocab_size:,}"
+            )
+        sha = file_sha256(path)
+        if sha != entry.sha256:
+            problems.append(
+                f"{name}: SHA-256 {sha[:12]}… does not match the manifest's {entry.sha256[:12]}…"
+            )
+        if header.n:
+            ids = np.memmap(
+                path, dtype=header.dtype, mode="r", offset=HEADER_BYTES, shape=(header.n,)
+            )
+            problems += ids_problems(name, ids, entry.n_docs, manifest)
+        return problems
+
+    def describe(self, path: Path) -> tuple[str, npt.NDArray[Any]]:
+        header, ids = read_bin(path)
+        line = (
+            f"{path.name}: llm.c .bin version {header.version} "
+            f"({'uint16' if header.version == 1 else 'uint32'}), n = {header.n:,} ids, "
+            f"vocab_size = {header.vocab_size:,}, {header.file_size:,} bytes"
+        )
+        return line, ids

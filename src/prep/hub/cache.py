@@ -26,17 +26,16 @@ import logging
 import os
 import re
 import shlex
-import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import huggingface_hub
 from huggingface_hub import constants, try_to_load_from_cache
 
 from prep.errors import InputError, IntegrityError
-from prep.hub import HubOptions, _Expected, _mismatch
-from prep.hub_paths import listing_root, parse_dataset_uri, parse_tokenizer_spec, select_paths
-from prep.sources import Source, SourceFile
+from prep.hub.client import HubOptions
+from prep.hub.files import Expected, mismatch
+from prep.hub.paths import parse_tokenizer_spec
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +78,7 @@ class CachedFile:
 
     path: str  # in the repository, POSIX
     local: Path  # the snapshot's entry, as try_to_load_from_cache returns it
-    want: _Expected
+    want: Expected
 
 
 @dataclass(frozen=True)
@@ -164,10 +163,10 @@ def _cached_listing(
     return {str(e.path): int(e.size) for e in entries}
 
 
-def _want(local: Path, size: int) -> _Expected:
+def _want(local: Path, size: int) -> Expected:
     """What ``local``'s bytes must be, from the name of the blob it links to."""
     etag = os.path.basename(os.readlink(local)) if local.is_symlink() else ""
-    return _Expected(
+    return Expected(
         size=size,
         sha256=etag if _SHA256.fullmatch(etag) else None,
         blob_id=etag if _COMMIT.fullmatch(etag) else None,
@@ -198,103 +197,6 @@ def open_commit(
     return CachedCommit(repo_id, repo_type, commit, cache, files, listing)
 
 
-# -- the entry points -------------------------------------------------------------------------
-
-
-@dataclass
-class CachedHubSource(Source):
-    """A dataset repository at one commit, read from the cache: each file is checked against
-    its blob's hash before its path is returned, once."""
-
-    cached: CachedCommit | None = field(default=None, repr=False)
-    _checked: set[str] = field(default_factory=set, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def local_path(self, f: SourceFile) -> Path:
-        """The verified cached copy of ``f``; ``IntegrityError`` when its bytes are not the
-        file the cache says they are."""
-        cached = self.cached
-        if cached is None:
-            raise RuntimeError("a cached source without its commit")
-        entry = cached.files.get(f.path)
-        if entry is None:
-            raise cached.missing(f"--source {self.uri}", [f.path])
-        with self._lock:
-            if f.path not in self._checked:
-                problem = _mismatch(entry.local, entry.want)
-                if problem is not None:
-                    raise IntegrityError(
-                        f"{self.uri}: the cached copy of {f.path} at commit "
-                        f"{cached.commit[:12]} is damaged: {problem}. Download"
-                        f" it again on a machine with network access: "
-                        f"{cached.command((f.path,))} --force-download",
-                        path=f.path,
-                    )
-                self._checked.add(f.path)
-        return entry.local
-
-
-def resolve_cached_source(
-    uri: str, *, revision: str | None = None, options: HubOptions | None = None
-) -> CachedHubSource:
-    """The files ``uri`` selects at ``revision`` (a resume passes the recorded commit), else
-    at the URI's revision resolved through the cache's ``refs/``; reads nothing but the cache.
-
-    Raises ``UsageError`` for a malformed URI and ``InputError`` (naming the ``hf download``
-    command) when the revision, or a file the URI selects, is not in the cache."""
-    ref = parse_dataset_uri(uri)
-    given = f"--source {uri}"
-    cached = open_commit(
-        ref.repo_id, "dataset", revision or ref.revision, options or HubOptions(), given
-    )
-    paths = cached.paths()
-    chosen = select_paths(paths, ref.path)
-    if not chosen:
-        under = listing_root(ref.path)
-        have = ", ".join(paths[:8]) or "nothing"
-        what = f"files matching {ref.path!r}" if ref.path else "*.parquet files"
-        raise InputError(
-            f"{given}: offline, and commit {cached.commit[:12]} in the Hugging Face cache "
-            f"{cached.cache} holds no {what} (under {(under or '/')!r} it has: {have}). To "
-            f"fetch them on a machine with network access run: "
-            f"{cached.command(include=ref.path or '*.parquet')} ; then rerun this command",
-            path=uri,
-        )
-    absent = [p for p in chosen if p not in cached.files]
-    if absent:
-        raise cached.missing(given, absent)
-    files = []
-    for p in chosen:
-        want = cached.files[p].want
-        files.append(
-            SourceFile(
-                path=p,
-                local=cached.files[p].local,
-                size=want.size,
-                sha256=want.sha256,
-                expected_sha256=want.sha256,
-            )
-        )
-    complete = "its recorded listing" if cached.listing is not None else "the snapshot's files"
-    logger.info(
-        "hf://datasets/%s at commit %s, offline from %s (%s): %d files, %s bytes",
-        ref.repo_id,
-        cached.commit[:12],
-        cached.cache,
-        complete,
-        len(files),
-        f"{sum(f.size for f in files):,}",
-    )
-    return CachedHubSource(
-        kind="hf",
-        uri=uri,
-        root=f"hf://datasets/{ref.repo_id}",
-        files=files,
-        revision=cached.commit,
-        cached=cached,
-    )
-
-
 def cached_tokenizer(
     spec: str, *, revision: str | None = None, options: HubOptions | None = None
 ) -> tuple[Path, str, str]:
@@ -302,7 +204,7 @@ def cached_tokenizer(
     ``hf:OWNER/NAME[@REVISION]`` from the cache, checked against its blob's hash.
 
     Returns (path of tokenizer.json, ``OWNER/NAME``, commit SHA), like
-    ``prep.hub.download_tokenizer``. Raises ``InputError`` naming the ``hf download``
+    ``prep.hub.files.download_tokenizer``. Raises ``InputError`` naming the ``hf download``
     command when it is not cached, ``IntegrityError`` when the cached bytes are damaged."""
     ref = parse_tokenizer_spec(spec)
     given = f"--tokenizer {spec}"
@@ -337,7 +239,7 @@ def cached_tokenizer(
     for name in names:
         entry = cached.files.get(name)
         if entry is not None:
-            problem = _mismatch(entry.local, entry.want)
+            problem = mismatch(entry.local, entry.want)
             if problem is not None:
                 raise IntegrityError(
                     f"{given}: the cached {name} at commit {cached.commit[:12]} is damaged "

@@ -16,7 +16,9 @@ from typing import Any
 from prep.errors import IntegrityError
 from prep.fsio import atomic_write_bytes
 from prep.recipe import Recipe
-from prep.writer import SplitState
+from prep.state.identity import SourceIdentity, TokenizerIdentity
+from prep.state.provenance import RefreshNote
+from prep.state.shards import SplitState
 
 CHECKPOINT_NAME = "checkpoint.json"
 FORMAT = 1
@@ -60,7 +62,7 @@ class RunFacts:
     resumes: int = 0
     active_seconds: float = 0.0
     source_mtimes: dict[str, int] = field(default_factory=dict)
-    refresh: dict[str, Any] | None = None  # what a refresh build changed
+    refresh: RefreshNote | None = None  # what a refresh build changed
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,7 +70,7 @@ class RunFacts:
             "resumes": self.resumes,
             "active_seconds": self.active_seconds,
             "source_mtimes": self.source_mtimes,
-            "refresh": self.refresh,
+            "refresh": self.refresh.to_json() if self.refresh else None,
         }
 
     @classmethod
@@ -78,7 +80,7 @@ class RunFacts:
             resumes=int(d["resumes"]),
             active_seconds=float(d["active_seconds"]),
             source_mtimes={str(k): int(v) for k, v in d.get("source_mtimes", {}).items()},
-            refresh=d.get("refresh"),
+            refresh=RefreshNote.from_json(d.get("refresh")),
         )
 
 
@@ -87,8 +89,8 @@ class Checkpoint:
     """Everything needed to verify staging and continue the run."""
 
     recipe: Recipe
-    source: dict[str, Any]  # kind, uri, root, revision, files [{path, size, sha256|null}]
-    tokenizer: dict[str, Any]  # TokenizerIdentity.to_json()
+    source: SourceIdentity
+    tokenizer: TokenizerIdentity
     versions: dict[str, str]  # packages that can change the output
     progress: Progress
     splits: dict[str, SplitState]
@@ -100,8 +102,8 @@ class Checkpoint:
             "format": FORMAT,
             "written_at": self.written_at,
             "recipe": self.recipe.to_json(),
-            "source": self.source,
-            "tokenizer": self.tokenizer,
+            "source": self.source.to_json(),
+            "tokenizer": self.tokenizer.to_json(),
             "versions": self.versions,
             "progress": self.progress.to_json(),
             "splits": {name: s.to_json() for name, s in self.splits.items()},
@@ -119,8 +121,8 @@ class Checkpoint:
             )
         return cls(
             recipe=Recipe.from_json(d["recipe"]),
-            source=dict(d["source"]),
-            tokenizer=dict(d["tokenizer"]),
+            source=SourceIdentity.from_json(d["source"]),
+            tokenizer=TokenizerIdentity.from_json(d["tokenizer"]),
             versions={str(k): str(v) for k, v in d["versions"].items()},
             progress=Progress.from_json(d["progress"]),
             splits={k: SplitState.from_json(v) for k, v in d["splits"].items()},

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from prep.errors import UsageError
+from prep.globs import fixed_lead, has_glob
 
 DATASET_FORM = "hf://datasets/OWNER/NAME[@REVISION][/GLOB]"
 TOKENIZER_FORM = "hf:OWNER/NAME[@REVISION]"
-_GLOB_CHARS = frozenset("*?[")
 _REPO_PART = re.compile(r"[A-Za-z0-9](?:[\w.-]{0,94}[A-Za-z0-9])?")
 
 
@@ -123,20 +123,11 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out))
 
 
-def has_glob(path: str) -> bool:
-    return any(c in _GLOB_CHARS for c in path)
-
-
 def listing_root(path: str) -> str:
     """The directory to list for ``path``: the glob's leading directories, a file's
     directory (a name ending in ``.parquet``), else the directory itself."""
     if has_glob(path):
-        lead = []
-        for seg in path.split("/")[:-1]:
-            if has_glob(seg):
-                break
-            lead.append(seg)
-        return "/".join(lead)
+        return "/".join(fixed_lead(path.split("/")[:-1]))
     return posixpath.dirname(path) if path.endswith(".parquet") else path
 
 

@@ -1,0 +1,115 @@
+"""Encoders: text to token ids, behind one small protocol.
+
+An :class:`Encoder` has an ``identity`` (what the manifest and checkpoint record) and
+``encode_batch(texts, utf8) -> list of numpy id arrays``: ids leave an encoder as numpy
+buffers, never Python lists, so a batch can cross a process boundary cheaply. One module
+per engine (:mod:`~prep.encoders.byte`, :mod:`~prep.encoders.hf`); :func:`load_encoder` is
+the only place that picks one. A new engine is a module here and a branch in
+:func:`load_encoder`; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy.typing as npt
+
+from prep.encoders.byte import BYTE, EMPTY_SHA256, ByteEncoder
+from prep.encoders.hf import HFEncoder, load_tokenizer_file, resolve_json
+from prep.encoders.separator import choose_sep, eos_from_generation_config
+from prep.fsio import file_sha256
+from prep.state.identity import TokenizerFingerprint, TokenizerIdentity
+
+__all__ = [
+    "BYTE",
+    "ByteEncoder",
+    "Encoder",
+    "HFEncoder",
+    "load_encoder",
+    "set_threads",
+    "tokenizer_fingerprint",
+]
+
+
+class Encoder(Protocol):
+    identity: TokenizerIdentity
+
+    def encode_batch(self, texts: list[str], utf8: list[bytes]) -> list[npt.NDArray[Any]]:
+        """Ids of each text, in order; ``utf8`` holds the same texts' UTF-8 bytes."""
+        ...
+
+
+def set_threads(threads: int | None) -> None:
+    """Pin the tokenizer's thread pool size; must run before the first tokenizer call.
+
+    ``tokenizers`` sizes its Rayon pool from ``RAYON_NUM_THREADS`` once per process."""
+    if threads is not None:
+        os.environ["RAYON_NUM_THREADS"] = str(threads)
+
+
+def _locate(spec: str, token: str | None, revision: str | None) -> tuple[Path, str, str | None]:
+    """(tokenizer.json path, default tokenizer id, Hub commit or None) for a non-byte spec."""
+    if spec.startswith("hf:"):
+        from prep.hub.files import download_tokenizer
+
+        json_path, repo_id, commit = download_tokenizer(spec, token=token, revision=revision)
+        return json_path, repo_id, commit
+    json_path = resolve_json(spec)
+    return json_path, json_path.resolve().parent.name, None
+
+
+def tokenizer_fingerprint(
+    spec: str,
+    *,
+    doc_sep_id: int | None,
+    no_doc_sep: bool,
+    tokenizer_id: str | None,
+    token: str | None = None,
+) -> TokenizerFingerprint:
+    """``tokenizer_id``, ``sha256`` and the configured ``doc_sep_id`` without building the
+    tokenizer (cheap: hashes the file, reads generation_config.json). For ``--refresh``."""
+    if spec == BYTE:
+        sep = None if no_doc_sep else doc_sep_id
+        return TokenizerFingerprint(tokenizer_id or "bytes", EMPTY_SHA256, sep)
+    json_path, default_id, _ = _locate(spec, token, None)
+    if no_doc_sep:
+        sep = None
+    else:
+        sep = doc_sep_id if doc_sep_id is not None else eos_from_generation_config(json_path.parent)
+    return TokenizerFingerprint(tokenizer_id or default_id, file_sha256(json_path), sep)
+
+
+def load_encoder(
+    spec: str,
+    *,
+    doc_sep_id: int | None,
+    no_doc_sep: bool,
+    tokenizer_id: str | None,
+    token: str | None = None,
+    revision: str | None = None,
+    threads: int | None = None,
+) -> Encoder:
+    """The encoder for ``--tokenizer``: ``byte``, a path, or ``hf:OWNER/NAME[@REV]``.
+
+    For a Hub tokenizer, ``revision`` pins the commit (a resume passes the recorded one)
+    and ``token`` authenticates."""
+    if spec == BYTE:
+        sep = choose_sep(spec, doc_sep_id, no_doc_sep, None, 256)
+        identity = TokenizerIdentity(spec, tokenizer_id or "bytes", EMPTY_SHA256, 256, sep)
+        return ByteEncoder(identity)
+    json_path, default_id, commit = _locate(spec, token, revision)
+    enc = load_tokenizer_file(
+        json_path,
+        spec=spec,
+        default_id=default_id,
+        doc_sep_id=doc_sep_id,
+        no_doc_sep=no_doc_sep,
+        tokenizer_id=tokenizer_id,
+        threads=threads,
+    )
+    if commit is not None:
+        enc.identity = dataclasses.replace(enc.identity, revision=commit)
+    return enc

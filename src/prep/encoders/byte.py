@@ -1,0 +1,24 @@
+"""The byte encoder: ids are the text's UTF-8 bytes; V = 256."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from prep.state.identity import TokenizerIdentity
+
+BYTE = "byte"
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+class ByteEncoder:
+    """Ids are the UTF-8 bytes; V = 256; no separator unless ``--doc-sep-id`` gives one."""
+
+    def __init__(self, identity: TokenizerIdentity) -> None:
+        self.identity = identity
+
+    def encode_batch(self, texts: list[str], utf8: list[bytes]) -> list[npt.NDArray[Any]]:
+        return [np.frombuffer(b, dtype=np.uint8) for b in utf8]

@@ -1,0 +1,143 @@
+"""Hugging Face ``tokenizers`` as an encoder: a ``tokenizer.json`` with
+``encode_special_tokens = True`` (stream.md step 7: special tokens' strings inside a
+document are ordinary text, so the only control ids in a stream are the separators the
+writer inserts), and the separator from ``generation_config.json`` beside it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from prep.encoders.separator import choose_sep, eos_from_generation_config
+from prep.errors import InputError
+from prep.state.identity import TokenizerIdentity
+
+# Text per tokenizer call, per thread. An ``Encoding`` costs ~90 bytes per token until it is
+# converted, so a whole batch in one call held ~25x its text in memory; calls of about a
+# megabyte per thread keep that small and were no slower (benchmarks/, docs/performance.md).
+CHUNK_BYTES_PER_THREAD = 1 << 20
+
+
+class HFEncoder:
+    """A Hugging Face ``tokenizers`` tokenizer with ``encode_special_tokens = True``.
+
+    A batch is encoded in chunks of about ``chunk_bytes`` of text, each converted to numpy
+    at once; the ids do not depend on the chunking."""
+
+    def __init__(
+        self, tokenizer: Any, identity: TokenizerIdentity, threads: int | None = None
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.identity = identity
+        self.chunk_bytes = CHUNK_BYTES_PER_THREAD * (threads or os.cpu_count() or 1)
+        self._encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+
+    def encode_batch(self, texts: list[str], utf8: list[bytes]) -> list[npt.NDArray[Any]]:
+        out: list[npt.NDArray[Any]] = []
+        start = size = 0
+        for i, data in enumerate(utf8):
+            size += len(data)
+            if size >= self.chunk_bytes or i == len(utf8) - 1:
+                encs = self._encode(texts[start : i + 1], add_special_tokens=False)
+                out.extend(np.array(e.ids, dtype=np.uint32) for e in encs)
+                start, size = i + 1, 0
+        return out
+
+
+def resolve_json(spec: str) -> Path:
+    p = Path(spec)
+    if p.is_dir():
+        p = p / "tokenizer.json"
+        if not p.is_file():
+            raise InputError(
+                f"--tokenizer {spec}: the directory holds no tokenizer.json; give the path "
+                "of a Hugging Face tokenizer.json or `byte`",
+                path=spec,
+            )
+    elif not p.is_file():
+        raise InputError(
+            f"--tokenizer {spec}: no such file or directory; give a tokenizer.json, a "
+            "directory holding one, hf:OWNER/NAME, or `byte`",
+            path=spec,
+        )
+    return p
+
+
+# Files that sit beside tokenizer.json in a model directory and are often given instead.
+_COMPANIONS = {
+    "tokenizer_config.json": "tokenizer configuration",
+    "special_tokens_map.json": "special tokens map",
+    "generation_config.json": "generation configuration",
+    "config.json": "model configuration",
+}
+
+
+def not_a_tokenizer(path: Path, raw: bytes) -> str | None:
+    """The message for a valid JSON file that is not a ``tokenizer.json`` (no ``model``),
+    naming what it is when it is a known companion file; None for anything else."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict) or "model" in data or path.name == "tokenizer.json":
+        return None  # a tokenizer.json that is broken: the parser's own message says how
+    what = _COMPANIONS.get(path.name)
+    it_is = f"the {what}, not the tokenizer" if what else "JSON, but not a tokenizer.json"
+    beside = path.parent / "tokenizer.json"
+    where = (
+        f"here: --tokenizer {path.parent}/" if beside.is_file()
+        else f"{path.parent} has no tokenizer.json"
+    )
+    return f"{path}: this is {it_is}; --tokenizer wants tokenizer.json or its directory ({where})"
+
+
+def load_tokenizer_file(
+    json_path: Path,
+    *,
+    spec: str,
+    default_id: str,
+    doc_sep_id: int | None,
+    no_doc_sep: bool,
+    tokenizer_id: str | None,
+    threads: int | None = None,
+) -> HFEncoder:
+    """Load a ``tokenizer.json``; the separator comes from ``doc_sep_id``, else the
+    ``generation_config.json`` beside it. Raises ``InputError`` for an unreadable file."""
+    from tokenizers import Tokenizer
+
+    raw = json_path.read_bytes()
+    try:
+        tok = Tokenizer.from_str(raw.decode("utf-8"))
+    except Exception as e:  # tokenizers raises a bare Exception for any parse error
+        raise InputError(
+            not_a_tokenizer(json_path, raw)
+            or f"{json_path}: not a readable Hugging Face tokenizer.json ({e}); give a valid "
+            "tokenizer file or `byte`",
+            path=json_path,
+        ) from e
+    tok.encode_special_tokens = True
+    # A saved padding or truncation setting would make ids depend on the batch (pads to the
+    # longest text of a call) or silently cut documents: neither is ever wanted here.
+    tok.no_padding()
+    tok.no_truncation()
+    vocab = tok.get_vocab(with_added_tokens=True)
+    if not vocab:
+        raise InputError(f"{json_path}: the tokenizer has an empty vocabulary", path=json_path)
+    vocab_size = max(vocab.values()) + 1
+    sep = choose_sep(
+        spec, doc_sep_id, no_doc_sep, eos_from_generation_config(json_path.parent), vocab_size
+    )
+    identity = TokenizerIdentity(
+        spec=spec,
+        tokenizer_id=tokenizer_id or default_id,
+        sha256=hashlib.sha256(raw).hexdigest(),
+        vocab_size=vocab_size,
+        doc_sep_id=sep,
+    )
+    return HFEncoder(tok, identity, threads)

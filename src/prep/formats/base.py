@@ -1,0 +1,146 @@
+"""The output-format protocol. A format decides how a split's shards are named and laid out
+on disk; the writer, the restore step, ``verify`` and ``inspect`` go through it and never
+through a format's internals.
+
+A *shard* is the unit the writer rolls over: it has one name (what the manifest and the
+checkpoint list) and may be made of several files (:meth:`ShardFormat.shard_files`). While
+open it only grows; :meth:`ShardWriter.sync` makes what was appended durable, and
+:meth:`ShardWriter.seal` finishes it. On resume a format checks an open shard's committed
+prefix without changing it (:meth:`ShardFormat.check_open`), and only after every other
+check passes reopens it, cutting what came after the commit point (:meth:`ShardFormat.reopen`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from prep.state.manifest import Manifest, ManifestFile
+
+SHARD_INDEX_DIGITS = 5
+MAX_TOKENS = 2**31 - 1  # ids per shard: every format counts them in an int32
+
+
+def shard_stem(split: str, index: int) -> str:
+    """``<split>-<index:05d>``: the naming every format shares (suffixes differ)."""
+    return f"{split}-{index:0{SHARD_INDEX_DIGITS}d}"
+
+
+def stem_pattern(suffix: str) -> re.Pattern[str]:
+    """Matches ``<split>-<5 digits><suffix>``; groups: split, index."""
+    return re.compile(rf"^(train|val)-(\d{{{SHARD_INDEX_DIGITS}}}){re.escape(suffix)}$")
+
+
+class ShardWriter(Protocol):
+    """One open shard. ``n`` ids appended so far; ``ids_sha256`` their hash."""
+
+    n: int
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def ids_sha256(self) -> str: ...
+
+    def append(self, ids: npt.NDArray[Any]) -> None:
+        """Append ids; raises ``InputError`` for an id outside the vocabulary."""
+        ...
+
+    def sync(self) -> None:
+        """Flush and fsync: everything appended is durable."""
+        ...
+
+    def seal(self) -> str:
+        """Finish the shard durably; returns its SHA-256 (what the manifest lists)."""
+        ...
+
+    def close(self) -> None:
+        """Close without sealing (error path); the shard stays open on disk."""
+        ...
+
+
+class VerifiedOpen(Protocol):
+    """An open shard whose committed prefix was checked (reading only)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def n(self) -> int: ...
+
+
+class ShardFormat(Protocol):
+    """A way to lay out token shards. See the module docstring for the contract."""
+
+    name: str
+
+    def shard_name(self, split: str, index: int) -> str: ...
+
+    def parse_name(self, name: str) -> tuple[str, int] | None:
+        """(split, index) of a shard name, or None when it is not one."""
+        ...
+
+    def shard_files(self, name: str) -> tuple[str, ...]:
+        """Every file of the shard ``name``."""
+        ...
+
+    def owns_file(self, filename: str) -> bool:
+        """Whether a file name in a dataset directory is (part of) some shard."""
+        ...
+
+    def layout_version(self, vocab_size: int) -> int:
+        """The version recorded in the manifest (``bin_version``)."""
+        ...
+
+    def create(self, directory: Path, name: str, vocab_size: int) -> ShardWriter: ...
+
+    def check_open(
+        self, directory: Path, name: str, n: int, ids_sha256: str, vocab_size: int
+    ) -> VerifiedOpen:
+        """Check an open shard's first ``n`` ids against ``ids_sha256``, reading only;
+        raises ``IntegrityError`` saying what is wrong and how to recover."""
+        ...
+
+    def reopen(self, directory: Path, verified: VerifiedOpen, vocab_size: int) -> ShardWriter:
+        """Continue a checked open shard at its commit point (cuts anything after it)."""
+        ...
+
+    def check_shard(self, directory: Path, entry: ManifestFile, manifest: Manifest) -> list[str]:
+        """Every problem of a published shard against its manifest entry (reads only)."""
+        ...
+
+    def describe(self, path: Path) -> tuple[str, npt.NDArray[Any]]:
+        """A one-line description of a shard file and its ids (for ``prep inspect``)."""
+        ...
+
+
+_SCAN_CHUNK = 1 << 22
+
+
+def ids_problems(name: str, ids: npt.NDArray[Any], n_docs: int, manifest: Manifest) -> list[str]:
+    """Problems of a shard's ids against the manifest: an id outside the vocabulary, fewer
+    separators than documents, a shard that does not start (prepend) or end (append) with
+    the separator. Streams the ids in bounded memory."""
+    if ids.size == 0:
+        return []
+    sep, vocab = manifest.doc_sep_id, manifest.vocab_size
+    top, seps = -1, 0
+    for start in range(0, int(ids.size), _SCAN_CHUNK):
+        chunk = ids[start : start + _SCAN_CHUNK]
+        top = max(top, int(chunk.max()))
+        if sep is not None:
+            seps += int(np.count_nonzero(chunk == sep))
+    problems = []
+    if top >= vocab:
+        problems.append(f"{name}: id {top:,} is outside the vocabulary ({vocab:,})")
+    if sep is not None and seps < n_docs:
+        problems.append(f"{name}: {seps:,} separators for {n_docs:,} documents")
+    edge = int(ids[0]) if manifest.sep_position == "prepend" else int(ids[-1])
+    if sep is not None and edge != sep:
+        where = "start" if manifest.sep_position == "prepend" else "end"
+        problems.append(f"{name}: does not {where} with the separator {sep}")
+    return problems

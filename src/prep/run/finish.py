@@ -1,0 +1,106 @@
+"""Finish a run: seal the open shards, build the manifest and the provenance (pure), and
+write them into staging. A manifest in staging means "ready to publish"."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+from prep.errors import InputError
+from prep.recipe import Recipe
+from prep.run.state import RunState
+from prep.sources import hash_and_check
+from prep.state.identity import FileIdentity, SourceIdentity
+from prep.state.manifest import (
+    Manifest,
+    ManifestSource,
+    SplitTotals,
+    build_manifest,
+    write_manifest,
+)
+from prep.state.provenance import Provenance, write_provenance
+from prep.stream import Cursor, ordered_files
+
+
+def seal(state: RunState) -> dict[str, SplitTotals]:
+    """Seal every split's open shard; returns each split's totals and files."""
+    totals: dict[str, SplitTotals] = {}
+    for split, w in state.writers.items():
+        files = w.finish()
+        totals[split] = SplitTotals(w.n_tokens, w.n_docs, w.text_bytes, w.text_tokens, tuple(files))
+    return totals
+
+
+def manifest_source(
+    recipe: Recipe, identity: SourceIdentity, read_order: list[str], cursor: Cursor, digest: str
+) -> ManifestSource:
+    """The manifest's ``source``: the identity with files in read order, and the counts."""
+    by_path: dict[str, FileIdentity] = {f.path: f for f in identity.files}
+    return ManifestSource(
+        kind=identity.kind,
+        uri=identity.uri,
+        revision=identity.revision,
+        text_column=recipe.text_column,
+        split_column=recipe.split_column,
+        files=tuple(by_path[p] for p in read_order),
+        rows_visited=cursor.rows_visited,
+        empty_rows_skipped=cursor.empty_rows_skipped,
+        prefix_sha256=digest,
+    )
+
+
+def empty_train(cursor: Cursor) -> InputError:
+    return InputError(
+        f"the train split is empty after {cursor.rows_visited:,} rows "
+        f"({cursor.empty_rows_skipped:,} empty): nothing to publish. Check the "
+        "source, --text-column, --split-column and --val-fraction"
+    )
+
+
+def provenance(
+    state: RunState, totals: dict[str, SplitTotals], argv: list[str] | None
+) -> Provenance:
+    """This run's facts, now."""
+    return Provenance(
+        started_at=state.facts.started_at,
+        finished_at=time.time(),
+        active_seconds=state.elapsed(),
+        resumes=state.facts.resumes,
+        tokens=sum(t.n_tokens for t in totals.values()),
+        text_bytes=sum(t.text_bytes for t in totals.values()),
+        argv=argv,
+        source_mtimes_ns=state.facts.source_mtimes,
+        refresh=state.facts.refresh,
+    )
+
+
+def finish(state: RunState, argv: list[str] | None) -> Manifest:
+    """Seal, hash the source files never reached (they still belong to the identity),
+    write ``_PROVENANCE.json`` then ``_MANIFEST.json`` into staging; returns the manifest.
+    An empty train split removes staging and raises ``InputError``."""
+    staging, recipe, identity = state.paths.staging, state.recipe, state.encoder.identity
+    totals = seal(state)
+    if totals["train"].n_tokens == 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise empty_train(state.cursor)
+    for f in state.source.files:
+        hash_and_check(state.source, f)
+    read_order = ordered_files(state.source.files, recipe.shuffle_files, recipe.seed)
+    source = manifest_source(
+        recipe,
+        state.source.identity(),
+        [f.path for f in read_order],
+        state.cursor,
+        state.prefix_sha256,
+    )
+    manifest = build_manifest(
+        recipe=recipe,
+        dataset=recipe.dataset or state.paths.final.name,
+        tokenizer=identity,
+        bin_version=state.fmt.layout_version(identity.vocab_size),
+        source=source,
+        totals=totals,
+    )
+    write_provenance(staging, provenance(state, totals, argv))
+    write_manifest(staging, manifest)  # a manifest in staging means "ready to publish"
+    return manifest

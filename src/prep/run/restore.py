@@ -1,0 +1,283 @@
+"""Resume: check staging against its checkpoint and replay the source, reading only, into a
+:class:`RestorePlan`; then apply the plan.
+
+Every check in :func:`plan_restore` only reads. A refusal leaves staging byte-for-byte
+intact; only :func:`apply_restore`, after every check passed, cuts the open shards back to
+their commit point and deletes files the checkpoint does not name.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from prep.errors import IntegrityError, Interrupted
+from prep.formats import ShardFormat, VerifiedOpen
+from prep.fsio import file_sha256, fsync_dir, stray_temps
+from prep.publish import OutputPaths
+from prep.recipe import Recipe, RunOptions
+from prep.run.inputs import Inputs, pinned_encoder, pinned_source
+from prep.run.state import RunState, make_writers
+from prep.sources import Source, SourceFile, arm_expected, hash_and_check
+from prep.state import checkpoint as ckpt
+from prep.state.changes import (
+    listing_changes,
+    output_versions,
+    recipe_conflicts,
+    tokenizer_changes,
+    version_changes,
+)
+from prep.state.checkpoint import Checkpoint
+from prep.state.identity import TokenizerIdentity
+from prep.stream import Cursor, Failure, StreamItem, open_stream
+
+logger = logging.getLogger(__name__)
+
+StopRequested = Callable[[], bool]
+_SIGNAL_CHECK_ROWS = 4096  # replayed rows between looks at the stop flag
+
+
+@dataclass
+class RestorePlan:
+    """A checked staging directory and how to continue it: nothing was changed yet."""
+
+    checkpoint: Checkpoint
+    inputs: Inputs
+    versions: dict[str, str]
+    opened: dict[str, VerifiedOpen | None]  # per split, the open shard's checked prefix
+    files: list[SourceFile]  # read order
+    stream: Iterator[StreamItem] | None  # after the committed rows; None when finished
+    cursor: Cursor
+    stray: list[Path]  # written after the checkpoint: deleted when applied
+    seconds: float
+
+
+def check_recipe(staging: Path, saved: Recipe, typed: dict[str, Any]) -> None:
+    """Refuse typed options that contradict the run being resumed, listing each."""
+    conflicts = recipe_conflicts(saved, typed)
+    if conflicts:
+        raise IntegrityError(
+            f"--resume of {staging}: options contradict the run being resumed:\n  "
+            + "\n  ".join(conflicts)
+            + "\nDrop them (the recipe comes from the checkpoint), or use a new --out"
+        )
+
+
+def check_source(staging: Path, cp: Checkpoint, source: Source) -> None:
+    """Refuse a source whose listing changed, or whose unread files were modified (they have
+    no recorded hash yet: the source's own evidence decides). Arms the per-file hash checks
+    of the files already read (:func:`prep.sources.arm_expected`)."""
+    diffs = listing_changes(cp.source, source.identity())
+    if diffs:
+        raise IntegrityError(
+            f"--resume of {staging}: the source changed since the run started:\n  "
+            + "\n  ".join(diffs)
+            + "\nRestore the original files, or start a new run with a new --out"
+        )
+    touched = arm_expected(source, cp.source, cp.run.source_mtimes)
+    if touched:
+        raise IntegrityError(
+            f"--resume of {staging}: source files not yet read were modified since the run "
+            f"started (mtime changed): {', '.join(touched[:5])}"
+            + (f" and {len(touched) - 5} more" if len(touched) > 5 else "")
+            + ". Restore them, or start a new run with a new --out"
+        )
+
+
+def check_tokenizer(staging: Path, cp: Checkpoint, identity: TokenizerIdentity) -> None:
+    diffs = tokenizer_changes(cp.tokenizer, identity)
+    if diffs:
+        raise IntegrityError(
+            f"--resume of {staging}: the tokenizer changed since the run started "
+            f"({'; '.join(diffs)}); restore the original {cp.recipe.tokenizer}, or start a "
+            "new run with a new --out"
+        )
+
+
+def check_versions(staging: Path, cp: Checkpoint, now: dict[str, str], allow: bool) -> None:
+    diffs = version_changes(cp.versions, now)
+    if diffs and not allow:
+        raise IntegrityError(
+            f"--resume of {staging}: installed versions differ from the run's "
+            f"({'; '.join(diffs)}); they can change the output. Reinstall those versions, "
+            "or pass --allow-version-change to accept the risk"
+        )
+
+
+def check_shards(
+    staging: Path, cp: Checkpoint, fmt: ShardFormat, vocab_size: int
+) -> dict[str, VerifiedOpen | None]:
+    """Check every sealed shard's SHA-256 and each open shard's committed prefix.
+
+    Returns, per split, the open shard's checked prefix. Raises ``IntegrityError`` naming
+    the first file that disagrees; reads only."""
+    opened: dict[str, VerifiedOpen | None] = {}
+    for split, state in cp.splits.items():
+        for rec in state.sealed:
+            path = staging / rec.name
+            if not path.is_file():
+                raise IntegrityError(
+                    f"{path} is missing but the checkpoint lists it as sealed; staging was "
+                    f"tampered with. Delete {staging} to start over",
+                    path=path,
+                )
+            sha = file_sha256(path)
+            if sha != rec.sha256:
+                raise IntegrityError(
+                    f"{path}: SHA-256 {sha[:12]}… is not the checkpoint's {rec.sha256[:12]}…; "
+                    f"the file was modified after it was sealed. Delete {staging} to start "
+                    "over",
+                    path=path,
+                )
+        op = state.open
+        opened[split] = (
+            None
+            if op is None
+            else fmt.check_open(staging, op.name, op.n_tokens, op.ids_sha256, vocab_size)
+        )
+    return opened
+
+
+def unnamed_files(staging: Path, cp: Checkpoint, fmt: ShardFormat) -> list[Path]:
+    """Files in staging written after the checkpoint: shard files it does not name, and
+    temporary files of interrupted atomic writes."""
+    named = {f for state in cp.splits.values() for n in state.names() for f in fmt.shard_files(n)}
+    stray = [p for p in staging.iterdir() if fmt.owns_file(p.name) and p.name not in named]
+    return sorted(stray + stray_temps(staging))
+
+
+def replay(
+    stream: Iterator[StreamItem],
+    files: list[SourceFile],
+    cp: Checkpoint,
+    stop_requested: StopRequested,
+    final: Path,
+) -> Cursor:
+    """Re-read the committed prefix (no tokenizing) and check its digest; returns the
+    cursor after it. Raises ``IntegrityError`` when the source changed, ``Interrupted``
+    on a stop request."""
+    progress = cp.progress
+    cursor = Cursor()
+    t = time.monotonic()
+    for i in range(progress.rows_visited):
+        if i % _SIGNAL_CHECK_ROWS == 0 and stop_requested():
+            raise Interrupted(
+                "stopped by a signal while replaying the source; nothing was changed. "
+                f"Resume with: prep prepare --out {final} --resume"
+            )
+        item = next(stream, None)
+        if item is None:
+            raise IntegrityError(
+                f"the source now ends after {cursor.rows_visited:,} rows, but "
+                f"{progress.rows_visited:,} were committed; the source changed. Restore "
+                "it, or start a new run with a new --out"
+            )
+        if isinstance(item, Failure):
+            raise item.error
+        text = item[0]
+        if not isinstance(text, str):
+            raise IntegrityError(
+                f"{files[item[2]].path} row {item[3]} is no longer a string; the "
+                "source changed since the run started"
+            )
+        cursor.visit(text.encode())
+    if cursor.prefix_sha256 != progress.prefix_sha256:
+        raise IntegrityError(
+            f"the first {progress.rows_visited:,} rows of the source differ from those "
+            "the run committed (prefix digest mismatch); the source changed. Restore it, "
+            "or start a new run with a new --out"
+        )
+    logger.info(
+        "replayed %s rows in %.1f s; prefix digest matches",
+        f"{progress.rows_visited:,}",
+        time.monotonic() - t,
+    )
+    return cursor
+
+
+def plan_restore(
+    paths: OutputPaths,
+    opts: RunOptions,
+    typed: dict[str, Any],
+    stop_requested: StopRequested,
+    fmt: ShardFormat,
+) -> RestorePlan:
+    """Check staging against its checkpoint and replay the source, changing nothing."""
+    t0 = time.monotonic()
+    staging = paths.staging
+    cp = ckpt.load(staging)
+    check_recipe(staging, cp.recipe, typed)
+    source = pinned_source(cp, opts)
+    check_source(staging, cp, source)
+    encoder = pinned_encoder(cp, opts)
+    check_tokenizer(staging, cp, encoder.identity)
+    versions = output_versions()
+    check_versions(staging, cp, versions, opts.allow_version_change)
+    inputs = Inputs(source, encoder)
+    opened = check_shards(staging, cp, fmt, encoder.identity.vocab_size)
+    files, stream = open_stream(source, cp.recipe)
+    if cp.progress.finished:
+        cursor, live = Cursor(), None
+        cursor.rows_visited = cp.progress.rows_visited
+    else:
+        cursor, live = replay(stream, files, cp, stop_requested, paths.final), stream
+    cursor.empty_rows_skipped = cp.progress.empty_rows_skipped
+    # Files the reader had hashed ahead of the committed rows, which the replay did not
+    # reach: check them too while staging is still untouched.
+    for f in source.files:
+        if f.sha256 is None and f.expected_sha256 is not None:
+            hash_and_check(source, f)
+    stray = unnamed_files(staging, cp, fmt)
+    return RestorePlan(
+        cp, inputs, versions, opened, files, live, cursor, stray, time.monotonic() - t0
+    )
+
+
+def apply_restore(
+    plan: RestorePlan, paths: OutputPaths, opts: RunOptions, fmt: ShardFormat
+) -> RunState:
+    """Change staging as the plan says (delete stray files, cut the open shards back to
+    their commit point) and return the run's state. Call only with a plan from
+    :func:`plan_restore` for the same staging."""
+    cp, staging = plan.checkpoint, paths.staging
+    for extra in plan.stray:
+        logger.info("removing %s (written after the last checkpoint)", extra.name)
+        extra.unlink()
+    identity = plan.inputs.encoder.identity
+    writers = make_writers(staging, cp.recipe, identity, fmt)
+    for split, w in writers.items():
+        verified = plan.opened.get(split)
+        shard = None if verified is None else fmt.reopen(staging, verified, identity.vocab_size)
+        w.restore(cp.splits[split], shard)
+    fsync_dir(staging)
+    finished = cp.progress.finished
+    logger.info(
+        "resuming %s at row %s (%s docs; train %s tokens, val %s tokens); verified and "
+        "replayed in %.2f s",
+        staging,
+        f"{cp.progress.rows_visited:,}",
+        f"{cp.progress.docs_written:,}",
+        f"{cp.splits['train'].n_tokens:,}",
+        f"{cp.splits['val'].n_tokens:,}",
+        plan.seconds,
+    )
+    return RunState(
+        paths=paths,
+        recipe=cp.recipe,
+        opts=opts,
+        source=plan.inputs.source,
+        encoder=plan.inputs.encoder,
+        fmt=fmt,
+        facts=replace(cp.run, resumes=cp.run.resumes + 1),
+        versions=plan.versions,
+        writers=writers,
+        files=plan.files,
+        cursor=plan.cursor,
+        finished=finished,
+        fresh=False,
+        final_digest=cp.progress.prefix_sha256 if finished else None,
+    )

@@ -1,0 +1,61 @@
+"""A fresh run: create staging with its first checkpoint already in it.
+
+Staging is assembled under a temporary sibling (the first shard of each split, empty, and
+the first checkpoint) and renamed into place, so a staging directory always has a
+checkpoint. The shards stay open across the rename and the run continues writing them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+from prep.formats import ShardFormat
+from prep.publish import OutputPaths, create_staging
+from prep.recipe import Recipe, RunOptions
+from prep.run.inputs import Inputs
+from prep.run.state import RunState, make_writers
+from prep.state.changes import output_versions
+from prep.state.checkpoint import RunFacts
+from prep.state.provenance import RefreshNote
+from prep.stream import StreamItem, open_stream
+
+logger = logging.getLogger(__name__)
+
+
+def start(
+    paths: OutputPaths,
+    recipe: Recipe,
+    opts: RunOptions,
+    inputs: Inputs,
+    fmt: ShardFormat,
+    refresh: RefreshNote | None = None,
+) -> tuple[RunState, Iterator[StreamItem]]:
+    """Create staging for a new run; returns its state and the stream from the first row.
+    ``refresh`` says what changed, for a refresh build."""
+    source, encoder = inputs.source, inputs.encoder
+    facts = RunFacts(source_mtimes={f.path: f.mtime_ns for f in source.files}, refresh=refresh)
+    files, stream = open_stream(source, recipe)
+    writers = make_writers(paths.building, recipe, encoder.identity, fmt)
+    state = RunState(
+        paths, recipe, opts, source, encoder, fmt, facts, output_versions(), writers, files
+    )
+
+    def populate(building: Path) -> None:
+        for w in writers.values():
+            w.start()
+            w.sync()
+        state.save_checkpoint(building)
+
+    try:
+        create_staging(paths, populate)
+    except BaseException:
+        state.close()
+        raise
+    for w in writers.values():
+        w.moved_to(paths.staging)
+    logger.info(
+        "started %s from %s (%d source files)", paths.staging, recipe.source, len(source.files)
+    )
+    return state, stream

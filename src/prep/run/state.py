@@ -1,0 +1,115 @@
+"""The committed state of a run and the checkpoint it writes.
+
+Commit points are between batches only: every split's open shard is fsynced, then the
+checkpoint is replaced atomically (:meth:`RunState.checkpoint`). Counts and the prefix
+digest advance as rows are committed, never as they are read ahead, so the output does not
+depend on batch size, threads, checkpoint interval or interruptions.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from prep.encoders import Encoder
+from prep.formats import ShardFormat
+from prep.publish import OutputPaths
+from prep.recipe import Recipe, RunOptions
+from prep.sources import Source, SourceFile
+from prep.split import SPLITS
+from prep.state import checkpoint as ckpt
+from prep.state.checkpoint import Checkpoint, Progress, RunFacts
+from prep.state.identity import TokenizerIdentity
+from prep.stream import Cursor
+from prep.writer import SplitWriter
+
+logger = logging.getLogger(__name__)
+
+
+def make_writers(
+    directory: Path, recipe: Recipe, identity: TokenizerIdentity, fmt: ShardFormat
+) -> dict[str, SplitWriter]:
+    """One writer per split, in ``directory``."""
+    return {
+        split: SplitWriter(
+            directory=directory,
+            fmt=fmt,
+            split=split,
+            vocab_size=identity.vocab_size,
+            sep_id=identity.doc_sep_id,
+            append_sep=recipe.sep_position == "append",
+            max_file_tokens=recipe.max_file_tokens,
+        )
+        for split in SPLITS
+    }
+
+
+@dataclass
+class RunState:
+    """Everything a run has committed or holds open, and what it needs to say so in a
+    checkpoint. ``files`` is the source's read order; ``final_digest`` a finished stream's
+    digest from its checkpoint (no stream is read again then)."""
+
+    paths: OutputPaths
+    recipe: Recipe
+    opts: RunOptions
+    source: Source
+    encoder: Encoder
+    fmt: ShardFormat
+    facts: RunFacts
+    versions: dict[str, str]
+    writers: dict[str, SplitWriter]
+    files: list[SourceFile]
+    cursor: Cursor = field(default_factory=Cursor)
+    finished: bool = False
+    fresh: bool = True
+    final_digest: str | None = None
+    committed_rows: int = 0  # rows of the last checkpoint this process wrote
+    t0: float = field(default_factory=time.monotonic)
+
+    @property
+    def prefix_sha256(self) -> str:
+        return self.final_digest or self.cursor.prefix_sha256
+
+    def elapsed(self) -> float:
+        """Active seconds over the run and its resumes."""
+        return self.facts.active_seconds + (time.monotonic() - self.t0)
+
+    def record(self) -> Checkpoint:
+        """The checkpoint of what is committed now (call after syncing the writers)."""
+        progress = Progress(
+            rows_visited=self.cursor.rows_visited,
+            docs_written=sum(w.n_docs for w in self.writers.values()),
+            empty_rows_skipped=self.cursor.empty_rows_skipped,
+            prefix_sha256=self.prefix_sha256,
+            finished=self.finished,
+        )
+        return Checkpoint(
+            recipe=self.recipe,
+            source=self.source.identity(),
+            tokenizer=self.encoder.identity,
+            versions=self.versions,
+            progress=progress,
+            splits={s: w.state() for s, w in self.writers.items()},
+            run=replace(self.facts, active_seconds=self.elapsed()),
+            written_at=time.time(),
+        )
+
+    def save_checkpoint(self, directory: Path) -> None:
+        cp = self.record()
+        ckpt.save(directory, cp)
+        self.committed_rows = cp.progress.rows_visited
+
+    def checkpoint(self) -> None:
+        """The commit point: fsync the open shards, then replace the checkpoint."""
+        for w in self.writers.values():
+            w.sync()
+        self.save_checkpoint(self.paths.staging)
+        logger.debug("checkpoint at row %s", f"{self.cursor.rows_visited:,}")
+
+    def close(self) -> None:
+        """Close every open shard without sealing (error paths)."""
+        for w in self.writers.values():
+            w.close()

@@ -1,0 +1,38 @@
+"""Where rows come from. :func:`resolve_source` picks the kind of source by the URI's
+scheme (``hf://`` the Hub, anything else local Parquet); every kind is a
+:class:`~prep.sources.base.Source`. A new kind of source is one module here and one line in
+:func:`resolve_source`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prep.sources.base import Source, SourceFile, arm_expected, hash_and_check
+from prep.sources.local import LocalSource, resolve_local
+from prep.sources.parquet import iter_batches
+
+__all__ = [
+    "LocalSource",
+    "Source",
+    "SourceFile",
+    "arm_expected",
+    "hash_and_check",
+    "iter_batches",
+    "resolve_local",
+    "resolve_source",
+]
+
+
+def resolve_source(
+    spec: str, token: str | None, base: Path | None = None, revision: str | None = None
+) -> Source:
+    """The source's file list: ``hf://`` through the Hub (pinned to ``revision`` when given,
+    as on resume), anything else local (relative to ``base``)."""
+    if spec.startswith("hf://"):
+        from prep.sources.hub import resolve_hub_source
+
+        source: Source = resolve_hub_source(spec, token=token, revision=revision)
+        if base is not None:
+            source.cwd = str(base)
+        return source
+    return resolve_local(spec, base)

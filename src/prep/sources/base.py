@@ -1,0 +1,133 @@
+"""A source: an ordered list of files with identities, behind one small interface.
+
+A source resolves to a root and a list of :class:`SourceFile` sorted by their path relative
+to the root (POSIX strings). Each file's SHA-256 is computed when the file is first read
+(and checked against an expected value, on resume). What differs between kinds of source
+(where the bytes come from, what "modified" means, how rows are counted up front) is a
+method of :class:`Source`; nothing outside ``prep.sources`` asks which kind it has.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from prep.errors import InputError, IntegrityError
+from prep.fsio import file_sha256
+from prep.state.identity import FileIdentity, SourceIdentity
+
+
+@dataclass
+class SourceFile:
+    """One Parquet file. ``sha256`` is filled when the file is read (or hashed at finish);
+    ``expected_sha256`` comes from a checkpoint and is checked then."""
+
+    path: str  # relative to the source root, POSIX
+    local: Path
+    size: int
+    mtime_ns: int = 0
+    sha256: str | None = None
+    expected_sha256: str | None = None
+
+    def identity(self) -> FileIdentity:
+        return FileIdentity(self.path, self.size, self.sha256)
+
+
+@dataclass
+class Source:
+    """A resolved source: the URI as given, the root, the files in sorted order (before any
+    file shuffle), the pinned revision, and the directory a relative URI was resolved from.
+    ``kind`` names the variant in saved identities (data, never branched on)."""
+
+    kind: ClassVar[str] = ""
+    uri: str
+    root: str
+    files: list[SourceFile]
+    revision: str | None = None
+    cwd: str = ""
+
+    def local_path(self, f: SourceFile) -> Path:
+        """The local file to read (a Hub source downloads it here)."""
+        return f.local
+
+    def identity(self) -> SourceIdentity:
+        """The identity a checkpoint records (files in sorted order)."""
+        return SourceIdentity(
+            self.kind,
+            self.uri,
+            self.root,
+            self.cwd,
+            self.revision,
+            tuple(f.identity() for f in self.files),
+        )
+
+    def modified_since(self, f: SourceFile, recorded_mtime_ns: int | None) -> bool:
+        """Whether a file not read yet changed since the run recorded it (default: a pinned
+        source cannot change)."""
+        return False
+
+    def total_rows(self, limit: int | None) -> int | None:
+        """Rows in the source (for progress and ETA), capped at ``limit``; None (or
+        ``limit``) when unknown without reading."""
+        return limit
+
+    def changes_since(self, published: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
+        """How this source differs from a published identity of the same kind, one line per
+        change, sorted (``mtimes``: the published run's source mtimes)."""
+        raise NotImplementedError
+
+    def changes_from(self, published: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
+        """How this source differs from a published identity of any kind."""
+        if published.kind != self.kind:
+            return [f"source kind {published.kind} -> {self.kind}"]
+        return self.changes_since(published, mtimes)
+
+
+def arm_expected(source: Source, saved: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
+    """Arm the per-file hash checks of the files a run already read (``expected_sha256``);
+    returns the paths of files not read yet that were modified since (no hash yet, so the
+    source's own evidence decides)."""
+    recorded = {f.path: f.sha256 for f in saved.files}
+    touched = []
+    for f in source.files:
+        sha = recorded.get(f.path)
+        if sha:
+            f.expected_sha256 = sha
+        elif source.modified_since(f, mtimes.get(f.path)):
+            touched.append(f.path)
+    return touched
+
+
+def hash_and_check(source: Source, f: SourceFile) -> None:
+    """Fill ``f.sha256`` (once) and refuse a file whose bytes changed since recorded.
+
+    Raises ``IntegrityError`` for changed bytes, ``InputError`` for a file that cannot be
+    read (permissions, vanished): bad input, not a failure of the output side."""
+    if f.sha256 is None:
+        local = source.local_path(f)
+        try:
+            size = os.path.getsize(local)
+            sha = file_sha256(local) if size == f.size else None
+        except OSError as e:
+            raise InputError(
+                f"{f.path}: cannot read the source file ({e.strerror or e}); fix its "
+                "permissions or restore it",
+                path=f.path,
+            ) from e
+        if sha is None:
+            raise IntegrityError(
+                f"source file {f.path} is {size:,} bytes, but {f.size:,} were recorded; the "
+                "source changed during or since the run. Start a new run (new --out) to use "
+                "the new data",
+                path=f.path,
+            )
+        f.sha256 = sha
+    if f.expected_sha256 is not None and f.sha256 != f.expected_sha256:
+        raise IntegrityError(
+            f"source file {f.path} changed since the run started (SHA-256 {f.sha256[:12]}… "
+            f"is not the recorded {f.expected_sha256[:12]}…); the dataset cannot continue "
+            "from different data. Restore the original file or start a new run (new --out)",
+            path=f.path,
+        )

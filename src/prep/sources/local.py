@@ -1,0 +1,126 @@
+"""Local Parquet sources: a file, a directory (recursive ``*.parquet``) or a glob."""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from prep.errors import InputError, UsageError
+from prep.fsio import file_sha256
+from prep.globs import fixed_lead, has_glob
+from prep.sources.base import Source, SourceFile
+from prep.sources.parquet import CONVERTERS, not_parquet
+from prep.state.changes import listing_changes
+from prep.state.identity import SourceIdentity
+
+
+@dataclass
+class LocalSource(Source):
+    """Parquet files on this machine; an unread file's mtime is the evidence it changed."""
+
+    kind: ClassVar[str] = "parquet"
+
+    def modified_since(self, f: SourceFile, recorded_mtime_ns: int | None) -> bool:
+        return recorded_mtime_ns != f.mtime_ns
+
+    def total_rows(self, limit: int | None) -> int | None:
+        """Total rows from the Parquet footers, capped at ``limit``; ``limit`` when a footer
+        cannot be read."""
+        total = 0
+        try:
+            for f in self.files:
+                total += pq.ParquetFile(f.local).metadata.num_rows
+        except (pa.ArrowException, OSError, ValueError):
+            return limit
+        return min(total, limit) if limit is not None else total
+
+    def changes_since(self, published: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
+        """The listing's changes; a file with the same size but a new mtime is hashed."""
+        changes = listing_changes(published, self.identity())
+        before = {f.path: f for f in published.files}
+        for f in self.files:
+            was = before.get(f.path)
+            if was is None or was.size != f.size or mtimes.get(f.path) == f.mtime_ns:
+                continue
+            f.sha256 = file_sha256(f.local)
+            if f.sha256 != was.sha256:
+                changes.append(f"{f.path}: content changed")
+        return sorted(changes)  # by path: each line starts with one
+
+
+def _glob_root(spec: str) -> Path:
+    lead = fixed_lead(Path(spec).parts)
+    return Path(*lead) if lead else Path(".")
+
+
+def resolve_local(spec: str, base: Path | None = None) -> Source:
+    """Resolve a local file, directory (recursive ``*.parquet``) or glob; a relative
+    ``spec`` is taken relative to ``base`` (default: the current directory).
+
+    Raises ``InputError`` when nothing matches, naming what was looked for."""
+    given = spec
+    if base is not None and not os.path.isabs(spec):
+        spec = os.path.join(base, spec)
+    if has_glob(spec):
+        root = _glob_root(spec)
+        matches = [Path(m) for m in glob.glob(spec, recursive=True)]
+        paths = [m for m in matches if m.is_file()]
+        if not paths:
+            raise InputError(
+                f"--source {given}: the pattern matches no files; check the pattern and the "
+                "current directory",
+                path=spec,
+            )
+    else:
+        p = Path(spec)
+        if p.is_dir():
+            root = p
+            paths = [q for q in p.rglob("*.parquet") if q.is_file()]
+            if not paths:
+                others = sorted(q for q in p.rglob("*") if q.suffix.lower() in CONVERTERS)
+                then = f"and the others like it, then run again with --source {given}"
+                hint = f"; {not_parquet(others[0].name, others[0], then)}" if others else ""
+                raise InputError(
+                    f"--source {given}: the directory holds no *.parquet files (searched "
+                    f"recursively){hint}",
+                    path=spec,
+                )
+        elif p.is_file():
+            root = p.parent
+            paths = [p]
+        elif given.startswith("hf:"):  # hf:OWNER/NAME is the tokenizer's form, not a path
+            raise UsageError(
+                f"--source {given}: a Hub dataset is written hf://datasets/OWNER/NAME"
+                f"[@REVISION][/GLOB] (hf:OWNER/NAME is the form for --tokenizer); did you "
+                f"mean --source hf://datasets/{given[3:].lstrip('/')}?",
+                path=spec,
+            )
+        else:
+            raise InputError(
+                f"--source {given}: no such file or directory; give a Parquet file, a "
+                "directory of them, a glob, or hf://datasets/OWNER/NAME",
+                path=spec,
+            )
+    for q in paths:  # a text file named outright (or by a glob): say so before any work
+        if q.suffix.lower() in CONVERTERS:
+            raise InputError(str(not_parquet(q.name, Path(os.path.abspath(q)))), path=q)
+    root_abs = Path(os.path.abspath(root))
+    files = []
+    for q in paths:
+        st = q.stat()
+        # abspath, not resolve(): a symlink (the Hugging Face cache links snapshots to
+        # blobs) keeps the name it has under the root.
+        rel = Path(os.path.abspath(q)).relative_to(root_abs).as_posix()
+        files.append(
+            SourceFile(
+                path=rel, local=Path(os.path.abspath(q)), size=st.st_size, mtime_ns=st.st_mtime_ns
+            )
+        )
+    files.sort(key=lambda f: f.path)
+    return LocalSource(uri=given, root=str(root_abs), files=files, cwd=str(base or os.getcwd()))

@@ -1,0 +1,97 @@
+"""What changed between two identities, one line per difference: the one place a resume's
+refusals and a refresh's "changed:" log line come from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prep.recipe import Recipe
+from prep.state.identity import SourceIdentity, TokenizerFingerprint, TokenizerIdentity
+from prep.state.manifest import Manifest, package_versions
+
+# Packages whose version can change the output bytes.
+OUTPUT_PACKAGES = ("tokenizers", "numpy")
+
+
+def recipe_conflicts(saved: Recipe, typed: dict[str, Any]) -> list[str]:
+    """Options typed on the command line that differ from the saved recipe."""
+    out = []
+    for name, value in sorted(typed.items()):
+        if getattr(saved, name) != value:
+            flag = "--" + name.replace("_", "-")
+            was = getattr(saved, name)
+            out.append(f"{flag}: typed {value!r}, the run was started with {was!r}")
+    return out
+
+
+def listing_changes(saved: SourceIdentity, now: SourceIdentity) -> list[str]:
+    """How the current file list differs from the saved one (paths, sizes, revision)."""
+    before = {f.path: f.size for f in saved.files}
+    current = {f.path: f.size for f in now.files}
+    diffs = []
+    for path in sorted(set(before) | set(current)):
+        if path not in current:
+            diffs.append(f"{path}: removed")
+        elif path not in before:
+            diffs.append(f"{path}: added")
+        elif before[path] != current[path]:
+            diffs.append(f"{path}: size {before[path]:,} -> {current[path]:,} bytes")
+    if saved.revision != now.revision:
+        diffs.append(f"revision {saved.revision} -> {now.revision}")
+    return diffs
+
+
+def tokenizer_changes(saved: TokenizerIdentity, now: TokenizerIdentity) -> list[str]:
+    """The output-deciding fields of a tokenizer identity that differ."""
+    before, current = saved.to_json(), now.to_json()
+    return [
+        f"{key}: {before[key]!r} -> {current[key]!r}"
+        for key in ("sha256", "vocab_size", "doc_sep_id")
+        if before[key] != current[key]
+    ]
+
+
+def version_changes(saved: dict[str, str], now: dict[str, str]) -> list[str]:
+    """Versions of the packages that can change the output that differ."""
+    return [
+        f"{name} {saved.get(name)} -> {now.get(name)}"
+        for name in OUTPUT_PACKAGES
+        if saved.get(name) != now.get(name)
+    ]
+
+
+def recipe_changes(manifest: Manifest, recipe: Recipe, dataset: str) -> list[str]:
+    """Recipe settings that differ from a published manifest's."""
+    changes = []
+    want, was = recipe.manifest_recipe(), manifest.recipe
+    if want != was:
+        for key in sorted(set(want) | set(was)):
+            if want.get(key) != was.get(key):
+                changes.append(f"recipe {key}: {was.get(key)!r} -> {want.get(key)!r}")
+    src = manifest.source
+    for key, before, value in (
+        ("text_column", src.text_column, recipe.text_column),
+        ("split_column", src.split_column, recipe.split_column),
+    ):
+        if before != value:
+            changes.append(f"{key}: {before!r} -> {value!r}")
+    if manifest.dataset != dataset:
+        changes.append(f"dataset name: {manifest.dataset!r} -> {dataset!r}")
+    return changes
+
+
+def fingerprint_changes(manifest: Manifest, now: TokenizerFingerprint) -> list[str]:
+    """How a tokenizer's fingerprint differs from what a published manifest recorded."""
+    changes = []
+    if now.sha256 != manifest.tokenizer_sha256:
+        changes.append("tokenizer.json changed")
+    if now.doc_sep_id != manifest.doc_sep_id:
+        changes.append(f"separator {manifest.doc_sep_id} -> {now.doc_sep_id}")
+    if now.tokenizer_id != manifest.tokenizer_id:
+        changes.append(f"tokenizer id {manifest.tokenizer_id} -> {now.tokenizer_id}")
+    return changes
+
+
+def output_versions() -> dict[str, str]:
+    """Installed versions of the packages that can change the output bytes."""
+    return {k: v for k, v in package_versions().items() if k in OUTPUT_PACKAGES}

@@ -1,0 +1,108 @@
+"""Identities: what a checkpoint and a manifest record about the source and the tokenizer,
+so that a resume or a refresh can tell whether they are still the same."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """One source file: its path under the root, size, and SHA-256 once it was read."""
+
+    path: str
+    size: int
+    sha256: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "size": self.size, "sha256": self.sha256}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> FileIdentity:
+        sha = d["sha256"]
+        return cls(
+            path=str(d["path"]), size=int(d["size"]), sha256=None if sha is None else str(sha)
+        )
+
+
+@dataclass(frozen=True)
+class SourceIdentity:
+    """A resolved source as a checkpoint records it: ``kind`` (data, set by the source's
+    module), the URI as typed, its root, the directory it was resolved from (``cwd``: a
+    relative URI is resolved from there again on resume), the pinned revision and the
+    files in sorted order."""
+
+    kind: str
+    uri: str
+    root: str
+    cwd: str
+    revision: str | None
+    files: tuple[FileIdentity, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "uri": self.uri,
+            "root": self.root,
+            "cwd": self.cwd,
+            "revision": self.revision,
+            "files": [f.to_json() for f in self.files],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> SourceIdentity:
+        kind = str(d["kind"])
+        rev = d.get("revision")
+        return cls(
+            kind=kind,
+            uri=str(d["uri"]),
+            root=str(d.get("root", "")),
+            cwd=str(d.get("cwd", "")),
+            revision=None if rev is None else str(rev),
+            files=tuple(FileIdentity.from_json(f) for f in d["files"]),
+        )
+
+
+@dataclass(frozen=True)
+class TokenizerIdentity:
+    """What the manifest and checkpoint record about a tokenizer."""
+
+    spec: str
+    tokenizer_id: str
+    sha256: str
+    vocab_size: int
+    doc_sep_id: int | None
+    revision: str | None = None  # the Hub commit a hf: tokenizer was read at
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "tokenizer_id": self.tokenizer_id,
+            "sha256": self.sha256,
+            "vocab_size": self.vocab_size,
+            "doc_sep_id": self.doc_sep_id,
+            "revision": self.revision,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TokenizerIdentity:
+        spec = str(d["spec"])
+        sep, rev = d.get("doc_sep_id"), d.get("revision")
+        return cls(
+            spec=spec,
+            tokenizer_id=str(d["tokenizer_id"]),
+            sha256=str(d["sha256"]),
+            vocab_size=int(d["vocab_size"]),
+            doc_sep_id=None if sep is None else int(sep),
+            revision=None if rev is None else str(rev),
+        )
+
+
+@dataclass(frozen=True)
+class TokenizerFingerprint:
+    """The part of a tokenizer's identity a refresh compares, known without building it."""
+
+    tokenizer_id: str
+    sha256: str
+    doc_sep_id: int | None

@@ -1,0 +1,288 @@
+"""``_MANIFEST.json`` (deterministic: same inputs and recipe, same bytes) and
+``_PROVENANCE.json`` (this run's facts that may differ between runs), as typed records.
+
+The manifest is a plain function of the recipe, the source and tokenizer identities, the
+stream's final counts and the sealed files; it holds nothing that varies between runs. Its
+key order is manifest.md's; :meth:`Manifest.to_json` keeps it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prep.errors import IntegrityError
+from prep.fsio import atomic_write_bytes
+from prep.recipe import Recipe
+from prep.split import SPLITS
+from prep.state.identity import FileIdentity, SourceIdentity, TokenizerIdentity
+from prep.state.shards import FileRecord
+
+MANIFEST_NAME = "_MANIFEST.json"
+PROVENANCE_NAME = "_PROVENANCE.json"
+MANIFEST_VERSION = "v1"
+
+
+def canonical_json(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def corpus_manifest_sha256(source: dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of the source's kind, revision and files."""
+    ident = {"kind": source["kind"], "revision": source["revision"], "files": source["files"]}
+    return hashlib.sha256(canonical_json(ident)).hexdigest()
+
+
+@dataclass(frozen=True)
+class ManifestSource:
+    """The manifest's ``source``: the identity (files in read order) and the stream's counts."""
+
+    kind: str
+    uri: str
+    revision: str | None
+    text_column: str
+    split_column: str | None
+    files: tuple[FileIdentity, ...]
+    rows_visited: int
+    empty_rows_skipped: int
+    prefix_sha256: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "uri": self.uri,
+            "revision": self.revision,
+            "text_column": self.text_column,
+            "split_column": self.split_column,
+            "files": [f.to_json() for f in self.files],
+            "rows_visited": self.rows_visited,
+            "empty_rows_skipped": self.empty_rows_skipped,
+            "prefix_sha256": self.prefix_sha256,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ManifestSource:
+        return cls(
+            kind=str(d["kind"]),
+            uri=str(d["uri"]),
+            revision=d["revision"],
+            text_column=d["text_column"],
+            split_column=d["split_column"],
+            files=tuple(FileIdentity.from_json(f) for f in d["files"]),
+            rows_visited=int(d["rows_visited"]),
+            empty_rows_skipped=int(d["empty_rows_skipped"]),
+            prefix_sha256=str(d["prefix_sha256"]),
+        )
+
+    def identity(self) -> SourceIdentity:
+        """The listing part, comparable with a current source's identity."""
+        return SourceIdentity(self.kind, self.uri, "", "", self.revision, self.files)
+
+
+@dataclass(frozen=True)
+class ManifestFile:
+    """One entry of the manifest's ``files``."""
+
+    name: str
+    split: str
+    n_tokens: int
+    n_docs: int
+    sha256: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "split": self.split,
+            "n_tokens": self.n_tokens,
+            "n_docs": self.n_docs,
+            "sha256": self.sha256,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ManifestFile:
+        return cls(
+            name=str(d["name"]),
+            split=str(d["split"]),
+            n_tokens=int(d["n_tokens"]),
+            n_docs=int(d["n_docs"]),
+            sha256=str(d["sha256"]),
+        )
+
+
+@dataclass(frozen=True)
+class SplitSummary:
+    """One split of the manifest's ``totals``."""
+
+    n_tokens: int
+    n_docs: int
+    n_files: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n_tokens": self.n_tokens, "n_docs": self.n_docs, "n_files": self.n_files}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> SplitSummary:
+        return cls(int(d["n_tokens"]), int(d["n_docs"]), int(d["n_files"]))
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """``_MANIFEST.json``. ``recipe`` is :meth:`Recipe.manifest_recipe` (its keys depend on
+    the split rule); ``bin_version`` is the output format's layout version."""
+
+    dataset: str
+    tokenizer_id: str
+    tokenizer_sha256: str
+    vocab_size: int
+    doc_sep_id: int | None
+    sep_position: str
+    bin_version: int
+    max_file_tokens: int
+    corpus_manifest_sha256: str
+    source: ManifestSource
+    recipe: dict[str, Any]
+    val_bytes_per_token: float | None
+    totals: dict[str, SplitSummary]
+    files: tuple[ManifestFile, ...]
+    version: str = MANIFEST_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "dataset": self.dataset,
+            "tokenizer_id": self.tokenizer_id,
+            "tokenizer_sha256": self.tokenizer_sha256,
+            "vocab_size": self.vocab_size,
+            "doc_sep_id": self.doc_sep_id,
+            "sep_position": self.sep_position,
+            "bin_version": self.bin_version,
+            "max_file_tokens": self.max_file_tokens,
+            "corpus_manifest_sha256": self.corpus_manifest_sha256,
+            "source": self.source.to_json(),
+            "recipe": self.recipe,
+            "val_bytes_per_token": self.val_bytes_per_token,
+            "totals": {split: t.to_json() for split, t in self.totals.items()},
+            "files": [f.to_json() for f in self.files],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Manifest:
+        return cls(
+            version=str(d["version"]),
+            dataset=str(d["dataset"]),
+            tokenizer_id=str(d["tokenizer_id"]),
+            tokenizer_sha256=str(d["tokenizer_sha256"]),
+            vocab_size=int(d["vocab_size"]),
+            doc_sep_id=d["doc_sep_id"],
+            sep_position=str(d["sep_position"]),
+            bin_version=int(d["bin_version"]),
+            max_file_tokens=int(d["max_file_tokens"]),
+            corpus_manifest_sha256=str(d["corpus_manifest_sha256"]),
+            source=ManifestSource.from_json(d["source"]),
+            recipe=dict(d["recipe"]),
+            val_bytes_per_token=d["val_bytes_per_token"],
+            totals={str(k): SplitSummary.from_json(v) for k, v in d["totals"].items()},
+            files=tuple(ManifestFile.from_json(f) for f in d["files"]),
+        )
+
+    def to_bytes(self) -> bytes:
+        """The manifest's exact serialization (manifest.md)."""
+        return (json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+@dataclass(frozen=True)
+class SplitTotals:
+    """A finished split, as the manifest builder takes it."""
+
+    n_tokens: int
+    n_docs: int
+    text_bytes: int
+    text_tokens: int
+    files: tuple[FileRecord, ...]
+
+
+def build_manifest(
+    *,
+    recipe: Recipe,
+    dataset: str,
+    tokenizer: TokenizerIdentity,
+    bin_version: int,
+    source: ManifestSource,
+    totals: dict[str, SplitTotals],
+) -> Manifest:
+    """The manifest of a finished run (pure)."""
+    val = totals["val"]
+    beta = val.text_bytes / val.text_tokens if val.text_tokens else None
+    files = sorted(
+        (
+            ManifestFile(r.name, split, r.n_tokens, r.n_docs, r.sha256)
+            for split in SPLITS
+            for r in totals[split].files
+        ),
+        key=lambda f: f.name,
+    )
+    return Manifest(
+        dataset=dataset,
+        tokenizer_id=tokenizer.tokenizer_id,
+        tokenizer_sha256=tokenizer.sha256,
+        vocab_size=tokenizer.vocab_size,
+        doc_sep_id=tokenizer.doc_sep_id,
+        sep_position=recipe.sep_position,
+        bin_version=bin_version,
+        max_file_tokens=recipe.max_file_tokens,
+        corpus_manifest_sha256=corpus_manifest_sha256(source.to_json()),
+        source=source,
+        recipe=recipe.manifest_recipe(),
+        val_bytes_per_token=beta,
+        totals={
+            split: SplitSummary(
+                totals[split].n_tokens, totals[split].n_docs, len(totals[split].files)
+            )
+            for split in SPLITS
+        },
+        files=tuple(files),
+    )
+
+
+def write_manifest(directory: Path, manifest: Manifest) -> None:
+    atomic_write_bytes(directory / MANIFEST_NAME, manifest.to_bytes())
+
+
+def read_manifest(directory: Path) -> Manifest:
+    """Parse ``_MANIFEST.json``; raises ``IntegrityError`` if missing, unparseable, of an
+    unknown version or missing a field."""
+    path = directory / MANIFEST_NAME
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError as e:
+        raise IntegrityError(f"{path} is missing; this is not a prep dataset", path=path) from e
+    except ValueError as e:
+        raise IntegrityError(f"{path} is not valid JSON ({e})", path=path) from e
+    if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
+        raise IntegrityError(
+            f"{path}: manifest version {data.get('version') if isinstance(data, dict) else None!r}"
+            f" is not {MANIFEST_VERSION!r}",
+            path=path,
+        )
+    try:
+        return Manifest.from_json(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise IntegrityError(
+            f"{path}: not a complete manifest ({type(e).__name__}: {e})", path=path
+        ) from e
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages prep's output depends on or reads with."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("prep", "tokenizers", "numpy", "pyarrow", "huggingface-hub", "filelock"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out

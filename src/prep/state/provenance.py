@@ -1,0 +1,93 @@
+"""``_PROVENANCE.json``: this run's facts that may differ between runs (timings, host,
+versions, the command line, source mtimes for the next refresh), and what a refresh
+changed. Never part of the deterministic manifest."""
+
+from __future__ import annotations
+
+import json
+import platform
+import socket
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prep.fsio import atomic_write_bytes
+from prep.state.manifest import PROVENANCE_NAME, package_versions
+
+
+@dataclass(frozen=True)
+class RefreshNote:
+    """Why a refresh rebuilt: the published corpus hash it replaces and what changed."""
+
+    previous_corpus_manifest_sha256: str | None
+    changes: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "previous_corpus_manifest_sha256": self.previous_corpus_manifest_sha256,
+            "changes": list(self.changes),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> RefreshNote | None:
+        if d is None:
+            return None
+        return cls(d.get("previous_corpus_manifest_sha256"), tuple(d.get("changes", ())))
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """This run's facts, in ``_PROVENANCE.json``'s key order."""
+
+    started_at: float
+    finished_at: float
+    active_seconds: float
+    resumes: int
+    tokens: int
+    text_bytes: int
+    argv: list[str] | None
+    source_mtimes_ns: dict[str, int]
+    refresh: RefreshNote | None = None
+    packages: dict[str, str] = field(default_factory=package_versions)
+
+    def to_json(self) -> dict[str, Any]:
+        secs = self.active_seconds
+        return {
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "active_seconds": round(secs, 3),
+            "resumes": self.resumes,
+            "tokens_per_second": round(self.tokens / secs, 1) if secs else None,
+            "text_mb_per_second": round(self.text_bytes / 1e6 / secs, 3) if secs else None,
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "host": socket.gethostname(),
+            "packages": self.packages,
+            "argv": self.argv,
+            "source_mtimes_ns": self.source_mtimes_ns,
+            "refresh": self.refresh.to_json() if self.refresh else None,
+        }
+
+
+def write_provenance(directory: Path, provenance: Provenance) -> None:
+    data = json.dumps(provenance.to_json(), indent=2, ensure_ascii=False) + "\n"
+    atomic_write_bytes(directory / PROVENANCE_NAME, data.encode("utf-8"))
+
+
+def read_source_mtimes(directory: Path) -> dict[str, int]:
+    """The source mtimes a published version recorded (empty when unreadable)."""
+    try:
+        prov = json.loads((directory / PROVENANCE_NAME).read_bytes())
+        return {str(k): int(v) for k, v in prov.get("source_mtimes_ns", {}).items()}
+    except (OSError, ValueError):
+        return {}
+
+
+def read_active_seconds(directory: Path) -> float | None:
+    """Active time summed over a run and its resumes, from ``_PROVENANCE.json``."""
+    try:
+        prov = json.loads((directory / PROVENANCE_NAME).read_text(encoding="utf-8"))
+        return float(prov["active_seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -1,0 +1,108 @@
+"""What a checkpoint and a manifest record about a split's shards: sealed files, the open
+file at a commit point, and the split's running totals."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+EMPTY_SHA256 = hashlib.sha256().hexdigest()
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """A sealed shard: what the manifest and checkpoint list."""
+
+    name: str
+    n_tokens: int
+    n_docs: int
+    sha256: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "n_tokens": self.n_tokens,
+            "n_docs": self.n_docs,
+            "sha256": self.sha256,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> FileRecord:
+        return cls(
+            name=str(d["name"]),
+            n_tokens=int(d["n_tokens"]),
+            n_docs=int(d["n_docs"]),
+            sha256=str(d["sha256"]),
+        )
+
+
+@dataclass(frozen=True)
+class OpenFile:
+    """The open shard at a commit point: its name, committed ids and their hash."""
+
+    name: str
+    n_tokens: int
+    n_docs: int
+    ids_sha256: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "n_tokens": self.n_tokens,
+            "n_docs": self.n_docs,
+            "ids_sha256": self.ids_sha256,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> OpenFile:
+        return cls(
+            name=str(d["name"]),
+            n_tokens=int(d["n_tokens"]),
+            n_docs=int(d["n_docs"]),
+            ids_sha256=str(d["ids_sha256"]),
+        )
+
+
+@dataclass(frozen=True)
+class SplitState:
+    """A split's committed state: sealed files, the open file, running totals.
+
+    ``text_bytes`` and ``text_tokens`` exclude separators (they give β)."""
+
+    sealed: tuple[FileRecord, ...]
+    open: OpenFile | None
+    n_tokens: int = 0
+    n_docs: int = 0
+    text_bytes: int = 0
+    text_tokens: int = 0
+
+    @classmethod
+    def empty(cls, first_name: str) -> SplitState:
+        """A new split: its first file (named ``first_name``) open and empty."""
+        return cls(sealed=(), open=OpenFile(first_name, 0, 0, EMPTY_SHA256))
+
+    def names(self) -> list[str]:
+        """Every shard this state names, sealed and open."""
+        return [r.name for r in self.sealed] + ([self.open.name] if self.open else [])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sealed": [r.to_json() for r in self.sealed],
+            "open": self.open.to_json() if self.open else None,
+            "n_tokens": self.n_tokens,
+            "n_docs": self.n_docs,
+            "text_bytes": self.text_bytes,
+            "text_tokens": self.text_tokens,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> SplitState:
+        return cls(
+            sealed=tuple(FileRecord.from_json(r) for r in d["sealed"]),
+            open=OpenFile.from_json(d["open"]) if d["open"] else None,
+            n_tokens=int(d["n_tokens"]),
+            n_docs=int(d["n_docs"]),
+            text_bytes=int(d["text_bytes"]),
+            text_tokens=int(d["text_tokens"]),
+        )

@@ -1,0 +1,447 @@
+"""One harness for the fault and operations tests: inputs (a corpus and tokenizer, with the
+published output of one uninterrupted run when asked; edits that keep a file's size), real
+``prepare`` subprocesses (plain, or through ``tests/fault_driver.py`` with faults at their
+import sites), waiting on them, and reading what they left (trees, checkpoints).
+
+Faults are the driver's (see ``tests/fault_driver.py``): a dict or a list of dicts with a
+``target`` and an ``action`` (``kill``, ``enospc``, ``sleep``, ``gate``, ``record``,
+``return``). A process's stderr goes to a file, never a pipe that could fill up.
+
+Not a ``conftest.py`` on purpose: conftest modules outside packages all import as
+``conftest`` and would shadow the factories in ``tests/conftest.py`` for other directories.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+DRIVER = TESTS / "fault_driver.py"
+TIMEOUT = 120.0
+
+
+def _load_factories() -> ModuleType:
+    """``tests/conftest.py`` (its factories), whatever ``conftest`` means right now."""
+    path = TESTS / "conftest.py"
+    loaded = sys.modules.get("conftest")
+    if loaded is not None and Path(getattr(loaded, "__file__", "")).resolve() == path:
+        return loaded
+    name = "_prep_test_factories"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"{path} not found")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+factories = _load_factories()
+PREPARE: Path = factories.PREPARE
+REPO: Path = factories.REPO
+dir_bytes: Callable[[Path], dict[str, bytes]] = factories.dir_bytes
+
+# How interrupted runs run: tiny batches, a checkpoint every 50 ms.
+FAST = ("--batch-size", "8", "--checkpoint-interval", "0.05")
+# A checkpoint after every batch, so "the Nth checkpoint" is reached on any machine.
+EVERY_BATCH = ("--batch-size", "32", "--checkpoint-interval", "0.000001")
+RESUME_HINT = re.compile(r"Resume with: prep prepare (.+)$", re.MULTILINE)
+NS = 1_000_000_000
+
+Fault = dict[str, Any]
+Faults = Fault | Sequence[Fault] | None
+
+
+# -- inputs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """How big a World is: self-describing documents over Parquet files, how small the files
+    roll over (0: the default), and every Nth row empty or whitespace-only (0: none)."""
+
+    n_docs: int
+    n_files: int
+    max_file_tokens: int = 0
+    empty_every: int = 0
+    shuffle_buffer: int = 0
+    tokenizer_docs: int = 3000
+    vocab_size: int | None = None
+    dataset: str = "fixed"
+
+
+# KILL: a run of ~1.5 s with FAST options, so that random kills land everywhere.
+# SMALL: quick runs for exact-call crashes and refusals (still ~20 rollovers).
+# SOAK: a longer run (tests/faults/test_soak.py), with empty rows among the documents.
+KILL = Corpus(n_docs=36_000, n_files=6, max_file_tokens=20_000, shuffle_buffer=100)
+SMALL = Corpus(n_docs=12_000, n_files=4, max_file_tokens=8_000, shuffle_buffer=100)
+SOAK = Corpus(n_docs=200_000, n_files=10, max_file_tokens=60_000, empty_every=97,
+              shuffle_buffer=100)
+
+
+def ops_corpus(n_files: int, per_file: int) -> Corpus:
+    """The operations tests' inputs: default recipe, a 300-id BPE, dataset name ``ops``."""
+    return Corpus(n_docs=n_files * per_file, n_files=n_files, tokenizer_docs=1500,
+                  vocab_size=300, dataset="ops")
+
+
+def write_plain(path: Path, texts: Sequence[str]) -> Path:
+    """An uncompressed, dictionary-free Parquet file: editing one character of one text
+    gives a valid file of exactly the same size."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"text": list(texts)}), path, compression="none",
+                   use_dictionary=False, write_statistics=False, row_group_size=100)
+    return path
+
+
+@dataclass(frozen=True)
+class World:
+    """A corpus under ``root/src``, a small byte-level BPE under ``root/tok`` (its
+    <|endoftext|>, named in generation_config.json, separates documents) and, when built
+    with one, the published output of an uninterrupted run (``reference``)."""
+
+    root: Path
+    corpus: Corpus
+    source: Path
+    tokenizer: Path
+    files: tuple[tuple[str, ...], ...]
+    reference_dir: Path | None = None
+    reference: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def total_rows(self) -> int:
+        return self.corpus.n_docs
+
+    def recipe(self, source: Path | None = None, tokenizer: Path | None = None) -> list[str]:
+        """The recipe options (the same strings every time, so manifests compare)."""
+        c = self.corpus
+        args = ["--source", str(source or self.source),
+                "--tokenizer", str(tokenizer or self.tokenizer)]
+        if c.max_file_tokens:
+            args += ["--max-file-tokens", str(c.max_file_tokens)]
+        if c.shuffle_buffer:
+            args += ["--shuffle-buffer", str(c.shuffle_buffer)]
+        return [*args, "--dataset", c.dataset]
+
+    def args(self, out: Path, *extra: object) -> list[str]:
+        """``--out OUT``, the recipe and ``extra``."""
+        return ["--out", str(out), *self.recipe(), *map(str, extra)]
+
+    def fresh_args(self, out: Path, *extra: str) -> list[str]:
+        """A fresh interrupted-style run: the recipe, tiny batches, frequent checkpoints."""
+        return self.args(out, *FAST, *extra)
+
+    def copy(self, dest: Path) -> World:
+        """The same inputs under ``dest`` (mtimes kept), free to edit."""
+        src = Path(shutil.copytree(self.source, dest / "src"))
+        tok = Path(shutil.copytree(self.tokenizer, dest / "tok"))
+        return World(dest, self.corpus, src, tok, self.files)
+
+    def path(self, index: int) -> Path:
+        return self.source / f"part-{index:05d}.parquet"
+
+
+def make_world(root: Path, corpus: Corpus, *, reference: bool = False) -> World:
+    """Write the corpus and train the tokenizer; with ``reference``, also publish one
+    uninterrupted run (default batch size and checkpoint interval) to compare with."""
+    docs = factories.numbered_docs(corpus.n_docs)
+    if corpus.empty_every:
+        docs = [
+            ("" if i % 2 else " \n ") if i % corpus.empty_every == 5 else d
+            for i, d in enumerate(docs)
+        ]
+    per = -(-corpus.n_docs // corpus.n_files)
+    files = tuple(tuple(docs[i * per : (i + 1) * per]) for i in range(corpus.n_files))
+    for i, texts in enumerate(files):
+        write_plain(root / "src" / f"part-{i:05d}.parquet", texts)
+    kw = {} if corpus.vocab_size is None else {"vocab_size": corpus.vocab_size}
+    factories.bpe_tokenizer(root / "tok", docs[: corpus.tokenizer_docs], **kw)
+    w = World(root, corpus, root / "src", root / "tok", files)
+    if not reference:
+        return w
+    ref = root / "reference" / "out"
+    done = run(w.args(ref))
+    if done.returncode != 0:
+        raise RuntimeError(f"reference run failed ({done.returncode}):\n{done.stderr}")
+    return World(root, corpus, w.source, w.tokenizer, files, ref, dir_bytes(ref))
+
+
+_WORLDS: dict[tuple[int, Corpus], World] = {}
+
+
+def world(tmp_path_factory: pytest.TempPathFactory, corpus: Corpus = KILL) -> World:
+    """The session's World of that size with its reference run, built once."""
+    key = (id(tmp_path_factory), corpus)
+    if key not in _WORLDS:
+        _WORLDS[key] = make_world(tmp_path_factory.mktemp("world"), corpus, reference=True)
+    return _WORLDS[key]
+
+
+def bump_mtime(path: Path, seconds: int = 7) -> None:
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + seconds * NS))
+
+
+def edit_same_size(w: World, index: int, doc: int = 5) -> Path:
+    """Rewrite one source file with one character of one document changed: a valid Parquet
+    file of exactly the same size, with a later mtime."""
+    path = w.path(index)
+    before = path.stat()
+    texts = list(w.files[index])
+    texts[doc] = texts[doc].replace("doc", "DOC", 1)
+    write_plain(path, texts)
+    assert path.stat().st_size == before.st_size, "the edit must keep the size"
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 3 * NS))
+    return path
+
+
+def grow_file(w: World, index: int) -> Path:
+    """Rewrite one source file with one more document (a new size)."""
+    return write_plain(w.path(index), [*w.files[index], f"one more document for file {index}"])
+
+
+# -- running prepare ------------------------------------------------------------------------
+
+
+def _env(faults: Faults, mark: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PREP_FAULT", "PREP_FAULT_MARK")}
+    env["PYTHONUNBUFFERED"] = "1"
+    if faults:
+        env["PREP_FAULT"] = json.dumps(faults)
+    if mark is not None:
+        env["PREP_FAULT_MARK"] = str(mark)
+    return env
+
+
+def command(args: Sequence[object], faults: Faults = None) -> list[str]:
+    """``scripts/prepare.py ARGS``, or the fault driver when there are faults."""
+    return [sys.executable, str(DRIVER if faults else PREPARE), *map(str, args)]
+
+
+@dataclass
+class Proc:
+    """A running ``prepare``; its stderr goes to ``err_path``."""
+
+    popen: subprocess.Popen[bytes]
+    err_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.popen.wait(timeout)
+
+    def send_signal(self, sig: int) -> None:
+        self.popen.send_signal(sig)
+
+    def kill(self) -> None:
+        self.popen.kill()
+
+    def err(self) -> str:
+        return self.err_path.read_text(errors="replace")
+
+    def finish(self, timeout: float = TIMEOUT) -> tuple[int, str]:
+        """Wait for the exit; returns (exit code, stderr). A negative code is a signal."""
+        try:
+            code = self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait()
+            raise AssertionError(f"pid {self.pid} did not end within {timeout} s:\n"
+                                 f"{self.err()}") from None
+        return code, self.err()
+
+
+def spawn(args: Sequence[object], log: Path | None = None, faults: Faults = None, *,
+          mark: Path | None = None, stderr: int | None = None) -> Proc:
+    """Start ``prepare ARGS`` (through the driver when there are faults) in its own
+    session; stderr goes to ``log`` (a temporary file when None) unless a file descriptor
+    is given (a pseudo-terminal)."""
+    if log is None:
+        fd, name = tempfile.mkstemp(prefix="prep-run-", suffix=".log")
+        os.close(fd)
+        log = Path(name)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "wb") as f:
+        popen = subprocess.Popen(
+            command(args, faults), cwd=REPO, env=_env(faults, mark), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=f if stderr is None else stderr,
+            start_new_session=True,
+        )
+    return Proc(popen, log)
+
+
+class Done(NamedTuple):
+    """How a run ended: ``code, err = run(...)`` or ``done.returncode``/``done.stderr``."""
+
+    returncode: int
+    stderr: str
+
+
+def run(args: Sequence[object], log: Path | None = None, faults: Faults = None, *,
+        mark: Path | None = None, timeout: float = TIMEOUT) -> Done:
+    """``prepare ARGS`` as a subprocess, to the end (never killed by the test)."""
+    return Done(*spawn(args, log, faults, mark=mark).finish(timeout))
+
+
+def kill_after(proc: Proc, delay: float, sig: signal.Signals = signal.SIGKILL) -> bool:
+    """Send ``sig`` after ``delay`` seconds unless the process ended first; True if sent."""
+    try:
+        proc.wait(timeout=delay)
+        return False
+    except subprocess.TimeoutExpired:
+        proc.send_signal(sig)
+        return True
+
+
+def wait_for(cond: Callable[[], bool], what: str, *procs: Proc, timeout: float = TIMEOUT,
+             ended_ok: bool = False) -> bool:
+    """Poll ``cond`` until it holds (True). If one of ``procs`` exits first: False with
+    ``ended_ok`` (a run may legitimately finish first), else fail at once."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        for p in procs:
+            if p.poll() is not None:
+                if ended_ok:
+                    return cond()
+                raise AssertionError(
+                    f"waiting for {what}: pid {p.pid} exited {p.returncode}:\n{p.err()}"
+                )
+        if time.monotonic() > deadline:
+            for p in procs:
+                p.kill()
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.005)
+    return True
+
+
+def reached(proc: Proc, cond: Callable[[], bool]) -> bool:
+    """``cond`` held while ``proc`` ran (True), or ``proc`` ended first (False)."""
+    return wait_for(cond, "the run to get there", proc, ended_ok=True)
+
+
+def gate(target: str, where: Path, *, nth: int = 1, when: str = "after") -> Fault:
+    """A fault that parks the process at ``target`` until ``release(where)``."""
+    return {"target": target, "action": "gate", "nth": nth, "when": when,
+            "reached": str(where / "reached"), "release": str(where / "release")}
+
+
+def release(where: Path) -> None:
+    (where / "release").touch()
+
+
+def resume_args_from(stderr: str) -> list[str]:
+    """The arguments of the ``Resume with: prep prepare ...`` line an interrupted run logs."""
+    m = RESUME_HINT.search(stderr)
+    assert m, f"no resume command in the log:\n{stderr}"
+    return shlex.split(m.group(1))
+
+
+# -- what a run left ------------------------------------------------------------------------
+
+
+def staging_of(out: Path) -> Path:
+    return out.with_name(out.name + ".incomplete")
+
+
+def read_checkpoint(out: Path) -> dict[str, Any] | None:
+    """The staging checkpoint as JSON, or None while there is none (replaced atomically, so
+    a read sees a whole file)."""
+    try:
+        data: dict[str, Any] = json.loads((staging_of(out) / "checkpoint.json").read_bytes())
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return data
+
+
+def rows_committed(out: Path) -> int:
+    cp = read_checkpoint(out)
+    return -1 if cp is None else int(cp["progress"]["rows_visited"])
+
+
+def tree(directory: Path) -> dict[str, str]:
+    """SHA-256 of every file below ``directory``, by relative POSIX path."""
+    return {
+        p.relative_to(directory).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def leftovers(out: Path) -> set[str]:
+    """What a run left beside ``DIR`` other than DIR, DIR.previous and the lock file
+    (staging, a journal, lock info, temp files)."""
+    keep = {out.name, out.name + ".previous", out.name + ".lock"}
+    return {p.name for p in out.parent.iterdir() if out.name in p.name and p.name not in keep}
+
+
+def assert_identical(w: World, out: Path, *, beside: bool = True) -> None:
+    """``out`` is published, holds exactly the reference's files, its .bin files and
+    manifest are byte-identical, and (``beside``) nothing is left next to it but the lock
+    file."""
+    assert w.reference_dir is not None, "a World without a reference run"
+    assert out.is_dir(), f"{out} was not published"
+    got = dir_bytes(out)
+    assert sorted(got) == sorted(w.reference), "published file names differ from the reference"
+    differ = [name for name in got if got[name] != w.reference[name]]
+    assert not differ, f"bytes differ from the uninterrupted run: {differ}"
+    names = sorted(p.name for p in out.iterdir())
+    expected = sorted(p.name for p in w.reference_dir.iterdir())
+    assert names == expected, f"published directory holds {set(names) ^ set(expected)} extra"
+    if beside:
+        left = sorted(
+            p.name for p in out.parent.iterdir() if p.name.startswith((out.name, "." + out.name))
+        )
+        assert left == [out.name, out.name + ".lock"], f"left beside the output: {left}"
+
+
+def provenance(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "_PROVENANCE.json").read_text())
+    return data
+
+
+def manifest(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "_MANIFEST.json").read_text())
+    return data
+
+
+def no_traceback(stderr: str) -> None:
+    assert "Traceback" not in stderr, f"unexpected traceback:\n{stderr}"
+
+
+def build(w: World, out: Path, *extra: object) -> dict[str, bytes]:
+    """An uninterrupted in-process run; returns its ``dir_bytes``."""
+    from prep.cli import run_prepare
+
+    code = run_prepare(w.args(out, "--quiet", *extra))
+    assert code == 0, f"reference build of {out} exited {code}"
+    return dir_bytes(out)

@@ -1,0 +1,69 @@
+"""Runs driven through ``prep.run`` directly (no CLI): a fresh start, a number of committed
+batches, and a stop that leaves staging as a kill would (shards open, written past the last
+checkpoint)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from conftest import make_corpus, numbered_docs
+
+from prep.formats import get_format
+from prep.publish import OutputPaths
+from prep.recipe import Recipe, RunOptions
+from prep.run.inputs import fresh_inputs
+from prep.run.loop import commit_batch, tokenize_batch
+from prep.run.start import start
+from prep.run.state import RunState
+from prep.stream import Preparer, StreamItem, batches
+
+FMT = get_format()
+BATCH = 16
+
+
+@dataclass
+class Setup:
+    recipe: Recipe
+    opts: RunOptions
+    paths: OutputPaths
+
+
+def setup(root: Path, texts: list[str] | None = None, name: str = "out") -> Setup:
+    """A two-file byte-tokenizer corpus with small shards (rollovers every few batches)."""
+    docs = texts if texts is not None else numbered_docs(240)
+    src = make_corpus(root / f"{name}-src", [docs[: len(docs) // 2], docs[len(docs) // 2 :]])
+    recipe = Recipe(
+        source=str(src), tokenizer="byte", doc_sep_id=0, max_file_tokens=700, val_fraction=0.2
+    )
+    opts = RunOptions(out=root / name, batch_size=BATCH)
+    return Setup(recipe, opts, OutputPaths.for_out(opts.out))
+
+
+def started(s: Setup) -> tuple[RunState, Iterator[StreamItem]]:
+    return start(s.paths, s.recipe, s.opts, fresh_inputs(s.recipe, s.opts), FMT)
+
+
+def commit(state: RunState, stream: Iterator[StreamItem], n: int) -> None:
+    """Commit ``n`` batches of ``stream`` as the loop does (no checkpoint)."""
+    it = batches(stream, Preparer(state.recipe, state.files), BATCH)
+    for _ in range(n):
+        batch = next(it)
+        commit_batch(state, batch, tokenize_batch(state.encoder, batch))
+        for w in state.writers.values():
+            w.flush()
+
+
+def killed(s: Setup, committed: int = 4, after: int = 3) -> None:
+    """``committed`` batches checkpointed, ``after`` more written but never committed, then
+    the process "dies": files closed, nothing sealed, staging left as it is."""
+    state, stream = started(s)
+    commit(state, stream, committed)
+    state.checkpoint()
+    commit(state, stream, after)
+    state.close()
+
+
+def tree(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}

@@ -1,0 +1,144 @@
+"""The ``ShardFormat`` protocol, for every registered format: naming, writing, the
+read-only check and the cut of an open shard on resume, verify and inspect. Expected bytes
+and hashes are computed here independently (numpy ``tobytes``, ``hashlib`` over the file)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from prep.errors import IntegrityError, UsageError
+from prep.formats import _FORMATS, get_format
+from prep.state.manifest import Manifest, ManifestFile
+
+VOCAB = 300
+NAMES = sorted(_FORMATS)
+
+
+def ids(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.uint32)
+
+
+def id_bytes(values: list[int]) -> bytes:
+    """The little-endian id bytes of the llm.c layout for V <= 65536 (tokens-bin.md)."""
+    return np.array(values, dtype="<u2").tobytes()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_names_round_trip(name: str) -> None:
+    fmt = get_format(name)
+    for split, index in (("train", 0), ("val", 12), ("train", 99999)):
+        shard = fmt.shard_name(split, index)
+        assert fmt.parse_name(shard) == (split, index)
+        assert all(fmt.owns_file(f) for f in fmt.shard_files(shard))
+    assert fmt.parse_name("train-1.bin") is None
+    assert fmt.parse_name("test-00000.bin") is None
+    assert not fmt.owns_file("_MANIFEST.json")
+
+
+def test_llmc_names_are_the_spec_names() -> None:
+    assert get_format("llmc").shard_name("val", 3) == "val-00003.bin"
+
+
+def test_unknown_format_names_the_known_ones() -> None:
+    with pytest.raises(UsageError, match=r"unknown output format 'nope'; choose one of llmc"):
+        get_format("nope")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_write_sync_seal(tmp_path: Path, name: str) -> None:
+    fmt = get_format(name)
+    w = fmt.create(tmp_path, fmt.shard_name("train", 0), VOCAB)
+    w.append(ids(1, 2, 3))
+    w.append(ids(299))
+    w.sync()
+    assert w.n == 4
+    assert w.ids_sha256 == hashlib.sha256(id_bytes([1, 2, 3, 299])).hexdigest()
+    sha = w.seal()
+    files = fmt.shard_files(w.name)
+    assert sha == hashlib.sha256((tmp_path / files[0]).read_bytes()).hexdigest()
+    assert (tmp_path / files[0]).read_bytes().endswith(id_bytes([1, 2, 3, 299]))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_check_open_then_reopen_cuts_what_came_after_the_commit(tmp_path: Path, name: str) -> None:
+    fmt = get_format(name)
+    shard = fmt.shard_name("train", 0)
+    w = fmt.create(tmp_path, shard, VOCAB)
+    w.append(ids(5, 6, 7))
+    w.sync()
+    committed = (w.n, w.ids_sha256)
+    w.append(ids(8, 9))  # written after the commit point
+    w.sync()
+    w.close()
+    path = tmp_path / fmt.shard_files(shard)[0]
+    before = path.read_bytes()
+    checked = fmt.check_open(tmp_path, shard, *committed, VOCAB)
+    assert path.read_bytes() == before, "check_open must only read"
+    again = fmt.reopen(tmp_path, checked, VOCAB)
+    again.append(ids(10))
+    sealed = again.seal()
+    assert path.read_bytes().endswith(id_bytes([5, 6, 7, 10]))
+    other = tmp_path / "never-stopped"
+    other.mkdir()
+    fresh = fmt.create(other, shard, VOCAB)
+    fresh.append(ids(5, 6, 7, 10))
+    assert fresh.seal() == sealed, "a resumed shard has the bytes of one never stopped"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_check_open_refuses_changed_or_short_shards(tmp_path: Path, name: str) -> None:
+    fmt = get_format(name)
+    shard = fmt.shard_name("val", 0)
+    w = fmt.create(tmp_path, shard, VOCAB)
+    w.append(ids(1, 2, 3))
+    w.sync()
+    w.close()
+    path = tmp_path / fmt.shard_files(shard)[0]
+    with pytest.raises(IntegrityError, match=r"its first 3 ids do not match the checkpoint"):
+        fmt.check_open(tmp_path, shard, 3, "0" * 64, VOCAB)
+    with pytest.raises(IntegrityError, match=r"missing or shorter than its 4 committed ids"):
+        fmt.check_open(tmp_path, shard, 4, "0" * 64, VOCAB)
+    path.unlink()
+    with pytest.raises(IntegrityError, match=r"missing or shorter"):
+        fmt.check_open(tmp_path, shard, 0, hashlib.sha256().hexdigest(), VOCAB)
+
+
+def manifest_for(entries: list[ManifestFile], sep: int | None = 0) -> Manifest:
+    m = {
+        "version": "v1", "dataset": "d", "tokenizer_id": "t", "tokenizer_sha256": "0" * 64,
+        "vocab_size": VOCAB, "doc_sep_id": sep, "sep_position": "prepend", "bin_version": 1,
+        "max_file_tokens": 10, "corpus_manifest_sha256": "0" * 64,
+        "source": {"kind": "parquet", "uri": "u", "revision": None, "text_column": "text",
+                   "split_column": None, "files": [], "rows_visited": 0,
+                   "empty_rows_skipped": 0, "prefix_sha256": "0" * 64},
+        "recipe": {}, "val_bytes_per_token": None,
+        "totals": {"train": {"n_tokens": 0, "n_docs": 0, "n_files": 0}},
+        "files": [e.to_json() for e in entries],
+    }  # fmt: skip
+    return Manifest.from_json(m)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_check_shard_and_describe(tmp_path: Path, name: str) -> None:
+    fmt = get_format(name)
+    shard = fmt.shard_name("train", 0)
+    w = fmt.create(tmp_path, shard, VOCAB)
+    w.append(ids(0, 4, 5, 0, 6))
+    sha = w.seal()
+    good = ManifestFile(shard, "train", 5, 2, sha)
+    assert fmt.check_shard(tmp_path, good, manifest_for([good])) == []
+    problems = fmt.check_shard(
+        tmp_path, ManifestFile(shard, "train", 5, 3, sha), manifest_for([good])
+    )
+    assert problems == [f"{shard}: 2 separators for 3 documents"]
+    wrong = ManifestFile(shard, "train", 5, 2, "f" * 64)
+    assert any("SHA-256" in p for p in fmt.check_shard(tmp_path, wrong, manifest_for([wrong])))
+    line, got = fmt.describe(tmp_path / fmt.shard_files(shard)[0])
+    assert shard in line and "n = 5 ids" in line
+    assert [int(i) for i in got] == [0, 4, 5, 0, 6]
+    (tmp_path / fmt.shard_files(shard)[0]).unlink()
+    assert fmt.check_shard(tmp_path, good, manifest_for([good])) == [f"{shard}: missing"]

@@ -1,0 +1,115 @@
+"""The restore plan (``prep.run.restore``): every check reads only, the plan says exactly
+what applying it will change, and applying it continues to the bytes of a run that never
+stopped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from run_helpers import FMT, Setup, killed, setup, started, tree
+
+from prep.errors import IntegrityError, Interrupted
+from prep.run.loop import execute
+from prep.run.restore import apply_restore, plan_restore, replay
+from prep.state import checkpoint as ckpt
+from prep.state.manifest import MANIFEST_NAME
+
+
+def plan(s: Setup, typed: dict[str, object] | None = None):  # type: ignore[no-untyped-def]
+    return plan_restore(s.paths, s.opts, typed or {}, never, FMT)
+
+
+def never() -> bool:
+    return False
+
+
+def test_plan_only_reads_and_names_what_apply_changes(tmp_path: Path) -> None:
+    s = setup(tmp_path)
+    killed(s)
+    staging = s.paths.staging
+    (staging / ".checkpoint.json.abc123.tmp").write_bytes(b"{")  # an interrupted write
+    cp = ckpt.load(staging)
+    before = tree(staging)
+    p = plan(s)
+    assert tree(staging) == before, "planning changed staging"
+    named = {n for st in cp.splits.values() for n in st.names()}
+    on_disk = {n for n in before if FMT.owns_file(n)}
+    assert {x.name for x in p.stray} == (on_disk - named) | {".checkpoint.json.abc123.tmp"}
+    assert on_disk - named, "the uncommitted batches rolled over into a new shard"
+    assert p.cursor.rows_visited == cp.progress.rows_visited
+    for split, st in cp.splits.items():
+        verified = p.opened[split]
+        assert st.open is not None and verified is not None
+        assert (verified.name, verified.n) == (st.open.name, st.open.n_tokens)
+
+    state = apply_restore(p, s.paths, s.opts, FMT)
+    after = tree(staging)
+    assert set(after) == set(before) - {x.name for x in p.stray}
+    for st in cp.splits.values():
+        assert st.open is not None
+        assert len(after[st.open.name]) == 1024 + 2 * st.open.n_tokens  # cut to the commit
+    assert state.cursor.rows_visited == cp.progress.rows_visited and not state.fresh
+    manifest = execute(state, p.stream, never, None)
+    assert (staging / MANIFEST_NAME).read_bytes() == manifest.to_bytes()
+
+    whole = setup(tmp_path, name="whole")
+    execute(*started(whole), never, None)
+    resumed = {n: b for n, b in tree(staging).items() if FMT.owns_file(n)}
+    straight = {n: b for n, b in tree(whole.paths.staging).items() if FMT.owns_file(n)}
+    assert resumed == straight
+
+
+def test_plan_refuses_a_modified_sealed_shard(tmp_path: Path) -> None:
+    s = setup(tmp_path)
+    killed(s, committed=8, after=0)
+    cp = ckpt.load(s.paths.staging)
+    sealed = cp.splits["train"].sealed[0].name
+    path = s.paths.staging / sealed
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1
+    path.write_bytes(bytes(data))
+    before = tree(s.paths.staging)
+    with pytest.raises(IntegrityError, match=rf"{sealed}: SHA-256 .* modified after it was sealed"):
+        plan(s)
+    assert tree(s.paths.staging) == before
+
+
+def test_plan_refuses_a_changed_source_listing(tmp_path: Path) -> None:
+    s = setup(tmp_path)
+    killed(s)
+    (Path(s.recipe.source) / "part-00001.parquet").rename(
+        Path(s.recipe.source) / "part-00009.parquet"
+    )
+    before = tree(s.paths.staging)
+    with pytest.raises(IntegrityError) as e:
+        plan(s)
+    assert (
+        "the source changed since the run started:\n  part-00001.parquet: removed\n"
+        "  part-00009.parquet: added\n" in str(e.value)
+    )
+    assert tree(s.paths.staging) == before
+
+
+def test_plan_refuses_typed_options_that_contradict(tmp_path: Path) -> None:
+    s = setup(tmp_path)
+    killed(s)
+    with pytest.raises(IntegrityError, match=r"--seed: typed 5, the run was started with 1337"):
+        plan(s, {"seed": 5})
+
+
+def test_replay_refuses_a_different_prefix(tmp_path: Path) -> None:
+    s = setup(tmp_path)
+    killed(s)
+    cp = ckpt.load(s.paths.staging)
+    state, _ = started(setup(tmp_path, name="other"))
+    state.close()  # only its read order is used
+    rows = cp.progress.rows_visited
+    other = iter([("not the text", None, 0, i) for i in range(rows)])
+    with pytest.raises(IntegrityError, match=r"prefix digest mismatch"):
+        replay(other, state.files, cp, never, s.paths.final)
+    short = iter([("x", None, 0, 0)])
+    with pytest.raises(IntegrityError, match=rf"ends after 1 rows, but {rows:,} were"):
+        replay(short, state.files, cp, never, s.paths.final)
+    with pytest.raises(Interrupted, match=r"stopped by a signal while replaying"):
+        replay(iter([]), state.files, cp, lambda: True, s.paths.final)
