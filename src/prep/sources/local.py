@@ -83,7 +83,9 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
             root = p
             paths = [q for q in p.rglob("*.parquet") if q.is_file()]
             if not paths:
-                others = sorted(q for q in p.rglob("*") if q.suffix.lower() in CONVERTERS)
+                # .json is left out: in a directory it is far more often a config file
+                others = sorted(q for q in p.rglob("*")
+                                if q.suffix.lower() in CONVERTERS and q.suffix != ".json")
                 then = f"and the others like it, then run again with --source {given}"
                 hint = f"; {not_parquet(others[0].name, others[0], then)}" if others else ""
                 raise InputError(
