@@ -15,20 +15,16 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from prep import __version__, options
 from prep.console import Console
-from prep.encoders import set_threads
 from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE, InputError, PrepError
-from prep.recipe import Recipe, RunOptions
+from prep.recipe import RECIPE_FIELDS, Recipe, RunOptions
 from prep.state.provenance import read_active_seconds
 
 logger = logging.getLogger("prep")
-
-SAMPLE_CORPUS = Path(__file__).resolve().parent / "sample"
 
 
 def _defaults(cls: type[Any]) -> dict[str, Any]:
@@ -44,7 +40,6 @@ def _defaults(cls: type[Any]) -> dict[str, Any]:
 
 RECIPE = _defaults(Recipe)
 RUN = _defaults(RunOptions)
-RECIPE_FIELDS = frozenset(f.name for f in dataclasses.fields(Recipe))
 
 
 def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
@@ -141,7 +136,7 @@ def _boundary(command: Callable[[_Say], int]) -> int:
 
 
 def _prepare(say: _Say, argv: list[str], prog: str) -> int:
-    from prep.pipeline import run
+    from prep.api import hub_offline_default, prepare_outcome
 
     typed, run_args = _split_args(prepare_parser(prog).parse_args(argv))
     console = Console(
@@ -149,20 +144,19 @@ def _prepare(say: _Say, argv: list[str], prog: str) -> int:
     )
     say.to = console.message
     with console:
-        recipe = Recipe(**{"source": str(SAMPLE_CORPUS), **typed})
-        token = run_args.pop("token", None) or os.environ.get("HF_TOKEN")
-        opts = RunOptions(**run_args, token=token)
-        set_threads(opts.threads)
+        out = run_args.pop("out")
+        run_args["token"] = run_args.get("token") or os.environ.get("HF_TOKEN")
+        run_args["offline"] = bool(run_args.get("offline")) or hub_offline_default()
         signals = _Signals()
         try:
             with signals.installed():
-                outcome = run(
-                    recipe,
-                    opts,
-                    typed=typed,
-                    stop_requested=signals,
-                    argv=list(argv),
+                outcome = prepare_outcome(
+                    out,
+                    typed,
+                    run_args,
+                    stop=signals,
                     reporter=console.reporter,
+                    argv=list(argv),
                 )
         except KeyboardInterrupt:
             raise _Aborted from None

@@ -252,6 +252,11 @@ def _run_control(g: Group, d: Mapping[str, str]) -> None:
 
 def _hub(g: Group, d: Mapping[str, str]) -> None:
     g.add_argument(
+        "--offline", action="store_true",
+        help="read hf:// sources and hf: tokenizers from the local Hugging Face cache only "
+        "(also HF_HUB_OFFLINE=1)",
+    )
+    g.add_argument(
         "--token", metavar="TOKEN",
         help="Hugging Face access token (default: HF_TOKEN, else the cached login); prefer "
         "HF_TOKEN: other users can see a command line",

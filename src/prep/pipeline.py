@@ -124,7 +124,9 @@ class _Lifecycle:
         if state in ("absent", "empty"):
             self.early = fresh_inputs(self.recipe, self.opts)
         elif state == "dataset" and self.opts.refresh:
-            self.early_source = resolve_source(self.recipe.source, self.opts.token)
+            self.early_source = resolve_source(
+                self.recipe.source, self.opts.token, offline=self.opts.offline
+            )
 
     def build(
         self, *, source: Source | None = None, refresh: RefreshNote | None = None
@@ -176,8 +178,11 @@ class _Lifecycle:
         note: RefreshNote | None = None
         changes: tuple[str, ...] = ()
         if not paths.staging.exists():
-            source = self.early_source or resolve_source(self.recipe.source, self.opts.token)
-            fresh = check_fresh(paths, self.recipe, source, self.opts.token)
+            opts = self.opts
+            source = self.early_source or resolve_source(
+                self.recipe.source, opts.token, offline=opts.offline
+            )
+            fresh = check_fresh(paths, self.recipe, source, opts.token, opts.offline)
             if fresh.unchanged:
                 logger.info("%s is up to date", paths.final)
                 return Outcome("up-to-date", paths.final, seconds=time.monotonic() - self.t0)

@@ -44,6 +44,9 @@ class Recipe:
     tokenizer_id: str | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.val_fraction, int) and not isinstance(self.val_fraction, bool):
+            # prepare(val_fraction=0) is the CLI's --val-fraction 0: the manifest writes 0.0
+            object.__setattr__(self, "val_fraction", float(self.val_fraction))
         validate(self)
 
     def to_json(self) -> dict[str, Any]:
@@ -72,6 +75,9 @@ class Recipe:
         out["sep_position"] = self.sep_position
         out["max_file_tokens"] = self.max_file_tokens
         return out
+
+
+RECIPE_FIELDS = frozenset(f.name for f in dataclasses.fields(Recipe))
 
 
 def validate(r: Recipe) -> None:
@@ -112,6 +118,7 @@ class RunOptions:
     quiet: bool = False
     wait_lock: float = 0.0
     token: str | None = None  # Hugging Face token; never written to any file
+    offline: bool = False  # the Hub through the local cache only (--offline, HF_HUB_OFFLINE)
     typed: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:

@@ -60,7 +60,9 @@ def _manifest_sha(directory: Path) -> str | None:
         return None
 
 
-def check_fresh(paths: OutputPaths, recipe: Recipe, source: Source, token: str | None) -> Freshness:
+def check_fresh(
+    paths: OutputPaths, recipe: Recipe, source: Source, token: str | None, offline: bool = False
+) -> Freshness:
     """Compare the published ``DIR`` with the current source, tokenizer and recipe."""
     manifest = read_manifest(paths.final)
     changes = source.changes_from(manifest.source.identity(), read_source_mtimes(paths.final))
@@ -70,6 +72,7 @@ def check_fresh(paths: OutputPaths, recipe: Recipe, source: Source, token: str |
         no_doc_sep=recipe.no_doc_sep,
         tokenizer_id=recipe.tokenizer_id,
         token=token,
+        offline=offline,
     )
     changes += fingerprint_changes(manifest, tok)
     changes += recipe_changes(manifest, recipe, recipe.dataset or paths.final.name)

@@ -1,7 +1,7 @@
-"""prep.hub.cache and prep.sources.hub (offline) in-process: Hub sources and tokenizers
-resolved from a cache that the real
-``hf download`` filled from the loopback Hub, read while the Hub answers nothing (every test
-clears its log and checks it stays empty)."""
+"""Offline mode in-process (prep.hub.cache and the HubSource that reads the cache): Hub
+sources and tokenizers resolved from a cache that the real ``hf download`` filled from the
+loopback Hub, read while the Hub answers nothing (every test clears its log and checks it
+stays empty)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from prep.errors import InputError, IntegrityError
 from prep.hub.cache import cached_tokenizer
 from prep.hub.client import HubOptions
 from prep.sources import iter_batches
-from prep.sources.hub import resolve_cached_source
+from prep.sources.hub import resolve_hub_source
 
 from .fakehub import FakeHub
 from .helpers import CORPUS, DATASET, EXTRAS, GIT_FILE, ORDER, TOKENIZER_REPO, URI, tokenizer_files
@@ -41,7 +41,7 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def opts(home: Path) -> HubOptions:
-    return HubOptions(cache_dir=home / "hub", attempts=1, base_delay=0.0)
+    return HubOptions(cache_dir=home / "hub", offline=True, attempts=1, base_delay=0.0)
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def downloaded(hub: FakeHub, home: Path) -> str:
 def test_a_downloaded_dataset_is_read_from_the_cache(
     hub: FakeHub, downloaded: str, opts: HubOptions
 ) -> None:
-    source = resolve_cached_source(URI, options=opts)
+    source = resolve_hub_source(URI, token=None, options=opts)
     assert (source.kind, source.root, source.revision) == (
         "hf",
         f"hf://datasets/{DATASET}",
@@ -81,11 +81,12 @@ def test_revisions_resolve_through_refs_or_as_a_commit(
     hf_download(hub, home, DATASET, "--repo-type", "dataset", "--revision", new)
     hub.clear_log()
     # refs/v1 still names the commit v1 had when it was downloaded
-    assert resolve_cached_source(f"{URI}@v1", options=opts).revision == old
-    pinned = resolve_cached_source(f"{URI}@{new}", options=opts)
+    assert resolve_hub_source(f"{URI}@v1", token=None, options=opts).revision == old
+    pinned = resolve_hub_source(f"{URI}@{new}", token=None, options=opts)
     assert pinned.revision == new
     assert _read(pinned, "a.parquet") == _texts(CORPUS[ORDER[1]])
-    assert resolve_cached_source(URI, options=opts, revision=old).revision == old  # a resume
+    at_old = resolve_hub_source(URI, token=None, options=opts, revision=old)
+    assert at_old.revision == old
     assert not hub.requests()
 
 
@@ -93,7 +94,7 @@ def test_a_revision_the_cache_never_saw_names_the_download(
     hub: FakeHub, downloaded: str, home: Path, opts: HubOptions
 ) -> None:
     with pytest.raises(InputError) as e:
-        resolve_cached_source(f"{URI}@v2", options=opts)
+        resolve_hub_source(f"{URI}@v2", token=None, options=opts)
     msg = str(e.value)
     assert "no revision 'v2' of acme/corpus" in msg
     assert suggested_command(msg) == [
@@ -101,7 +102,7 @@ def test_a_revision_the_cache_never_saw_names_the_download(
         "--cache-dir", str(home / "hub"),
     ]  # fmt: skip
     with pytest.raises(InputError, match="holds no revision 'main' of acme/other"):
-        resolve_cached_source("hf://datasets/acme/other", options=opts)
+        resolve_hub_source("hf://datasets/acme/other", token=None, options=opts)
     assert not hub.requests()
 
 
@@ -112,7 +113,7 @@ def test_a_file_missing_from_the_cache_is_named_and_its_command_fetches_it(
     link.resolve().unlink()  # as if it had never been downloaded: no blob, no link
     link.unlink()
     with pytest.raises(InputError) as e:
-        resolve_cached_source(URI, options=opts)
+        resolve_hub_source(URI, token=None, options=opts)
     msg = str(e.value)
     assert f"lacks 1 file(s) of commit {downloaded[:12]}: {ORDER[1]}" in msg
     assert e.value.path == ORDER[1]
@@ -122,7 +123,7 @@ def test_a_file_missing_from_the_cache_is_named_and_its_command_fetches_it(
         f"/datasets/{DATASET}/resolve/{downloaded}/{ORDER[1]}"
     ]
     hub.clear_log()
-    source = resolve_cached_source(URI, options=opts)
+    source = resolve_hub_source(URI, token=None, options=opts)
     assert _read(source, ORDER[1]) == _texts(CORPUS[ORDER[1]])
     assert not hub.requests()
 
@@ -133,7 +134,7 @@ def test_a_blob_deleted_from_under_its_link_counts_as_missing(
     blob = hashlib.sha256(CORPUS[ORDER[0]]).hexdigest()
     (home / "hub" / "datasets--acme--corpus" / "blobs" / blob).unlink()
     with pytest.raises(InputError, match=f"lacks 1 file.*{ORDER[0]}"):
-        resolve_cached_source(URI, options=opts)
+        resolve_hub_source(URI, token=None, options=opts)
 
 
 def test_without_the_recorded_listing_the_snapshot_is_the_listing(
@@ -142,11 +143,11 @@ def test_without_the_recorded_listing_the_snapshot_is_the_listing(
     hub.commit("dataset", DATASET, {**CORPUS, **EXTRAS}, git_files=(GIT_FILE,))
     hf_download(hub, home, DATASET, ORDER[1], "--repo-type", "dataset")  # one file only
     hub.clear_log()
-    source = resolve_cached_source(URI, options=opts)
+    source = resolve_hub_source(URI, token=None, options=opts)
     assert [f.path for f in source.files] == [ORDER[1]]
     assert _read(source, ORDER[1]) == _texts(CORPUS[ORDER[1]])
     with pytest.raises(InputError) as e:
-        resolve_cached_source(f"{URI}/{ORDER[2]}", options=opts)
+        resolve_hub_source(f"{URI}/{ORDER[2]}", token=None, options=opts)
     assert f"holds no files matching {ORDER[2]!r}" in str(e.value)
     assert "--include" in suggested_command(str(e.value))
     assert not hub.requests()
@@ -160,7 +161,7 @@ def test_damaged_cached_bytes_are_refused(
     data = bytearray(blob.read_bytes())
     data[100] ^= 0xFF
     blob.write_bytes(bytes(data))
-    source = resolve_cached_source(URI, options=opts)
+    source = resolve_hub_source(URI, token=None, options=opts)
     with pytest.raises(IntegrityError) as e:
         _read(source, damaged)
     msg = str(e.value)

@@ -50,11 +50,26 @@ def set_threads(threads: int | None) -> None:
         os.environ["RAYON_NUM_THREADS"] = str(threads)
 
 
-def _locate(spec: str, token: str | None, revision: str | None) -> tuple[Path, str, str | None]:
-    """(tokenizer.json path, default tokenizer id, Hub commit or None) for a non-byte spec."""
+def _locate(
+    spec: str, token: str | None, revision: str | None, offline: bool
+) -> tuple[Path, str, str | None]:
+    """(tokenizer.json path, default tokenizer id, Hub commit or None) for a non-byte spec.
+
+    A Hub tokenizer comes from the local cache when ``offline``, or when ``revision`` pins
+    a commit (a resume) whose files are all cached; else from the Hub."""
     if spec.startswith("hf:"):
+        from prep.errors import InputError
+        from prep.hub.cache import cached_tokenizer
+        from prep.hub.client import HubOptions
         from prep.hub.files import download_tokenizer
 
+        if offline or revision is not None:
+            opts = HubOptions(offline=True)
+            try:
+                return cached_tokenizer(spec, revision=revision, options=opts, strict=not offline)
+            except InputError:
+                if offline:
+                    raise
         json_path, repo_id, commit = download_tokenizer(spec, token=token, revision=revision)
         return json_path, repo_id, commit
     json_path = resolve_json(spec)
@@ -68,13 +83,14 @@ def tokenizer_fingerprint(
     no_doc_sep: bool,
     tokenizer_id: str | None,
     token: str | None = None,
+    offline: bool = False,
 ) -> TokenizerFingerprint:
     """``tokenizer_id``, ``sha256`` and the configured ``doc_sep_id`` without building the
     tokenizer (cheap: hashes the file, reads generation_config.json). For ``--refresh``."""
     if spec == BYTE:
         sep = None if no_doc_sep else doc_sep_id
         return TokenizerFingerprint(tokenizer_id or "bytes", EMPTY_SHA256, sep)
-    json_path, default_id, _ = _locate(spec, token, None)
+    json_path, default_id, _ = _locate(spec, token, None, offline)
     if no_doc_sep:
         sep = None
     else:
@@ -91,16 +107,17 @@ def load_encoder(
     token: str | None = None,
     revision: str | None = None,
     threads: int | None = None,
+    offline: bool = False,
 ) -> Encoder:
     """The encoder for ``--tokenizer``: ``byte``, a path, or ``hf:OWNER/NAME[@REV]``.
 
-    For a Hub tokenizer, ``revision`` pins the commit (a resume passes the recorded one)
-    and ``token`` authenticates."""
+    For a Hub tokenizer, ``revision`` pins the commit (a resume passes the recorded one),
+    ``token`` authenticates and ``offline`` reads the local cache only."""
     if spec == BYTE:
         sep = choose_sep(spec, doc_sep_id, no_doc_sep, None, 256)
         identity = TokenizerIdentity(spec, tokenizer_id or "bytes", EMPTY_SHA256, 256, sep)
         return ByteEncoder(identity)
-    json_path, default_id, commit = _locate(spec, token, revision)
+    json_path, default_id, commit = _locate(spec, token, revision, offline)
     enc = load_tokenizer_file(
         json_path,
         spec=spec,

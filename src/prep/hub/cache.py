@@ -18,6 +18,7 @@ Hub documents for every client (``<cache>/datasets--OWNER--NAME/``):
 
 A missing repository, revision or file is an ``InputError`` (exit 1) naming it and the exact
 ``hf download ...`` command that fetches it into this cache. Nothing here opens a socket.
+The dataset side (a source read from here) is :mod:`prep.sources.hub`.
 """
 
 from __future__ import annotations
@@ -110,16 +111,25 @@ class CachedCommit:
 
     def missing(self, given: str, paths: list[str]) -> InputError:
         """The error for ``paths`` the commit lists but the cache does not hold."""
-        shown = ", ".join(paths[:_SHOWN]) + (
-            f" and {len(paths) - _SHOWN:,} more" if len(paths) > _SHOWN else ""
-        )
-        files = tuple(paths) if len(paths) <= _SHOWN else ()
-        return InputError(
-            f"{given}: offline, and the Hugging Face cache {self.cache} lacks "
-            f"{len(paths):,} file(s) of commit {self.commit[:12]}: {shown}. On a machine with "
-            f"network access run: {self.command(files)} ; then rerun this command",
-            path=paths[0],
-        )
+        return missing_error(given, self.repo_id, self.repo_type, self.commit, self.cache, paths)
+
+
+def missing_error(
+    given: str, repo_id: str, repo_type: str, commit: str, cache: Path, paths: list[str]
+) -> InputError:
+    """``InputError`` (exit 1) naming ``paths`` of ``commit`` that ``cache`` lacks, and the
+    ``hf download`` command that fetches them (all of them, when it fits on a line)."""
+    shown = ", ".join(paths[:_SHOWN]) + (
+        f" and {len(paths) - _SHOWN:,} more" if len(paths) > _SHOWN else ""
+    )
+    files = tuple(paths) if len(paths) <= _SHOWN else ()
+    command = download_command(repo_id, repo_type, revision=commit, cache=cache, files=files)
+    return InputError(
+        f"{given}: offline, and the Hugging Face cache {cache} lacks {len(paths):,} file(s) "
+        f"of commit {commit[:12]}: {shown}. On a machine with network access run: {command} ;"
+        " then rerun this command",
+        path=paths[0],
+    )
 
 
 def _storage(repo_id: str, repo_type: str, cache: Path) -> Path:
@@ -173,6 +183,20 @@ def _want(local: Path, size: int) -> Expected:
     )
 
 
+def cached_file(
+    repo_id: str, repo_type: str, path: str, commit: str, cache: Path, size: int | None = None
+) -> CachedFile | None:
+    """``path`` at ``commit`` when the cache holds it (``try_to_load_from_cache``), with
+    what its bytes must be (``size`` when known, else the cached file's); else None."""
+    local = try_to_load_from_cache(
+        repo_id, path, cache_dir=cache, revision=commit, repo_type=repo_type
+    )
+    if not isinstance(local, str):  # not cached, or a link whose blob is gone
+        return None
+    found = Path(local)
+    return CachedFile(path, found, _want(found, found.stat().st_size if size is None else size))
+
+
 def open_commit(
     repo_id: str, repo_type: str, revision: str | None, options: HubOptions, given: str
 ) -> CachedCommit:
@@ -186,26 +210,32 @@ def open_commit(
     for top, _dirs, names in os.walk(snapshot):
         for name in names:
             rel = (Path(top) / name).relative_to(snapshot).as_posix()
-            local = try_to_load_from_cache(
-                repo_id, rel, cache_dir=cache, revision=commit, repo_type=repo_type
+            found = cached_file(
+                repo_id, repo_type, rel, commit, cache, listing.get(rel) if listing else None
             )
-            if not isinstance(local, str):  # a link whose blob is gone: not cached
-                continue
-            path = Path(local)
-            size = listing[rel] if listing and rel in listing else path.stat().st_size
-            files[rel] = CachedFile(rel, path, _want(path, size))
+            if found is not None:
+                files[rel] = found
     return CachedCommit(repo_id, repo_type, commit, cache, files, listing)
 
 
+# -- tokenizers -------------------------------------------------------------------------------
+
+
 def cached_tokenizer(
-    spec: str, *, revision: str | None = None, options: HubOptions | None = None
+    spec: str,
+    *,
+    revision: str | None = None,
+    options: HubOptions | None = None,
+    strict: bool = False,
 ) -> tuple[Path, str, str]:
     """``tokenizer.json`` (with ``generation_config.json`` beside it when cached) of
     ``hf:OWNER/NAME[@REVISION]`` from the cache, checked against its blob's hash.
 
     Returns (path of tokenizer.json, ``OWNER/NAME``, commit SHA), like
     ``prep.hub.files.download_tokenizer``. Raises ``InputError`` naming the ``hf download``
-    command when it is not cached, ``IntegrityError`` when the cached bytes are damaged."""
+    command when it is not cached (``strict``: also when the cache cannot tell whether the
+    repository has a generation_config.json; else that is a warning), ``IntegrityError``
+    when the cached bytes are damaged."""
     ref = parse_tokenizer_spec(spec)
     given = f"--tokenizer {spec}"
     cached = open_commit(
@@ -229,6 +259,8 @@ def cached_tokenizer(
         ref.repo_id, names[1], cache_dir=cached.cache, revision=cached.commit, repo_type="model"
     )
     if cached.listing is None and names[1] not in cached.files and no_config is None:
+        if strict:
+            raise cached.missing(given, [names[1]])
         logger.warning(
             "%s: offline, and the cache holds no generation_config.json of commit %s nor the "
             "commit's listing; if the repository has one (it sets the separator), fetch it: %s",

@@ -50,10 +50,12 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class HubOptions:
     """How to reach the Hub. ``None`` means huggingface_hub's own default (``HF_ENDPOINT``,
-    ``HF_HUB_CACHE``); the retry policy defaults to this module's constants."""
+    ``HF_HUB_CACHE``); the retry policy defaults to this module's constants. ``offline``:
+    never reach the Hub, read the cache only (:mod:`prep.hub.cache`)."""
 
     endpoint: str | None = None
     cache_dir: Path | None = None
+    offline: bool = False
     attempts: int = field(default_factory=lambda: RETRY_ATTEMPTS)
     base_delay: float = field(default_factory=lambda: RETRY_BASE_DELAY)
 
@@ -107,7 +109,8 @@ def _classify(e: BaseException, call: HubCall) -> tuple[bool, str] | None:
     for x in _chain(e):
         if isinstance(x, OfflineModeIsEnabled):
             return False, (
-                f"{call.what}: HF_HUB_OFFLINE is set, but this needs the Hub; unset HF_HUB_OFFLINE"
+                f"{call.what}: HF_HUB_OFFLINE is set, but this needs the Hub; unset "
+                "HF_HUB_OFFLINE, or download the files first (docs/operations.md)"
             )
         if isinstance(x, LocalEntryNotFoundError):
             continue  # huggingface_hub's wrapper around the real cause

@@ -30,20 +30,22 @@ def _encoder(recipe: Recipe, opts: RunOptions, revision: str | None) -> Encoder:
         token=opts.token,
         revision=revision,
         threads=opts.threads,
+        offline=opts.offline,
     )
 
 
 def fresh_inputs(recipe: Recipe, opts: RunOptions, source: Source | None = None) -> Inputs:
     """Resolve the recipe's source (unless given, as a refresh does) and tokenizer now."""
     if source is None:
-        source = resolve_source(recipe.source, opts.token)
+        source = resolve_source(recipe.source, opts.token, offline=opts.offline)
     return Inputs(source, _encoder(recipe, opts, None))
 
 
 def pinned_source(cp: Checkpoint, opts: RunOptions) -> Source:
-    """The checkpoint's source, resolved from the directory and at the revision it records."""
+    """The checkpoint's source, resolved from the directory it records; a Hub source is
+    the commit and files it records (no listing on the network)."""
     base = Path(cp.source.cwd or os.getcwd())
-    return resolve_source(cp.recipe.source, opts.token, base, cp.source.revision)
+    return resolve_source(cp.recipe.source, opts.token, base, cp.source, opts.offline)
 
 
 def pinned_encoder(cp: Checkpoint, opts: RunOptions) -> Encoder:

@@ -10,6 +10,7 @@ from pathlib import Path
 from prep.sources.base import Source, SourceFile, arm_expected, hash_and_check
 from prep.sources.local import LocalSource, resolve_local
 from prep.sources.parquet import iter_batches
+from prep.state.identity import SourceIdentity
 
 __all__ = [
     "LocalSource",
@@ -24,14 +25,21 @@ __all__ = [
 
 
 def resolve_source(
-    spec: str, token: str | None, base: Path | None = None, revision: str | None = None
+    spec: str,
+    token: str | None,
+    base: Path | None = None,
+    pinned: SourceIdentity | None = None,
+    offline: bool = False,
 ) -> Source:
-    """The source's file list: ``hf://`` through the Hub (pinned to ``revision`` when given,
-    as on resume), anything else local (relative to ``base``)."""
+    """The source's file list: ``hf://`` through the Hub (``offline``: its local cache; as
+    ``pinned`` recorded it on resume), anything else local (relative to ``base``; listed
+    again, and compared with ``pinned`` by the caller)."""
     if spec.startswith("hf://"):
+        from prep.hub.client import HubOptions
         from prep.sources.hub import resolve_hub_source
 
-        source: Source = resolve_hub_source(spec, token=token, revision=revision)
+        options = HubOptions(offline=offline)
+        source: Source = resolve_hub_source(spec, token=token, options=options, pinned=pinned)
         if base is not None:
             source.cwd = str(base)
         return source

@@ -5,8 +5,14 @@ name holding ``/`` is URL-encoded, ``refs%2Fconvert%2Fparquet``, as ``HfFileSyst
 it) is resolved to its commit SHA once, and everything after reads that commit only, so a
 resume never drifts to a newer one. The files are the repository's ``*.parquet`` (or those
 ``PATH`` selects, see :func:`prep.hub.paths.select_paths`), sorted by their path from the
-repository root. Each is downloaded through ``huggingface_hub``'s cache when the stream
-reaches it, never up front, and checked against the listing before a single row is read.
+repository root.
+
+The listing comes from one of three places: the Hub (a fresh run); the local cache alone
+(``HubOptions.offline``: :mod:`prep.hub.cache`); or the checkpoint (a resume: the commit
+and files it recorded, so a resume never needs the network to list, and can never see a
+changed listing). A file is read from the cache when it is there, checked against the
+recorded size and hash; only a file the cache lacks is downloaded (offline: refused with the
+``hf download`` command that fetches it), when the stream reaches it, never up front.
 """
 
 from __future__ import annotations
@@ -21,10 +27,17 @@ from typing import ClassVar
 from huggingface_hub import HfApi
 
 from prep.errors import InputError, IntegrityError
-from prep.hub.cache import CachedCommit, open_commit
+from prep.hub.cache import (
+    CachedCommit,
+    cache_dir,
+    cached_file,
+    download_command,
+    missing_error,
+    open_commit,
+)
 from prep.hub.client import HubCall, HubOptions, pinned_listing
 from prep.hub.files import Expected, expected_of, fetch_verified, mismatch
-from prep.hub.paths import listing_root, parse_dataset_uri, select_paths
+from prep.hub.paths import HubRef, listing_root, parse_dataset_uri, select_paths
 from prep.sources.base import Source, SourceFile
 from prep.state.identity import SourceIdentity
 
@@ -32,19 +45,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class PinnedHubSource(Source):
-    """A dataset repository at one commit: the commit is the whole identity."""
-
-    kind: ClassVar[str] = "hf"
-
-    def changes_since(self, published: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
-        """A new commit is the change."""
-        rev = published.revision
-        return [] if rev == self.revision else [f"Hub commit {rev} -> {self.revision}"]
-
-
-@dataclass
-class HubSource(PinnedHubSource):
+class HubSource(Source):
     """A dataset repository at one commit. Files are downloaded when first asked for, and
     checked against the listing's size and hash before their path is returned."""
 
@@ -54,43 +55,79 @@ class HubSource(PinnedHubSource):
     expected: dict[str, Expected] = field(default_factory=dict, repr=False)
     _local: dict[str, Path] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    kind: ClassVar[str] = "hf"
+
+    def changes_since(self, published: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
+        """A pinned commit is the whole identity: a new commit is the change."""
+        rev = published.revision
+        return [] if rev == self.revision else [f"Hub commit {rev} -> {self.revision}"]
 
     def local_path(self, f: SourceFile) -> Path:
-        """The verified local copy of ``f`` (downloaded on the first call). Raises
-        ``IntegrityError``, ``InputError`` or ``TransientError``."""
+        """The verified local copy of ``f``: the cached one, else downloaded (on the first
+        call). Raises ``IntegrityError``, ``InputError`` (offline: not cached) or
+        ``TransientError`` (the Hub unreachable: exit 75)."""
         with self._lock:
             local = self._local.get(f.path)
             if local is None:
-                commit = self.revision or ""
-                call = HubCall(
-                    f"downloading {f.path} from {self.root}@{commit[:12]}",
-                    self.root,
-                    self.token,
-                    self.options,
-                )
-                local = fetch_verified(
-                    self.repo_id, "dataset", f.path, commit, self.expected[f.path], call
-                )
+                local = self._from_cache(f) or self._download(f)
                 self._local[f.path] = local
             return local
 
+    def _command(self, path: str) -> str:
+        return download_command(
+            self.repo_id,
+            "dataset",
+            revision=self.revision,
+            cache=cache_dir(self.options),
+            files=(path,),
+        )
 
-def resolve_hub_source(
-    uri: str, *, token: str | None, revision: str | None = None, options: HubOptions | None = None
-) -> HubSource:
-    """The files ``uri`` selects, at ``revision`` when given (a resume passes the recorded
-    commit SHA), else at the URI's revision (default ``main``) resolved to its commit now.
+    def _from_cache(self, f: SourceFile) -> Path | None:
+        """The cached copy at the pinned commit when its bytes are the listed ones; None
+        when it must be downloaded. Offline, a missing or damaged copy is refused."""
+        commit, want = self.revision or "", self.expected[f.path]
+        cache = cache_dir(self.options)
+        hit = cached_file(self.repo_id, "dataset", f.path, commit, cache, want.size)
+        offline = self.options.offline
+        if hit is None:
+            if offline:
+                given = f"--source {self.uri}"
+                raise missing_error(given, self.repo_id, "dataset", commit, cache, [f.path])
+            return None
+        if not (want.sha256 or want.blob_id):  # recorded before it was read: the blob's name
+            want = hit.want
+        problem = mismatch(hit.local, want)
+        if problem is None:
+            return hit.local
+        if offline:
+            raise IntegrityError(
+                f"--source {self.uri}: the cached copy of {f.path} at commit {commit[:12]} is "
+                f"damaged: {problem}. Download it again on a machine with network access: "
+                f"{self._command(f.path)} --force-download",
+                path=f.path,
+            )
+        return None  # the download below replaces it
 
-    Lists the repository once; downloads nothing. Raises ``UsageError`` for a malformed
-    URI, ``InputError`` when the repository, revision or matching files are missing or
-    access is refused, ``TransientError`` when the Hub stays unreachable."""
-    ref = parse_dataset_uri(uri)
-    opts = options or HubOptions()
+    def _download(self, f: SourceFile) -> Path:
+        commit = self.revision or ""
+        call = HubCall(
+            f"downloading {f.path} from {self.root}@{commit[:12]}",
+            self.root,
+            self.token,
+            self.options,
+        )
+        return fetch_verified(self.repo_id, "dataset", f.path, commit, self.expected[f.path], call)
+
+
+def _from_hub(
+    uri: str, ref: HubRef, token: str | None, opts: HubOptions, revision: str | None
+) -> tuple[str, dict[str, Expected]]:
+    """``revision``, else the commit the URI's revision names now, and the files it selects
+    there: one listing."""
     api = HfApi(endpoint=opts.endpoint)
-    root = f"hf://datasets/{ref.repo_id}"
     under = listing_root(ref.path)
     revision, entries = pinned_listing(
-        api, ref, "dataset", f"--source {uri}", root, token, opts, revision, under, True
+        api, ref, "dataset", f"--source {uri}", _root(ref), token, opts, revision, under, True
     )
     chosen = select_paths(list(entries), ref.path)
     if not chosen:
@@ -103,84 +140,17 @@ def resolve_hub_source(
             "another revision (Parquet conversions live at @refs%2Fconvert%2Fparquet)",
             path=uri,
         )
-    files, expected = [], {}
-    for p in chosen:
-        want = expected_of(entries[p])
-        expected[p] = want
-        files.append(
-            SourceFile(
-                path=p,
-                local=Path(),
-                size=want.size,
-                sha256=want.sha256,
-                expected_sha256=want.sha256,
-            )
-        )
-    logger.info(
-        "%s at commit %s: %d files, %s bytes",
-        root,
-        revision[:12],
-        len(files),
-        f"{sum(f.size for f in files):,}",
-    )
-    return HubSource(
-        uri=uri,
-        root=root,
-        files=files,
-        revision=revision,
-        cwd=os.getcwd(),
-        repo_id=ref.repo_id,
-        token=token,
-        options=opts,
-        expected=expected,
-    )
+    return revision, {p: expected_of(entries[p]) for p in chosen}
 
 
-@dataclass
-class CachedHubSource(PinnedHubSource):
-    """A dataset repository at one commit, read from the cache: each file is checked against
-    its blob's hash before its path is returned, once."""
-
-    cached: CachedCommit | None = field(default=None, repr=False)
-    _checked: set[str] = field(default_factory=set, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def local_path(self, f: SourceFile) -> Path:
-        """The verified cached copy of ``f``; ``IntegrityError`` when its bytes are not the
-        file the cache says they are."""
-        cached = self.cached
-        if cached is None:
-            raise RuntimeError("a cached source without its commit")
-        entry = cached.files.get(f.path)
-        if entry is None:
-            raise cached.missing(f"--source {self.uri}", [f.path])
-        with self._lock:
-            if f.path not in self._checked:
-                problem = mismatch(entry.local, entry.want)
-                if problem is not None:
-                    raise IntegrityError(
-                        f"{self.uri}: the cached copy of {f.path} at commit "
-                        f"{cached.commit[:12]} is damaged: {problem}. Download"
-                        f" it again on a machine with network access: "
-                        f"{cached.command((f.path,))} --force-download",
-                        path=f.path,
-                    )
-                self._checked.add(f.path)
-        return entry.local
-
-
-def resolve_cached_source(
-    uri: str, *, revision: str | None = None, options: HubOptions | None = None
-) -> CachedHubSource:
-    """The files ``uri`` selects at ``revision`` (a resume passes the recorded commit), else
-    at the URI's revision resolved through the cache's ``refs/``; reads nothing but the cache.
-
-    Raises ``UsageError`` for a malformed URI and ``InputError`` (naming the ``hf download``
-    command) when the revision, or a file the URI selects, is not in the cache."""
-    ref = parse_dataset_uri(uri)
+def _from_cache(
+    uri: str, ref: HubRef, opts: HubOptions, revision: str | None
+) -> tuple[str, dict[str, Expected]]:
+    """Offline: the commit the cache's ``refs/`` name, and the files it selects from the
+    cached snapshot; each must be cached (else ``InputError`` naming ``hf download``)."""
     given = f"--source {uri}"
-    cached = open_commit(
-        ref.repo_id, "dataset", revision or ref.revision, options or HubOptions(), given
+    cached: CachedCommit = open_commit(
+        ref.repo_id, "dataset", revision or ref.revision, opts, given
     )
     paths = cached.paths()
     chosen = select_paths(paths, ref.path)
@@ -198,33 +168,73 @@ def resolve_cached_source(
     absent = [p for p in chosen if p not in cached.files]
     if absent:
         raise cached.missing(given, absent)
-    files = []
-    for p in chosen:
-        want = cached.files[p].want
-        files.append(
-            SourceFile(
-                path=p,
-                local=cached.files[p].local,
-                size=want.size,
-                sha256=want.sha256,
-                expected_sha256=want.sha256,
-            )
-        )
-    complete = "its recorded listing" if cached.listing is not None else "the snapshot's files"
+    known = "its recorded listing" if cached.listing is not None else "the snapshot's files"
+    logger.info("offline: listing from the cache %s (%s)", cached.cache, known)
+    return cached.commit, {p: cached.files[p].want for p in chosen}
+
+
+def _require_cached(
+    uri: str, repo_id: str, commit: str, paths: list[str], opts: HubOptions
+) -> None:
+    """Offline resume: every file must be in the cache, or nothing is changed (exit 1 with
+    the ``hf download`` command for all that are missing)."""
+    cache = cache_dir(opts)
+    absent = [p for p in paths if cached_file(repo_id, "dataset", p, commit, cache) is None]
+    if absent:
+        raise missing_error(f"--source {uri}", repo_id, "dataset", commit, cache, absent)
+
+
+def _root(ref: HubRef) -> str:
+    return f"hf://datasets/{ref.repo_id}"
+
+
+def resolve_hub_source(
+    uri: str,
+    *,
+    token: str | None,
+    revision: str | None = None,
+    options: HubOptions | None = None,
+    pinned: SourceIdentity | None = None,
+) -> HubSource:
+    """The files ``uri`` selects: as ``pinned`` recorded them (a resume: its commit and
+    files, no network), else from the cache (``options.offline``), else listed on the Hub;
+    at ``revision`` when given, else at the URI's revision (default ``main``) resolved to
+    its commit now. Downloads nothing.
+
+    Raises ``UsageError`` for a malformed URI, ``InputError`` when the repository, revision
+    or matching files are missing (offline: not cached) or access is refused,
+    ``TransientError`` when the Hub stays unreachable."""
+    ref = parse_dataset_uri(uri)
+    opts = options or HubOptions()
+    if pinned is not None and pinned.revision:
+        revision = pinned.revision
+        expected = {f.path: Expected(f.size, f.sha256, None) for f in pinned.files}
+        if opts.offline:
+            _require_cached(uri, ref.repo_id, revision, list(expected), opts)
+    elif opts.offline:
+        revision, expected = _from_cache(uri, ref, opts, revision)
+    else:
+        revision, expected = _from_hub(uri, ref, token, opts, revision)
+    files = [
+        SourceFile(path=p, local=Path(), size=w.size, sha256=w.sha256, expected_sha256=w.sha256)
+        for p, w in expected.items()
+    ]
     logger.info(
-        "hf://datasets/%s at commit %s, offline from %s (%s): %d files, %s bytes",
-        ref.repo_id,
-        cached.commit[:12],
-        cached.cache,
-        complete,
+        "%s at commit %s: %d files, %s bytes%s",
+        _root(ref),
+        revision[:12],
         len(files),
         f"{sum(f.size for f in files):,}",
+        " (as the checkpoint recorded them)" if pinned is not None else "",
     )
-    return CachedHubSource(
+    return HubSource(
         uri=uri,
-        root=f"hf://datasets/{ref.repo_id}",
+        root=_root(ref),
         files=files,
-        revision=cached.commit,
+        revision=revision,
         cwd=os.getcwd(),
-        cached=cached,
+        repo_id=ref.repo_id,
+        token=token,
+        options=opts,
+        expected=expected,
     )

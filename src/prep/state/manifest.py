@@ -188,6 +188,12 @@ class Manifest:
             files=tuple(ManifestFile.from_json(f) for f in d["files"]),
         )
 
+    @classmethod
+    def load(cls, directory: str | Path) -> Manifest:
+        """The ``_MANIFEST.json`` of a dataset (or staging) directory, typed; raises
+        ``IntegrityError`` like :func:`read_manifest`."""
+        return read_manifest(Path(directory))
+
     def to_bytes(self) -> bytes:
         """The manifest's exact serialization (manifest.md)."""
         return (json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")

@@ -1,0 +1,136 @@
+"""prep as a library: :func:`prepare` runs the job ``prep prepare`` runs, from a notebook, an
+Airflow or Dagster task, or a Ray task, and returns the typed :class:`Manifest`.
+
+It is the same job, not a second implementation: the lock on ``out``, staging with
+checkpoints, ``resume=True`` continuing ``out.incomplete/`` to the same bytes, the atomic
+publish. The CLI is a thin layer over :func:`prepare_outcome` (argument parsing, signals,
+messages and exit codes). A library never exits or prints: failures are the typed
+``PrepError`` subclasses (their ``exit_code`` says what the CLI would exit with), progress
+goes to a callback or to ``logging`` (logger ``prep.progress``), and an interruption
+(``KeyboardInterrupt``, a signal, a killed process) loses at most the work since the last
+checkpoint: call again with ``resume=True``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import constants
+
+from prep.encoders import set_threads
+from prep.errors import UsageError
+from prep.pipeline import Outcome, run
+from prep.progress import LineReporter, Reporter, Snapshot
+from prep.recipe import RECIPE_FIELDS, Recipe, RunOptions
+from prep.state.manifest import Manifest
+
+SAMPLE_CORPUS = Path(__file__).resolve().parent / "sample"  # the default source, as the CLI's
+_RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunOptions)) - {"out", "typed"}
+
+
+def _never() -> bool:
+    return False
+
+
+def hub_offline_default() -> bool:
+    """``HF_HUB_OFFLINE`` as huggingface_hub read it: offline mode unless told otherwise."""
+    is_offline = getattr(constants, "is_offline_mode", None)
+    return bool(is_offline()) if callable(is_offline) else bool(constants.HF_HUB_OFFLINE)
+
+
+def prepare_outcome(
+    out: str | os.PathLike[str],
+    typed: dict[str, Any],
+    run_options: dict[str, Any],
+    *,
+    stop: Callable[[], bool] = _never,
+    reporter: Reporter | None = None,
+    argv: list[str] | None = None,
+) -> Outcome:
+    """The job behind :func:`prepare` and ``prep prepare``: ``typed`` holds the recipe
+    settings the caller gave (on resume they must agree with the checkpoint's; the source
+    defaults to the bundled sample), ``run_options`` the :class:`RunOptions` fields given.
+
+    Returns what the run did (published, already complete, up to date). Raises the typed
+    ``PrepError`` subclasses; ``UsageError`` for an unknown or out-of-range setting."""
+    unknown = sorted(set(typed) - RECIPE_FIELDS) + sorted(set(run_options) - _RUN_FIELDS)
+    if unknown:
+        raise UsageError(
+            f"unknown setting(s) {', '.join(unknown)}; recipe settings are "
+            f"{', '.join(sorted(RECIPE_FIELDS))}, run options "
+            f"{', '.join(sorted(_RUN_FIELDS))}"
+        )
+    try:
+        recipe = Recipe(**{"source": str(SAMPLE_CORPUS), **typed})
+        opts = RunOptions(out=Path(out), **run_options)
+    except TypeError as e:  # a value of the wrong type, from Python code
+        raise UsageError(f"a setting has the wrong type: {e}") from e
+    set_threads(opts.threads)
+    return run(
+        recipe,
+        opts,
+        typed=typed,
+        stop_requested=stop,
+        argv=argv,
+        reporter=reporter or LineReporter(opts.log_interval),
+    )
+
+
+class _Callback:
+    """A :class:`Reporter` that hands every snapshot to the caller's function."""
+
+    def __init__(self, fn: Callable[[Snapshot], None]) -> None:
+        self.fn = fn
+
+    def __call__(self, snap: Snapshot, final: bool = False) -> None:
+        self.fn(snap)
+
+
+def prepare(
+    *,
+    out: str | os.PathLike[str],
+    source: str | os.PathLike[str] | None = None,
+    tokenizer: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    offline: bool | None = None,
+    token: str | None = None,
+    progress: Callable[[Snapshot], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+    **settings: Any,
+) -> Manifest:
+    """Prepare ``source`` into the dataset directory ``out`` with ``tokenizer`` and return
+    its manifest; the same job, and the same bytes, as ``prep prepare --out OUT ...``.
+
+    ``settings`` are the CLI's options in snake_case: recipe settings (``val_fraction``,
+    ``seed``, ``max_file_tokens``, ``doc_sep_id``, ...; omitted ones take the CLI's
+    defaults) and run options (``batch_size``, ``threads``, ``checkpoint_interval``,
+    ``wait_lock``, ``refresh``, ``allow_version_change``, ``log_interval``, ``quiet``).
+    ``resume=True`` continues ``out.incomplete/`` from its last checkpoint (the recipe comes
+    from the checkpoint; settings given must agree with it). ``offline`` reads Hub sources
+    and tokenizers from the local cache only (default: ``HF_HUB_OFFLINE``); ``token``
+    defaults to ``HF_TOKEN``.
+
+    ``progress(snapshot)`` is called after every committed batch and at the end; without it
+    progress is logged every ``log_interval`` seconds. ``stop()`` is polled between batches:
+    when it returns True the run checkpoints and raises ``Interrupted`` (exit code 75).
+
+    Returns the published (or already complete) dataset's :class:`Manifest`. Raises
+    ``UsageError``, ``InputError``, ``OutputError``, ``IntegrityError``, ``LockedError``,
+    ``TransientError`` or ``Interrupted`` (all ``PrepError``); never exits or prints."""
+    typed = {
+        k: (str(v) if isinstance(v, os.PathLike) else v)
+        for k, v in (("source", source), ("tokenizer", tokenizer))
+        if v is not None
+    }
+    run_options = {k: v for k, v in settings.items() if k not in RECIPE_FIELDS}
+    typed.update({k: v for k, v in settings.items() if k in RECIPE_FIELDS})
+    run_options["resume"] = resume
+    run_options["offline"] = hub_offline_default() if offline is None else offline
+    run_options["token"] = token or os.environ.get("HF_TOKEN")
+    reporter = None if progress is None else _Callback(progress)
+    outcome = prepare_outcome(out, typed, run_options, stop=stop or _never, reporter=reporter)
+    return outcome.manifest if outcome.manifest is not None else Manifest.load(outcome.out)

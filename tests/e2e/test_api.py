@@ -1,0 +1,169 @@
+"""``prep.prepare()`` and ``prep.Manifest``: the CLI's job as a library. The reference is
+always the real CLI (``scripts/prepare.py`` in a subprocess) with the same recipe; the
+interruptions are real signals delivered to a real process running ``prep.prepare``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import GPT2_DIR, make_corpus, numbered_docs, run_prepare_subprocess
+
+import prep
+
+# The recipe under test, as keyword arguments and as the CLI's options.
+SETTINGS = {"val_fraction": 0.2, "seed": 7, "max_file_tokens": 2_000, "dataset": "lib"}
+CLI = ["--val-fraction", "0.2", "--seed", "7", "--max-file-tokens", "2000", "--dataset", "lib"]
+
+# A process that runs prep.prepare and sends itself SIGNAL once ROWS rows are committed.
+DRIVER = f"""
+import os, signal, sys
+import prep
+src, out, name, rows = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+settings = {SETTINGS!r}
+def progress(snap):
+    if snap.rows >= rows:
+        os.kill(os.getpid(), getattr(signal, name))
+prep.prepare(source=src, out=out, tokenizer={str(GPT2_DIR)!r}, batch_size=16,
+             checkpoint_interval=0.001, progress=progress, **settings)
+"""
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("api")
+    return make_corpus(root / "src", [numbered_docs(150), numbered_docs(150, 150)])
+
+
+@pytest.fixture(scope="module")
+def cli_out(corpus: Path) -> Path:
+    """The same recipe through the real CLI: what every library run must reproduce."""
+    out = corpus.parent / "cli"
+    r = run_prepare_subprocess(["--source", corpus, "--tokenizer", GPT2_DIR, "--out", out, *CLI])
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def _dataset(out: Path) -> dict[str, bytes]:
+    """Everything deterministic: the .bin files and the manifest (not _PROVENANCE.json)."""
+    return {p.name: p.read_bytes() for p in out.iterdir() if p.name != "_PROVENANCE.json"}
+
+
+def _rows_committed(out: Path) -> int:
+    cp = out.parent / f"{out.name}.incomplete" / "checkpoint.json"
+    return int(json.loads(cp.read_text())["progress"]["rows_visited"])
+
+
+def test_prepare_gives_the_cli_bytes_and_a_typed_manifest(
+    corpus: Path, cli_out: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[Any] = []
+    out = tmp_path / "api"
+    m = prep.prepare(source=corpus, tokenizer=GPT2_DIR, out=out, progress=seen.append, **SETTINGS)
+    assert _dataset(out) == _dataset(cli_out)
+    assert len([n for n in _dataset(out) if n.startswith("train-")]) > 1  # rolled over
+    assert isinstance(m, prep.Manifest)
+    assert m == prep.Manifest.load(out) == prep.Manifest.load(str(cli_out))
+    assert m.to_bytes() == (out / "_MANIFEST.json").read_bytes()
+    assert (m.dataset, m.recipe["val_fraction"], m.doc_sep_id) == ("lib", 0.2, 50256)
+    assert sum(f.n_tokens for f in m.files if f.split == "val") == m.totals["val"].n_tokens
+    assert [s.rows for s in seen] == sorted(s.rows for s in seen)
+    assert seen[-1].rows == m.source.rows_visited == 300
+    assert capsys.readouterr() == ("", "")  # a library prints nothing
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_progress_goes_to_logging_without_a_callback(corpus: Path, tmp_path: Path) -> None:
+    """The library configures no handler; the application's handlers see prep's lines."""
+    logger, handler = logging.getLogger("prep"), _Records()
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        prep.prepare(source=corpus, out=tmp_path / "out", max_documents=40)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    lines = [r.getMessage() for r in handler.records if r.name == "prep.progress"]
+    assert lines and "rows 40" in lines[-1]
+    assert any(f"published {tmp_path / 'out'}" in r.getMessage() for r in handler.records)
+
+
+def test_errors_are_typed_never_exits(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(prep.InputError, match="no such file or directory") as missing:
+        prep.prepare(source=tmp_path / "nope", out=tmp_path / "a")
+    assert missing.value.exit_code == 1
+    with pytest.raises(prep.UsageError, match="--seed -1") as usage:
+        prep.prepare(source=corpus, out=tmp_path / "b", seed=-1)
+    assert usage.value.exit_code == 2
+    with pytest.raises(prep.UsageError, match=r"unknown setting.*val_fractoin"):
+        prep.prepare(source=corpus, out=tmp_path / "c", val_fractoin=0.1)
+    prep.prepare(source=corpus, out=tmp_path / "d", max_documents=5)
+    with pytest.raises(prep.OutputError, match="already exists"):
+        prep.prepare(source=corpus, out=tmp_path / "d", max_documents=5)
+    with pytest.raises(prep.IntegrityError, match="not a prep dataset"):
+        prep.Manifest.load(tmp_path)
+    assert capsys.readouterr() == ("", "")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGKILL"])
+def test_interrupted_prepare_resumes_to_the_same_bytes(
+    corpus: Path, cli_out: Path, tmp_path: Path, name: str
+) -> None:
+    """SIGINT is KeyboardInterrupt out of prepare(); SIGTERM and SIGKILL end the process
+    where it stands. Each time, prepare(resume=True) finishes the same dataset."""
+    out = tmp_path / "out"
+    p = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(corpus), str(out), name, "100"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert p.returncode == -getattr(signal, name), p.stderr
+    if name == "SIGINT":
+        assert "KeyboardInterrupt" in p.stderr
+    assert not out.exists()
+    assert 0 < _rows_committed(out) < 300  # stopped mid-run, with a checkpoint
+
+    m = prep.prepare(out=out, resume=True)
+    assert _dataset(out) == _dataset(cli_out)
+    assert m == prep.Manifest.load(cli_out)
+
+
+def test_a_stop_request_checkpoints_and_resume_continues(
+    corpus: Path, cli_out: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    polls: list[int] = []
+
+    def stop() -> bool:
+        polls.append(1)
+        return len(polls) >= 6
+
+    with pytest.raises(prep.Interrupted) as e:
+        prep.prepare(
+            source=corpus, tokenizer=GPT2_DIR, out=out, batch_size=16, stop=stop, **SETTINGS
+        )
+    assert e.value.exit_code == 75 and "--resume" in str(e.value)
+    assert _rows_committed(out) == 6 * 16
+    m = prep.prepare(source=corpus, tokenizer=GPT2_DIR, out=out, resume=True, **SETTINGS)
+    assert _dataset(out) == _dataset(cli_out)
+    assert m.source.rows_visited == 300
