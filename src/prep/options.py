@@ -12,6 +12,7 @@ missing file, a file that is not Parquet or not a tokenizer, bad data).
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -66,10 +67,10 @@ def seconds(allow_zero: bool) -> Callable[[str], float]:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-        if value != value or value in (float("inf"), float("-inf")):
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds")
+        bound = ">= 0" if allow_zero else "> 0"
+        if not math.isfinite(value):  # nan would make a wait spin forever
+            raise argparse.ArgumentTypeError(f"{text} must be {bound} and finite")
         if value < 0 or (value == 0 and not allow_zero):
-            bound = ">= 0" if allow_zero else "> 0"
             raise argparse.ArgumentTypeError(f"{text} must be {bound}")
         return value
 
