@@ -282,10 +282,10 @@ class Proc:
 
 
 def spawn(args: Sequence[object], log: Path | None = None, faults: Faults = None, *,
-          mark: Path | None = None, stderr: int | None = None) -> Proc:
+          mark: Path | None = None, stderr: int | None = None, cwd: Path = REPO) -> Proc:
     """Start ``prepare ARGS`` (through the driver when there are faults) in its own
-    session; stderr goes to ``log`` (a temporary file when None) unless a file descriptor
-    is given (a pseudo-terminal)."""
+    session, in ``cwd``; stderr goes to ``log`` (a temporary file when None) unless a file
+    descriptor is given (a pseudo-terminal)."""
     if log is None:
         fd, name = tempfile.mkstemp(prefix="prep-run-", suffix=".log")
         os.close(fd)
@@ -293,7 +293,7 @@ def spawn(args: Sequence[object], log: Path | None = None, faults: Faults = None
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as f:
         popen = subprocess.Popen(
-            command(args, faults), cwd=REPO, env=_env(faults, mark), stdin=subprocess.DEVNULL,
+            command(args, faults), cwd=cwd, env=_env(faults, mark), stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=f if stderr is None else stderr,
             start_new_session=True,
         )
@@ -308,9 +308,9 @@ class Done(NamedTuple):
 
 
 def run(args: Sequence[object], log: Path | None = None, faults: Faults = None, *,
-        mark: Path | None = None, timeout: float = TIMEOUT) -> Done:
-    """``prepare ARGS`` as a subprocess, to the end (never killed by the test)."""
-    return Done(*spawn(args, log, faults, mark=mark).finish(timeout))
+        mark: Path | None = None, timeout: float = TIMEOUT, cwd: Path = REPO) -> Done:
+    """``prepare ARGS`` as a subprocess in ``cwd``, to the end (never killed by the test)."""
+    return Done(*spawn(args, log, faults, mark=mark, cwd=cwd).finish(timeout))
 
 
 def kill_after(proc: Proc, delay: float, sig: signal.Signals = signal.SIGKILL) -> bool:

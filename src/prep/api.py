@@ -21,14 +21,14 @@ from typing import Any
 
 from huggingface_hub import constants
 
-from prep.encoders import set_threads
+from prep.encoders import canonical_tokenizer, set_threads
 from prep.errors import UsageError
 from prep.pipeline import Outcome, run
 from prep.progress import LineReporter, Reporter, Snapshot
-from prep.recipe import RECIPE_FIELDS, Recipe, RunOptions
+from prep.recipe import DEFAULTS, RECIPE_FIELDS, REQUIRED, Recipe, RunOptions, validate
+from prep.sources import canonical_source
 from prep.state.manifest import Manifest
 
-SAMPLE_CORPUS = Path(__file__).resolve().parent / "sample"  # the default source, as the CLI's
 _RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunOptions)) - {"out", "typed"}
 
 
@@ -42,6 +42,44 @@ def hub_offline_default() -> bool:
     return bool(is_offline()) if callable(is_offline) else bool(constants.HF_HUB_OFFLINE)
 
 
+_MISSING = {
+    "source": "--source is required to start a run: a Parquet file, a directory or glob of "
+    "them, hf://datasets/OWNER/NAME, or `--source sample` for the bundled sample corpus",
+    "tokenizer": "--tokenizer is required to start a run: a tokenizer.json or its directory, "
+    "hf:OWNER/NAME, or `--tokenizer byte` for UTF-8 bytes (vocabulary 256, no separator)",
+}
+
+
+def _check_intent(typed: dict[str, Any], run_options: dict[str, Any]) -> None:
+    """A run that must start fresh names its source and tokenizer: no default dataset ever
+    stands in. A resume or refresh may leave them out (the checkpoint has the recipe; the
+    pipeline refuses when there is nothing to take it from)."""
+    lines = [_MISSING[name] for name in REQUIRED if name not in typed]
+    if not lines or run_options.get("resume") or run_options.get("refresh"):
+        return
+    token = run_options.get("token")
+    if "tokenizer" not in typed and token and os.path.exists(token):
+        lines.append(
+            "--token was given a path: --token is the Hugging Face access token; the "
+            "tokenizer is --tokenizer"
+        )
+    lines.append(
+        "(to continue an interrupted run, add --resume: its recipe comes from its checkpoint)"
+    )
+    raise UsageError("\n".join(lines))
+
+
+def _canonical(typed: dict[str, Any]) -> dict[str, Any]:
+    """Typed ``source`` and ``tokenizer`` resolved once, from the current directory, to the
+    spelling the checkpoint and manifest record."""
+    out = dict(typed)
+    if "source" in out:
+        out["source"] = canonical_source(out["source"])
+    if "tokenizer" in out:
+        out["tokenizer"] = canonical_tokenizer(out["tokenizer"])
+    return out
+
+
 def prepare_outcome(
     out: str | os.PathLike[str],
     typed: dict[str, Any],
@@ -52,11 +90,13 @@ def prepare_outcome(
     argv: list[str] | None = None,
 ) -> Outcome:
     """The job behind :func:`prepare` and ``prep prepare``: ``typed`` holds the recipe
-    settings the caller gave (on resume they must agree with the checkpoint's; the source
-    defaults to the bundled sample), ``run_options`` the :class:`RunOptions` fields given.
+    settings the caller gave (on resume they must agree with the checkpoint's; a fresh run
+    needs ``source`` and ``tokenizer``), ``run_options`` the :class:`RunOptions` fields given.
 
     Returns what the run did (published, already complete, up to date). Raises the typed
-    ``PrepError`` subclasses; ``UsageError`` for an unknown or out-of-range setting."""
+    ``PrepError`` subclasses; ``UsageError`` for an unknown or out-of-range setting, or a
+    fresh run without ``source`` or ``tokenizer``; ``InputError`` for a path that does not
+    exist; ``MissingRecipe`` for a resume with nothing to resume and no recipe given."""
     unknown = sorted(set(typed) - RECIPE_FIELDS) + sorted(set(run_options) - _RUN_FIELDS)
     if unknown:
         raise UsageError(
@@ -64,8 +104,14 @@ def prepare_outcome(
             f"{', '.join(sorted(RECIPE_FIELDS))}, run options "
             f"{', '.join(sorted(_RUN_FIELDS))}"
         )
+    _check_intent(typed, run_options)
     try:
-        recipe = Recipe(**{"source": str(SAMPLE_CORPUS), **typed})
+        validate(typed)
+        typed = _canonical(typed)
+        # Without source or tokenizer there is no recipe to start from: only a resume, which
+        # takes it from the checkpoint (the pipeline refuses to start fresh).
+        complete = all(name in typed for name in REQUIRED)
+        recipe = Recipe(**{**DEFAULTS, **typed}) if complete else None
         opts = RunOptions(out=Path(out), **run_options)
     except TypeError as e:  # a value of the wrong type, from Python code
         raise UsageError(f"a setting has the wrong type: {e}") from e
@@ -109,10 +155,12 @@ def prepare(
     ``seed``, ``max_file_tokens``, ``doc_sep_id``, ...; omitted ones take the CLI's
     defaults) and run options (``batch_size``, ``threads``, ``checkpoint_interval``,
     ``wait_lock``, ``refresh``, ``allow_version_change``, ``log_interval``, ``quiet``).
-    ``resume=True`` continues ``out.incomplete/`` from its last checkpoint (the recipe comes
-    from the checkpoint; settings given must agree with it). ``offline`` reads Hub sources
-    and tokenizers from the local cache only (default: ``HF_HUB_OFFLINE``); ``token``
-    defaults to ``HF_TOKEN``.
+    ``source`` and ``tokenizer`` are required to start (``"sample"`` names the bundled
+    corpus, ``"byte"`` the byte tokenizer); relative paths are resolved once, from the
+    current directory. ``resume=True`` continues ``out.incomplete/`` from its last
+    checkpoint (the recipe comes from the checkpoint; settings given must agree with it).
+    ``offline`` reads Hub sources and tokenizers from the local cache only (default:
+    ``HF_HUB_OFFLINE``); ``token`` defaults to ``HF_TOKEN``.
 
     ``progress(snapshot)`` is called after every committed batch and at the end; without it
     progress is logged every ``log_interval`` seconds. ``stop()`` is polled between batches:

@@ -52,6 +52,12 @@ class OutputError(PrepError, OSError):
     write failed (disk full)."""
 
 
+class MissingRecipe(PrepError, ValueError):
+    """A run must start from the typed recipe (``--resume`` found nothing to resume, or a
+    refresh must compare with it) and ``--source`` or ``--tokenizer`` was not typed. Exit 1:
+    the request is well-formed, but prep never substitutes a default dataset."""
+
+
 class IntegrityError(PrepError, ValueError):
     """Committed state disagrees with what it should be: a tampered file, a changed source,
     a checkpoint that does not match. Nothing was changed."""

@@ -1,4 +1,5 @@
-"""Durable file-system primitives: atomic replace, directory fsync, file hashing.
+"""Durable file-system primitives: atomic replace, directory fsync, file hashing; one
+spelling per path.
 
 Atomic means a reader (or a process restarted after a crash) sees either the old content or
 the new, never a mix or a partial file. The temp-file name of an atomic write
@@ -31,6 +32,16 @@ class Hasher(Protocol):
     def update(self, data: bytes | memoryview, /) -> None: ...
 
     def hexdigest(self) -> str: ...
+
+
+def canonical_path(path: str) -> str:
+    """One spelling per file or directory: absolute, with symlinks, ``.``, ``..`` and
+    trailing slashes resolved; a file keeps its own name even when it is a symlink (a file
+    in the Hugging Face cache links to a blob named by its hash)."""
+    if os.path.isdir(path):
+        return os.path.realpath(path)
+    head, tail = os.path.split(path)
+    return os.path.join(os.path.realpath(head or "."), tail)
 
 
 def fsync_dir(path: Path) -> None:

@@ -154,9 +154,9 @@ Group = argparse._ArgumentGroup
 def _source(g: Group, d: Mapping[str, str]) -> None:
     g.add_argument(
         "--source", metavar="SRC",
-        help="a Parquet file, a directory (searched recursively) or a glob of them, or "
-        "hf://datasets/OWNER/NAME[@REV][/PATTERN] (default: the bundled sample corpus). "
-        "prep reads Parquet only",
+        help="a Parquet file, a directory (searched recursively) or a glob of them, "
+        "hf://datasets/OWNER/NAME[@REV][/PATTERN], or `sample` (the bundled sample corpus); "
+        "required unless --resume continues a run. prep reads Parquet only",
     )
     g.add_argument("--text-column", metavar="NAME",
                    help=f"the column holding the text (default: {d['text_column']})")
@@ -165,10 +165,10 @@ def _source(g: Group, d: Mapping[str, str]) -> None:
 def _tokenizer(g: Group, d: Mapping[str, str]) -> None:
     g.add_argument(
         "--tokenizer", metavar="TOK",
-        help=f"a tokenizer.json or the directory holding it, hf:OWNER/NAME[@REV] (a Hub "
-        f"model), or byte (UTF-8 bytes, vocabulary 256) (default: {d['tokenizer']}). A spec "
-        "of the wrong form (hf://... is for --source) exits 2; a well-formed one that names "
-        "no usable tokenizer (a path typo) exits 1",
+        help="a tokenizer.json or the directory holding it, hf:OWNER/NAME[@REV] (a Hub "
+        "model), or `byte` (UTF-8 bytes, vocabulary 256); required unless --resume "
+        "continues a run. A spec of the wrong form (hf://... is for --source) exits 2; a "
+        "well-formed one that names no usable tokenizer (a path typo) exits 1",
     )
     g.add_argument("--tokenizer-id", metavar="NAME",
                    help="the tokenizer's name in the manifest (default: from TOK)")

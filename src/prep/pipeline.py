@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prep.errors import IntegrityError, OutputError, PrepError
+from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError
 from prep.formats import ShardFormat, get_format
 from prep.fsio import fsync_dir
 from prep.progress import Reporter, silent
 from prep.publish import OutputPaths, hold_lock, is_empty_dir, publish, write_failure
-from prep.recipe import Recipe, RunOptions
-from prep.refresh import check_fresh, recover_swap, swap_in
-from prep.run.inputs import Inputs, fresh_inputs
+from prep.recipe import REQUIRED, Recipe, RunOptions
+from prep.refresh import check_complete, check_fresh, recover_swap, swap_in
+from prep.run.inputs import Inputs, fresh_inputs, recorded
 from prep.run.loop import StopRequested, execute
 from prep.run.restore import apply_restore, check_recipe, plan_restore
 from prep.run.start import start
@@ -53,7 +53,7 @@ def _never() -> bool:
 
 
 def run(
-    recipe: Recipe,
+    recipe: Recipe | None,
     opts: RunOptions,
     *,
     typed: dict[str, Any] | None = None,
@@ -62,12 +62,16 @@ def run(
     reporter: Reporter = silent,
 ) -> Outcome:
     """Prepare ``recipe`` into ``opts.out``. ``typed`` holds the recipe settings the user
-    typed (on resume they must agree with the checkpoint's recipe).
+    typed (on resume they must agree with the checkpoint's recipe, or with the manifest of a
+    complete ``DIR``). ``recipe`` is None when the user typed no complete recipe: then only
+    a resume can proceed, never a fresh start.
 
     Raises ``LockedError`` when another run holds the lock; ``OutputError`` when ``DIR``
     exists (unless resuming or refreshing) or staging is left over without ``--resume``;
-    ``IntegrityError`` when staging does not verify; ``InputError`` for bad input;
-    ``Interrupted`` after a checkpoint when ``stop_requested()``."""
+    ``IntegrityError`` when staging does not verify or typed options contradict the run;
+    ``MissingRecipe`` when a fresh start or a refresh needs a recipe and none was typed;
+    ``InputError`` for bad input; ``Interrupted`` after a checkpoint when
+    ``stop_requested()``."""
     life = _Lifecycle(
         OutputPaths.for_out(opts.out), recipe, opts, typed or {}, stop_requested, argv, reporter
     )
@@ -84,7 +88,7 @@ class _Lifecycle:
     """One invocation: what it was asked, and the decisions about ``DIR`` and staging."""
 
     paths: OutputPaths
-    recipe: Recipe
+    typed_recipe: Recipe | None
     opts: RunOptions
     typed: dict[str, Any]
     stop_requested: StopRequested
@@ -105,6 +109,7 @@ class _Lifecycle:
             if opts.refresh:
                 return self.refresh()
             if out_state(paths.final) == "dataset":  # with --resume: check_out let it pass
+                check_complete(paths.final, self.typed, self.opts.token, self.opts.offline)
                 if paths.staging.exists():
                     logger.warning(
                         "%s holds an unfinished refresh; rerun with --refresh to finish it",
@@ -116,8 +121,8 @@ class _Lifecycle:
 
     def resolve_early(self) -> None:
         """Before the lock: a fresh start's source and tokenizer (a refresh's source), so a
-        missing file or a bad tokenizer is refused without creating ``DIR.lock``. A resume
-        resolves nothing here: its checkpoint pins what it reads."""
+        missing file, a bad tokenizer or a missing recipe is refused without creating
+        ``DIR.lock``. A resume resolves nothing here: its checkpoint pins what it reads."""
         if self.paths.staging.exists():
             return
         state = out_state(self.paths.final)
@@ -127,6 +132,31 @@ class _Lifecycle:
             self.early_source = resolve_source(
                 self.recipe.source, self.opts.token, offline=self.opts.offline
             )
+
+    @property
+    def recipe(self) -> Recipe:
+        """The typed recipe, for a fresh start or a refresh's comparison; refused when the
+        user did not type one (a bare ``--resume`` must never start something else)."""
+        if self.typed_recipe is not None:
+            return self.typed_recipe
+        what = " and ".join(f"--{n}" for n in REQUIRED if n not in self.typed)
+        what += " were" if " and " in what else " was"
+        final = self.paths.final
+        if out_state(final) == "dataset":  # only a refresh gets here with DIR complete
+            why = (
+                f"--refresh of {final}: {what} not typed; a refresh compares the typed "
+                "recipe with the published one. Type the recipe in full (--source, "
+                "--tokenizer and the options the dataset was built with)"
+            )
+        else:
+            why = (
+                f"nothing to resume at {final}: neither it nor {self.paths.staging.name} "
+                "exists (a run stopped before its first checkpoint leaves nothing), and "
+                f"{what} not typed, so there is no recipe to start from. Rerun the "
+                "original command with --source, --tokenizer and its other options "
+                "(--resume may stay)"
+            )
+        raise MissingRecipe(why, path=final)
 
     def build(
         self, *, source: Source | None = None, refresh: RefreshNote | None = None
@@ -212,7 +242,7 @@ def _verified_ready(staging: Path, typed: dict[str, Any]) -> Manifest:
     """A staging directory a crash left after its manifest was written: verify it (and
     that typed options agree with the run, as for any resume)."""
     if typed and (staging / ckpt.CHECKPOINT_NAME).exists():
-        check_recipe(staging, ckpt.load(staging).recipe, typed)
+        check_recipe(staging, recorded(ckpt.load(staging)).recipe, typed)
     manifest = read_manifest(staging)
     problems = verify_dataset(staging, check_extra=False)
     if problems:

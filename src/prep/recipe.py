@@ -7,8 +7,10 @@ interval, logging) live in :class:`RunOptions`. The CLI builds both and passes t
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from prep.errors import IntegrityError, UsageError
@@ -22,12 +24,15 @@ SEP_POSITIONS = ("prepend", "append")
 class Recipe:
     """What to read, how to tokenize it, and how to lay it out.
 
-    ``source`` and ``tokenizer`` are as the user spelled them; their resolved identities
-    (file hashes, tokenizer SHA-256) are recorded separately.
+    ``source`` and ``tokenizer`` have no default: a run names both (``sample``, ``byte``).
+    Local paths are in their canonical form (``prep.sources.canonical_source``,
+    ``prep.encoders.canonical_tokenizer``), so the recipe does not depend on the directory a
+    run was started from or on how a path was spelled; their identities (file hashes,
+    tokenizer SHA-256) are recorded separately.
     """
 
     source: str
-    tokenizer: str = "byte"
+    tokenizer: str
     text_column: str = "text"
     split_column: str | None = None
     val_fraction: float = 0.01
@@ -47,7 +52,7 @@ class Recipe:
         if isinstance(self.val_fraction, int) and not isinstance(self.val_fraction, bool):
             # prepare(val_fraction=0) is the CLI's --val-fraction 0: the manifest writes 0.0
             object.__setattr__(self, "val_fraction", float(self.val_fraction))
-        validate(self)
+        validate(dataclasses.asdict(self))
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -78,10 +83,17 @@ class Recipe:
 
 
 RECIPE_FIELDS = frozenset(f.name for f in dataclasses.fields(Recipe))
+REQUIRED = ("source", "tokenizer")  # no default: a run names both
+DEFAULTS: dict[str, Any] = {
+    f.name: f.default for f in dataclasses.fields(Recipe) if f.name not in REQUIRED
+}
 
 
-def validate(r: Recipe) -> None:
-    """Raise ``UsageError`` for any out-of-range setting."""
+def validate(settings: Mapping[str, Any]) -> None:
+    """Raise ``UsageError`` for any out-of-range setting. ``settings`` may lack ``source``
+    and ``tokenizer`` (typed options checked before the recipe is complete: a resume takes
+    the rest from its checkpoint); the others default as in :class:`Recipe`."""
+    r = SimpleNamespace(**{**DEFAULTS, **settings})
     if not 0 <= r.val_fraction < 1:  # 0: no val split (the validation data lives elsewhere)
         raise UsageError(f"--val-fraction {r.val_fraction} must be in [0, 1): 0 <= F < 1")
     if not 0 <= r.seed < 2**32:

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from prep.encoders import tokenizer_fingerprint
 from prep.errors import IntegrityError
 from prep.fsio import (
     atomic_write_bytes,
+    canonical_path,
     exchange,
     file_sha256,
     fsync_dir,
@@ -33,9 +36,9 @@ from prep.fsio import (
 )
 from prep.publish import OutputPaths
 from prep.recipe import Recipe
-from prep.sources import Source
-from prep.state.changes import fingerprint_changes, recipe_changes
-from prep.state.manifest import MANIFEST_NAME, read_manifest
+from prep.sources import SAMPLE, Source
+from prep.state.changes import fingerprint_changes, flag, recipe_changes
+from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest
 from prep.state.provenance import read_source_mtimes
 
 logger = logging.getLogger(__name__)
@@ -77,6 +80,78 @@ def check_fresh(
     changes += fingerprint_changes(manifest, tok)
     changes += recipe_changes(manifest, recipe, recipe.dataset or paths.final.name)
     return Freshness(changes, manifest.corpus_manifest_sha256)
+
+
+def _built_with(manifest: Manifest) -> dict[str, Any]:
+    """The recipe settings a published manifest records, keyed like :class:`Recipe`'s fields
+    (all but ``tokenizer``, which it records by its SHA-256)."""
+    src = manifest.source
+    uri = src.uri
+    if src.kind == "parquet" and uri != SAMPLE and not os.path.isabs(uri):
+        uri = canonical_path(uri)  # a manifest from before paths were canonical: best effort
+    return {
+        "source": uri,
+        "text_column": src.text_column,
+        "split_column": src.split_column,
+        "dataset": manifest.dataset,
+        "tokenizer_id": manifest.tokenizer_id,
+        "doc_sep_id": manifest.doc_sep_id,
+        "no_doc_sep": manifest.doc_sep_id is None,
+        **manifest.recipe,  # val_fraction (absent with a split column), seed, ...
+    }
+
+
+def complete_conflicts(
+    manifest: Manifest, typed: dict[str, Any], token: str | None, offline: bool = False
+) -> list[str]:
+    """Options typed (paths canonical) that contradict a published dataset's manifest; the
+    tokenizer is compared by the SHA-256 of its tokenizer.json."""
+    built = _built_with(manifest)
+    out = []
+    for name, value in sorted(typed.items()):
+        if name == "tokenizer":
+            sha = tokenizer_fingerprint(
+                value,
+                doc_sep_id=None,
+                no_doc_sep=True,
+                tokenizer_id=None,
+                token=token,
+                offline=offline,
+            ).sha256
+            if sha != manifest.tokenizer_sha256:
+                out.append(
+                    f"--tokenizer: typed {value!r} (SHA-256 {sha[:12]}…), the dataset was "
+                    f"built with a tokenizer whose SHA-256 is {manifest.tokenizer_sha256[:12]}…"
+                )
+        elif name == "no_doc_sep":
+            if value and not built["no_doc_sep"]:
+                out.append(
+                    f"--no-doc-sep: typed, the dataset was built with separator "
+                    f"{built['doc_sep_id']}"
+                )
+        elif name in built and built[name] != value:
+            out.append(f"{flag(name)}: typed {value!r}, the dataset was built with {built[name]!r}")
+    return out
+
+
+def check_complete(
+    final: Path, typed: dict[str, Any], token: str | None, offline: bool = False
+) -> None:
+    """``--resume`` of a complete ``DIR``: refuse typed options that contradict its manifest,
+    listing each, as a resume of staging would."""
+    if not typed:
+        return
+    conflicts = complete_conflicts(read_manifest(final), typed, token, offline)
+    if conflicts:
+        raise IntegrityError(
+            f"--resume of {final}: it is complete, and options contradict the recipe it was "
+            "built with:\n  "
+            + "\n  ".join(conflicts)
+            + f"\nDrop them to keep {final.name} as it is, or rebuild it with them by "
+            "--refresh (type the full recipe; the current version is kept as "
+            f"{final.name}.previous)",
+            path=final,
+        )
 
 
 def _retire(paths: OutputPaths) -> None:

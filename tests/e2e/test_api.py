@@ -94,7 +94,7 @@ def test_progress_goes_to_logging_without_a_callback(corpus: Path, tmp_path: Pat
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        prep.prepare(source=corpus, out=tmp_path / "out", max_documents=40)
+        prep.prepare(source=corpus, tokenizer="byte", out=tmp_path / "out", max_documents=40)
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
@@ -107,20 +107,33 @@ def test_errors_are_typed_never_exits(
     corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(prep.InputError, match="no such file or directory") as missing:
-        prep.prepare(source=tmp_path / "nope", out=tmp_path / "a")
+        prep.prepare(source=tmp_path / "nope", tokenizer="byte", out=tmp_path / "a")
     assert missing.value.exit_code == 1
     with pytest.raises(prep.UsageError, match="--seed -1") as usage:
-        prep.prepare(source=corpus, out=tmp_path / "b", seed=-1)
+        prep.prepare(source=corpus, tokenizer="byte", out=tmp_path / "b", seed=-1)
     assert usage.value.exit_code == 2
     with pytest.raises(prep.UsageError, match=r"unknown setting.*val_fractoin"):
-        prep.prepare(source=corpus, out=tmp_path / "c", val_fractoin=0.1)
-    prep.prepare(source=corpus, out=tmp_path / "d", max_documents=5)
+        prep.prepare(source=corpus, tokenizer="byte", out=tmp_path / "c", val_fractoin=0.1)
+    prep.prepare(source=corpus, tokenizer="byte", out=tmp_path / "d", max_documents=5)
     with pytest.raises(prep.OutputError, match="already exists"):
-        prep.prepare(source=corpus, out=tmp_path / "d", max_documents=5)
+        prep.prepare(source=corpus, tokenizer="byte", out=tmp_path / "d", max_documents=5)
     with pytest.raises(prep.IntegrityError, match="not a prep dataset"):
         prep.Manifest.load(tmp_path)
     assert capsys.readouterr() == ("", "")
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_the_intent_checks_hold_through_the_library(corpus: Path, tmp_path: Path) -> None:
+    """No default dataset through prepare() either (issue 8, points 1 and 8)."""
+    with pytest.raises(prep.UsageError, match="--tokenizer is required") as usage:
+        prep.prepare(source=corpus, out=tmp_path / "a")
+    assert usage.value.exit_code == 2 and "--tokenizer byte" in str(usage.value)
+    with pytest.raises(prep.UsageError, match="--source is required"):
+        prep.prepare(tokenizer="byte", out=tmp_path / "a")
+    with pytest.raises(prep.PrepError, match="nothing to resume") as nothing:
+        prep.prepare(out=tmp_path / "a", resume=True)
+    assert nothing.value.exit_code == 1
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("a")) in ([], ["a.lock"])
 
 
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGKILL"])

@@ -30,7 +30,9 @@ def _refused(r: Any, code: int, out: Path, *fragments: str) -> None:
 
 
 def _succeeds(cli: Any, out: Path, *args: object) -> None:
-    r = cli("prepare", "--out", out, *args)
+    """The corrected command publishes (with the byte tokenizer unless ``args`` name one)."""
+    tokenizer = () if "--tokenizer" in args else ("--tokenizer", "byte")
+    r = cli("prepare", *tokenizer, "--out", out, *args)
     assert r.code == 0, f"the corrected command failed: {r.err}"
     assert (out / "_MANIFEST.json").is_file()
 
@@ -52,14 +54,15 @@ def test_missing_text_column_lists_the_columns(cli, tmp_path: Path, out: Path) -
     src.mkdir()
     pq.write_table(pa.table({"id": [1, 2], "body": ["one doc", "another"]}), src / "p.parquet")
 
-    r = cli("prepare", "--out", out, "--source", src)
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", src)
 
     _refused(r, 1, out, "p.parquet", 'no column "text"', '"id"', '"body"', "--text-column")
     _succeeds(cli, out, "--source", src, "--text-column", "body")
 
 
 def test_missing_split_column_names_the_option(cli, good: Path, out: Path) -> None:
-    r = cli("prepare", "--out", out, "--source", good, "--split-column", "part")
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", out, "--source", good, "--split-column", "part")
 
     _refused(r, 1, out, "part-00000.parquet", 'no column "part"', '"text"', "--split-column")
 
@@ -70,7 +73,7 @@ def test_null_text_names_file_and_row(cli, tmp_path: Path, out: Path) -> None:
     texts[6] = None
     write_parquet(src / "part-00001.parquet", texts)
 
-    r = cli("prepare", "--out", out, "--source", src)
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", src)
 
     _refused(r, 1, out, "part-00001.parquet row 6", "null", "drop or fill")
     texts[6] = "fixed"
@@ -83,7 +86,7 @@ def test_null_past_the_first_record_batch_names_its_row(cli, tmp_path: Path, out
     texts[5000] = None
     src = write_parquet(tmp_path / "src" / "big.parquet", texts, row_group_size=1000)
 
-    r = cli("prepare", "--out", out, "--source", src)
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", src)
 
     _refused(r, 1, out, "big.parquet row 5000", "null")
 
@@ -94,7 +97,7 @@ def test_non_string_column(cli, tmp_path: Path, out: Path) -> None:
     pq.write_table(pa.table({"text": [1, 2, 3], "words": ["a b", "c", "d e f"]}),
                    src / "ints.parquet")
 
-    r = cli("prepare", "--out", out, "--source", src)
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", src)
 
     _refused(r, 1, out, "ints.parquet", '"text"', "int64", "string", "--text-column")
     _succeeds(cli, out, "--source", src, "--text-column", "words", "--val-fraction", "1e-9")
@@ -108,7 +111,7 @@ def test_corrupt_parquet_names_the_file(cli, tmp_path: Path, out: Path, damage: 
     bad.write_bytes(b"this is not parquet\n" * 20 if damage == "garbage"
                     else original[: len(original) // 2])
 
-    r = cli("prepare", "--out", out, "--source", src)
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", src)
 
     _refused(r, 1, out, "part-00001.parquet", "remove or replace")
     bad.write_bytes(original)
@@ -131,7 +134,7 @@ def test_invalid_utf8_in_parquet_is_bad_input(cli, tmp_path: Path, out: Path, wh
     assert raw.count(marker) >= 1  # a name is in the footer twice (schema, chunk path)
     (src / "p.parquet").write_bytes(raw.replace(marker, b"\xff" * len(marker)))
 
-    r = cli("prepare", "--out", out, "--source", src)
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", src)
 
     _refused(r, 1, out, "p.parquet", "replace")
 
@@ -142,7 +145,8 @@ def test_dictionary_encoded_strings_are_text(cli, tmp_path: Path, out: Path) -> 
     texts = ["spam", "eggs", "spam"]
     pq.write_table(pa.table({"text": pa.array(texts).dictionary_encode()}), src / "d.parquet")
 
-    r = cli("prepare", "--out", out, "--source", src, "--val-fraction", "1e-9")
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", out, "--source", src, "--val-fraction", "1e-9")
 
     assert r.code == 0, r.err
     assert (out / "train-00000.bin").read_bytes()[1024:] == b"".join(
@@ -156,7 +160,8 @@ def test_bad_split_value_names_file_and_row(cli, tmp_path: Path, out: Path) -> N
     src = make_corpus(tmp_path / "src", [texts[:3], texts[3:]],
                       split=[splits[:3], splits[3:]])
 
-    r = cli("prepare", "--out", out, "--source", src, "--split-column", "split")
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", out, "--source", src, "--split-column", "split")
 
     _refused(r, 1, out, "part-00001.parquet row 2", "'test'", "train", "val")
     splits[5] = "val"
@@ -173,7 +178,7 @@ def test_empty_train_split_is_an_error(cli, tmp_path: Path, out: Path, case: str
         src = make_corpus(tmp_path / "src", [["a", "b"]], split=[["val", "val"]])
         args = ["--split-column", "split"]
 
-    r = cli("prepare", "--out", out, "--source", src, *args)
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", src, *args)
 
     _refused(r, 1, out, "train split is empty", "--text-column", "--split-column")
 
@@ -189,7 +194,7 @@ def test_unreadable_tokenizer_json(cli, tmp_path: Path, good: Path, out: Path) -
 
     _refused(r, 1, out, str(tok / "tokenizer.json"), "not a readable", "tokenizer")
     shutil.copy(GPT2_DIR / "tokenizer.json", tok / "tokenizer.json")
-    _succeeds(cli, out, "--source", good, "--tokenizer", tok)
+    _succeeds(cli, out, "--source", good, "--tokenizer", tok, "--no-doc-sep")
 
 
 def test_missing_tokenizer_path(cli, tmp_path: Path, good: Path, out: Path) -> None:
@@ -211,7 +216,7 @@ def test_eos_outside_the_vocabulary_in_generation_config(cli, tmp_path, good, ou
 
     r = cli("prepare", "--out", out, "--source", good, "--tokenizer", tok)
 
-    _refused(r, 1, out, "generation_config.json", "eos_token_id 7", "--doc-sep-id",
+    _refused(r, 1, out, "generation_config.json", "end-of-text id 7", "--doc-sep-id",
              "--no-doc-sep")
     _succeeds(cli, out, "--source", good, "--tokenizer", tok, "--no-doc-sep")
 
@@ -231,13 +236,13 @@ def test_doc_sep_id_outside_the_vocabulary_is_a_usage_error(
 # -- bad paths ---------------------------------------------------------------------------------
 
 def test_missing_source_path(cli, tmp_path: Path, out: Path) -> None:
-    r = cli("prepare", "--out", out, "--source", tmp_path / "no-such-dir")
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", tmp_path / "no-such-dir")
 
     _refused(r, 1, out, "--source", str(tmp_path / "no-such-dir"), "no such file")
 
 
 def test_source_glob_matching_nothing(cli, tmp_path: Path, good: Path, out: Path) -> None:
-    r = cli("prepare", "--out", out, "--source", f"{good}/*.csv")
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", f"{good}/*.csv")
 
     _refused(r, 1, out, "*.csv", "matches no files")
 
@@ -264,19 +269,20 @@ def test_source_glob_matching_nothing(cli, tmp_path: Path, good: Path, out: Path
 def test_out_of_range_or_malformed_values_exit_2(
     cli, good: Path, out: Path, option: str, value: str
 ) -> None:
-    r = cli("prepare", "--out", out, "--source", good, option, value)
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", good, option, value)
 
     _refused(r, 2, out, option)
 
 
 def test_unknown_option_exits_2(cli, good: Path, out: Path) -> None:
-    r = cli("prepare", "--out", out, "--source", good, "--max-tokens", "5")
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", good, "--max-tokens", "5")
 
     _refused(r, 2, out, "unknown option --max-tokens; did you mean --max-file-tokens?")
 
 
 def test_contradicting_separator_options_exit_2(cli, good: Path, out: Path) -> None:
-    r = cli("prepare", "--out", out, "--source", good, "--doc-sep-id", "1", "--no-doc-sep")
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", out, "--source", good, "--doc-sep-id", "1", "--no-doc-sep")
 
     _refused(r, 2, out, "--no-doc-sep", "--doc-sep-id")
 
@@ -291,12 +297,12 @@ def test_missing_out_exits_2(cli, good: Path) -> None:
 # -- the output location -----------------------------------------------------------------------
 
 def test_existing_dir_is_never_overwritten(cli, tmp_path: Path, good: Path, out: Path) -> None:
-    assert cli("prepare", "--out", out, "--source", good).code == 0
+    assert cli("prepare", "--tokenizer", "byte", "--out", out, "--source", good).code == 0
     before = snapshot(out)
     other = make_corpus(tmp_path / "other", [numbered_docs(3, start=500)])
 
     for source in (good, other):
-        r = cli("prepare", "--out", out, "--source", source)
+        r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", source)
 
         assert r.code == 1, r.err
         assert str(out) in r.err and "already exists" in r.err
@@ -316,7 +322,7 @@ def test_leftover_staging_without_resume_is_refused_and_kept(
     args = ("--source", src, "--split-column", "split", "--batch-size", 1,
             "--checkpoint-interval", "1e-9")
 
-    r = cli("prepare", "--out", out, *args)
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, *args)
 
     assert r.code == 1 and "p.parquet row 30" in r.err, r.err
     staging = tmp_path / f"{NAME}.incomplete"
@@ -325,7 +331,7 @@ def test_leftover_staging_without_resume_is_refused_and_kept(
     assert committed == b"".join(bytes([b, 0]) for t in texts[:30] for b in t.encode())
     before = snapshot(staging)
 
-    again = cli("prepare", "--out", out, *args)
+    again = cli("prepare", "--tokenizer", "byte", "--out", out, *args)
 
     assert again.code == 1, again.err
     assert str(staging) in again.err
@@ -340,7 +346,8 @@ def test_corrected_command_after_a_failure_builds_the_normal_result(
     """The corrected command after a failure builds exactly what a never-failed run builds."""
     texts: list[Any] = numbered_docs(12)
     src = write_parquet(tmp_path / "src" / "p.parquet", [*texts[:4], None, *texts[5:]])
-    assert cli("prepare", "--out", out, "--source", src, "--dataset", "d").code == 1
+    assert cli("prepare", "--tokenizer", "byte",
+               "--out", out, "--source", src, "--dataset", "d").code == 1
     write_parquet(src, texts)
 
     _succeeds(cli, out, "--source", src, "--dataset", "d")

@@ -38,10 +38,11 @@ def test_prepare_verify_and_inspect_through_the_module(tmp_path: Path) -> None:
     src = make_corpus(tmp_path / "src", [numbered_docs(60), numbered_docs(60, 60)])
     out, ref = tmp_path / "out", tmp_path / "ref"
     common = ("--source", src, "--dataset", "m", "--val-fraction", "0.2")
-    made = _module("prepare", "--out", out, *common)
+    made = _module("prepare", "--tokenizer", "byte", "--out", out, *common)
     assert made.returncode == 0, made.stderr
     assert f"published {out}" in made.stderr
-    assert _run([str(PREP)], "prepare", "--out", ref, *common).returncode == 0
+    assert _run([str(PREP)], "prepare", "--tokenizer", "byte",
+                "--out", ref, *common).returncode == 0
     assert dir_bytes(out) == dir_bytes(ref)
 
     ok = _module("verify", out)

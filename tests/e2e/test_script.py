@@ -42,7 +42,7 @@ def test_prepare_script_on_the_bundled_sample(tmp_path: Path, sample_counts) -> 
     assert PREP.is_file(), f"the prep console script is not installed at {PREP}"
     out = tmp_path / "sample-tokens"
 
-    p = run_prepare_subprocess(["--out", out])
+    p = run_prepare_subprocess(["--source", "sample", "--tokenizer", "byte", "--out", out])
 
     assert p.returncode == 0, p.stderr
     summary = [line for line in p.stderr.splitlines() if line.startswith("published")]
@@ -71,8 +71,10 @@ def test_prep_prepare_is_the_same_as_the_script(tmp_path: Path) -> None:
     (tmp_path / "cwd").mkdir()
     script_out = tmp_path / "script" / "tokens"
     with ThreadPoolExecutor(max_workers=2) as pool:
-        script = pool.submit(run_prepare_subprocess, ["--out", script_out, "--dataset", "s"])
-        command = pool.submit(_prep, "prepare", "--out", "rel/tokens", "--dataset", "s",
+        script = pool.submit(run_prepare_subprocess, ["--source", "sample", "--tokenizer", "byte",
+                                                      "--out", script_out, "--dataset", "s"])
+        command = pool.submit(_prep, "prepare", "--source", "sample", "--tokenizer", "byte",
+                              "--out", "rel/tokens", "--dataset", "s",
                               "--quiet", cwd=tmp_path / "cwd")
         ps, pc = script.result(), command.result()
 

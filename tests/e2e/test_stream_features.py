@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,8 @@ def test_max_documents_visits_exactly_n_rows_including_empties(cli, tmp_path: Pa
     visited = rows[:n]
     out = tmp_path / "out"
 
-    r = cli("prepare", "--out", out, "--source", src, "--split-column", "split",
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", out, "--source", src, "--split-column", "split",
             "--doc-sep-id", SEP, "--max-documents", n)
 
     assert r.code == 0, r.err
@@ -102,7 +104,7 @@ def test_train_tokens_stops_right_after_the_crossing_document(
     src = make_corpus(tmp_path / "src", [rows[:33], rows[33:]])
     out = tmp_path / "out"
 
-    r = cli("prepare", "--out", out, "--source", src, "--seed", seed,
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", src, "--seed", seed,
             "--val-fraction", fraction, "--doc-sep-id", SEP, "--train-tokens", budget,
             "--batch-size", 7)
 
@@ -125,7 +127,8 @@ def test_train_tokens_never_visits_a_bad_row_after_the_crossing_document(
     src = write_parquet(tmp_path / "src" / "p.parquet", rows, split=["train"] * 5)
     out = tmp_path / "out"
 
-    r = cli("prepare", "--out", out, "--source", src, "--split-column", "split",
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", out, "--source", src, "--split-column", "split",
             "--train-tokens", 10)  # reached by "cccc": 12 tokens
 
     assert r.code == 0, r.err
@@ -177,7 +180,8 @@ def test_shuffles_follow_the_pinned_order(cli, tmp_path: Path, shuffle_files, bu
     out = tmp_path / "out"
     flags = ["--shuffle-files"] if shuffle_files else []
 
-    r = cli("prepare", "--out", out, "--source", tmp_path / "src", "--split-column", "split",
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", out, "--source", tmp_path / "src", "--split-column", "split",
             "--seed", seed, "--doc-sep-id", SEP, "--shuffle-buffer", buffer, "--batch-size", 5,
             *flags)
 
@@ -204,7 +208,8 @@ def test_empty_and_whitespace_rows_are_skipped_and_counted(cli, tmp_path: Path) 
     src = write_parquet(tmp_path / "src" / "p.parquet", texts, split=splits)
     out = tmp_path / "out"
 
-    r = cli("prepare", "--out", out, "--source", src, "--split-column", "split",
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", out, "--source", src, "--split-column", "split",
             "--doc-sep-id", SEP)
 
     assert r.code == 0, r.err
@@ -227,7 +232,7 @@ def test_content_hash_split_follows_the_spec_rule(cli, tmp_path: Path) -> None:
     src = make_corpus(tmp_path / "src", [rows[:100], rows[100:]])
     out = tmp_path / "out"
 
-    r = cli("prepare", "--out", out, "--source", src, "--seed", seed,
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", src, "--seed", seed,
             "--val-fraction", fraction, "--doc-sep-id", SEP)
 
     assert r.code == 0, r.err
@@ -249,7 +254,8 @@ def test_split_column_routes_each_document(cli, tmp_path: Path) -> None:
                       part=[splits[:25], splits[25:]])
     out = tmp_path / "out"
 
-    r = cli("prepare", "--out", out, "--source", src, "--split-column", "part",
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", out, "--source", src, "--split-column", "part",
             "--doc-sep-id", SEP)
 
     assert r.code == 0, r.err
@@ -339,15 +345,19 @@ def test_source_spelling_does_not_change_the_corpus_identity(
     spellings = ["src", "./src", str(tmp_path / "src"), "src/*.parquet"]
     manifests = []
     for i, spelling in enumerate(spellings):
-        r = cli("prepare", "--out", f"out{i}", "--source", spelling, "--dataset", "same")
+        r = cli("prepare", "--tokenizer", "byte",
+                "--out", f"out{i}", "--source", spelling, "--dataset", "same")
         assert r.code == 0, f"{spelling}: {r.err}"
         manifests.append(manifest(tmp_path / f"out{i}"))
     # A budget does not change the identity of the input files either.
-    r = cli("prepare", "--out", "budget", "--source", "src", "--max-documents", 5)
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", "budget", "--source", "src", "--max-documents", 5)
     assert r.code == 0, r.err
     manifests.append(manifest(tmp_path / "budget"))
 
-    assert [m["source"]["uri"] for m in manifests[:4]] == spellings  # "as given"
+    # One canonical URI whatever the spelling (issue 8 point 7; manifest.md said "as given").
+    real = os.path.realpath(tmp_path / "src")
+    assert [m["source"]["uri"] for m in manifests[:4]] == [real] * 3 + [f"{real}/*.parquet"]
     identities = {m["corpus_manifest_sha256"] for m in manifests}
     assert len(identities) == 1
     assert {canonical(m["source"]["files"]) for m in manifests} == {
@@ -365,7 +375,7 @@ def test_bundled_sample_runs_with_only_out(cli, tmp_path: Path) -> None:
     rows = [t for p in paths for t in pq.read_table(p, columns=["text"])["text"].to_pylist()]
     out = tmp_path / "sample-tokens"
 
-    r = cli("prepare", "--out", out)
+    r = cli("prepare", "--source", "sample", "--tokenizer", "byte", "--out", out)
 
     assert r.code == 0, r.err
     m = manifest(out)
@@ -399,7 +409,8 @@ def test_files_are_read_in_posix_string_order(cli, tmp_path: Path) -> None:
              "z.parquet", "é.parquet"]
     out = tmp_path / "out"
 
-    r = cli("prepare", "--out", out, "--source", src, "--split-column", "split",
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", out, "--source", src, "--split-column", "split",
             "--doc-sep-id", SEP)
 
     assert r.code == 0, r.err
@@ -413,7 +424,8 @@ def test_single_file_source_is_relative_to_its_parent(cli, tmp_path: Path) -> No
     src = write_parquet(tmp_path / "deep" / "dir" / "only.parquet", ["one", "two"])
     out = tmp_path / "out"
 
-    r = cli("prepare", "--out", out, "--source", src, "--val-fraction", "1e-9")
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", out, "--source", src, "--val-fraction", "1e-9")
 
     assert r.code == 0, r.err
     files = manifest(out)["source"]["files"]
@@ -434,7 +446,8 @@ def test_symlinked_files_as_in_the_hugging_face_cache(cli, tmp_path: Path) -> No
     (snapshot / "data" / "part-1.parquet").symlink_to(blobs / "0000ffff")
     out = tmp_path / "out"
 
-    r = cli("prepare", "--out", out, "--source", snapshot, "--split-column", "split")
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", out, "--source", snapshot, "--split-column", "split")
 
     assert r.code == 0, r.err
     files = manifest(out)["source"]["files"]

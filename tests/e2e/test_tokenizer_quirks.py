@@ -59,7 +59,7 @@ def test_a_document_the_tokenizer_cannot_encode_names_file_and_row(
     for batch in (1, 512):
         out = tmp_path / f"out{batch}"
         r = cli("prepare", "--out", out, "--source", src, "--tokenizer", tmp_path / "tok",
-                "--split-column", "split", "--batch-size", batch)
+                "--no-doc-sep", "--split-column", "split", "--batch-size", batch)
         assert r.code == 1, r.err
         assert "s.parquet row 2" in r.err and "cannot encode" in r.err, r.err
         assert "Traceback" not in r.err
@@ -82,7 +82,7 @@ def test_train_tokens_reached_before_an_unencodable_document_publishes_for_any_b
     for batch in (1, 512):
         out = tmp_path / f"out{batch}"
         r = cli("prepare", "--out", out, "--source", src, "--tokenizer", tmp_path / "tok",
-                "--split-column", "split", "--train-tokens", 3, "--dataset", "d",
+                "--no-doc-sep", "--split-column", "split", "--train-tokens", 3, "--dataset", "d",
                 "--batch-size", batch)
         assert r.code == 0, r.err
         m = json.loads((out / "_MANIFEST.json").read_text())
@@ -94,7 +94,7 @@ def test_train_tokens_reached_before_an_unencodable_document_publishes_for_any_b
 def test_inspect_with_an_unreadable_tokenizer_is_a_clear_error(cli: Any, tmp_path: Path) -> None:
     out = tmp_path / "out"
     src = write_parquet(tmp_path / "src" / "s.parquet", ["hello"])
-    assert cli("prepare", "--out", out, "--source", src).code == 0
+    assert cli("prepare", "--tokenizer", "byte", "--out", out, "--source", src).code == 0
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     for tok in (bad, tmp_path / "missing.json"):

@@ -18,7 +18,7 @@ def test_val_fraction_zero_sends_everything_to_train(cli, tmp_path: Path) -> Non
     docs = [t for part in texts for t in part if not is_empty(t)]
     assert any(is_val(t, 1337, 0.01) for t in docs)  # the default would have split some off
 
-    r = cli("prepare", "--out", out, "--source", src, "--val-fraction", "0")
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", src, "--val-fraction", "0")
 
     assert r.code == 0, r.err
     assert sorted(p.name for p in out.iterdir()) == [

@@ -40,7 +40,8 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("verify")
     src = make_corpus(root / "src", [numbered_docs(70), numbered_docs(50, start=70)])
     out = root / "ds"
-    code = main(["prepare", "--out", str(out), "--source", str(src), "--val-fraction", "0.3",
+    code = main(["prepare", "--tokenizer", "byte",
+                 "--out", str(out), "--source", str(src), "--val-fraction", "0.3",
                  "--doc-sep-id", str(SEP), "--max-file-tokens", "1500", "--quiet"])
     assert code == 0
     assert len(split_bins(out, "train")) >= 3 and len(split_bins(out, "val")) >= 2
@@ -227,7 +228,7 @@ def test_sigterm_leaves_a_staging_dir_that_inspect_describes_and_resume_finishes
     out = tmp_path / "run" / "ds"
     args = ["--source", src, "--split-column", "split"]
     proc = subprocess.Popen(
-        [sys.executable, str(PREPARE), "--out", str(out), *map(str, args),
+        [sys.executable, str(PREPARE), "--tokenizer", "byte", "--out", str(out), *map(str, args),
          "--batch-size", "1", "--checkpoint-interval", "1e-9"],  # checkpoint (fsync) per row
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
@@ -259,7 +260,7 @@ def test_sigterm_leaves_a_staging_dir_that_inspect_describes_and_resume_finishes
 
     resumed = cli("prepare", "--out", out, "--resume")
     clean = tmp_path / "clean" / "ds"
-    uninterrupted = cli("prepare", "--out", clean, *args)
+    uninterrupted = cli("prepare", "--tokenizer", "byte", "--out", clean, *args)
 
     assert (resumed.code, uninterrupted.code) == (0, 0), resumed.err + uninterrupted.err
     assert dir_bytes(out) == dir_bytes(clean)

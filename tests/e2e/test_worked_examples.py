@@ -22,7 +22,8 @@ def test_byte_tokenizer_example_hi_e_acute_ok(cli, tmp_path: Path) -> None:
                         split=["train", "val", "train"])
     out = tmp_path / "tokens"
 
-    r = cli("prepare", "--out", out, "--source", src.parent, "--split-column", "split")
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", out, "--source", src.parent, "--split-column", "split")
 
     assert r.code == 0, r.err
     assert _published(out) == ["_MANIFEST.json", "_PROVENANCE.json",
@@ -50,7 +51,8 @@ def test_header_hex_dump_example_ids_1_2_3(cli, tmp_path: Path) -> None:
     src = write_parquet(tmp_path / "src" / "a.parquet", ["\x01\x02\x03"], split=["train"])
     out = tmp_path / "out"
 
-    r = cli("prepare", "--out", out, "--source", src, "--split-column", "split")
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", out, "--source", src, "--split-column", "split")
 
     assert r.code == 0, r.err
     spec_dump = (
@@ -106,7 +108,8 @@ def test_byte_tokenizer_accepts_an_explicit_separator(cli, tmp_path: Path) -> No
     src = write_parquet(tmp_path / "src" / "p.parquet", ["Hi", "é", "ok"],
                         split=["train", "val", "train"])
 
-    r = cli("prepare", "--out", tmp_path / "o", "--source", src, "--split-column", "split",
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", tmp_path / "o", "--source", src, "--split-column", "split",
             "--doc-sep-id", "0")
 
     assert r.code == 0, r.err

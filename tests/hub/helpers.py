@@ -26,7 +26,8 @@ from .fakehub import FakeHub
 DATASET = "acme/corpus"
 URI = f"hf://datasets/{DATASET}"
 TOKENIZER_REPO = "acme/gpt2-tokenizer"
-COMMON = ("--dataset", "corpus", "--val-fraction", "0.1")
+SETTINGS = ("--dataset", "corpus", "--val-fraction", "0.1")
+COMMON = (*SETTINGS, "--tokenizer", "byte")  # the byte tokenizer, named explicitly
 
 # A retry policy for subprocesses: the module constants, patched before the CLI runs.
 FAST_RETRY = (

@@ -18,6 +18,7 @@ from .helpers import (
     EXTRAS,
     GIT_FILE,
     ORDER,
+    SETTINGS,
     TOKENIZER_REPO,
     URI,
     assert_same_dataset,
@@ -182,7 +183,7 @@ def test_hub_tokenizer(hub: FakeHub, corpus_commit: str, tmp_path: Path) -> None
     v1 = hub.commit("model", TOKENIZER_REPO, tokenizer_files(), ref="v1")
     hub.commit("model", TOKENIZER_REPO, {"tokenizer.json": b"{}"})  # main: not a tokenizer
     local_src = write_local(tmp_path / "src", CORPUS)
-    common = [*COMMON, "--tokenizer-id", "gpt2"]
+    common = [*SETTINGS, "--tokenizer-id", "gpt2"]
     hub_out, local_out = tmp_path / "hub", tmp_path / "local"
     r = prepare(
         ["--source", URI, "--tokenizer", f"hf:{TOKENIZER_REPO}@v1", "--out", hub_out, *common],

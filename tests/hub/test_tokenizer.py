@@ -63,3 +63,20 @@ def test_a_repo_without_tokenizer_json(hub: FakeHub, options: HubOptions) -> Non
     assert "has no tokenizer.json" in str(e.value) and "config.json, vocab.txt" in str(e.value)
     with pytest.raises(InputError, match="no repository hf:acme/missing"):
         download_tokenizer("hf:acme/missing", token=None, options=options)
+
+
+def test_tokenizer_config_is_downloaded_for_the_separator(
+    hub: FakeHub, options: HubOptions
+) -> None:
+    """A repository without generation_config.json: the separator is tokenizer_config.json's
+    eos_token (GPT-2's <|endoftext|> is 50256), so that file comes down too."""
+    files = {
+        "tokenizer.json": tokenizer_files()["tokenizer.json"],
+        "tokenizer_config.json": b'{"eos_token": "<|endoftext|>"}',
+    }
+    hub.commit("model", TOKENIZER_REPO, files)
+    path, _, _ = download_tokenizer(f"hf:{TOKENIZER_REPO}", token=None, options=options)
+    assert (path.parent / "tokenizer_config.json").read_bytes() == files["tokenizer_config.json"]
+    enc = load_encoder(str(path.parent), doc_sep_id=None, no_doc_sep=False, tokenizer_id=None)
+    assert enc.identity.doc_sep_id == 50256
+    assert enc.identity.doc_sep_from == str(path.parent / "tokenizer_config.json")

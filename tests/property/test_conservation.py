@@ -120,7 +120,8 @@ def run_and_check(cli: Any, corpus: list[list[str]], limit: int, mode: str, **sh
         root = Path(tmp)
         src = write_corpus(root / "src", corpus)
         out = root / "out"
-        r = cli("prepare", "--out", out, "--source", src, "--max-file-tokens", limit,
+        r = cli("prepare", "--tokenizer", "byte",
+                "--out", out, "--source", src, "--max-file-tokens", limit,
                 "--val-fraction", 0.3, "--quiet", *flags, *extra)
         if not model.splits["train"].docs:
             assert r.code == 1, r.err
@@ -196,7 +197,8 @@ def test_splits_are_disjoint_by_document_index(
         root = Path(tmp)
         src = write_parquet(root / "s.parquet", texts)
         out = root / "out"
-        r = cli("prepare", "--out", out, "--source", src, "--max-file-tokens", limit,
+        r = cli("prepare", "--tokenizer", "byte",
+                "--out", out, "--source", src, "--max-file-tokens", limit,
                 "--val-fraction", 0.3, "--doc-sep-id", 0, "--sep-position", "append",
                 "--quiet")
         want_val = {i for i, t in enumerate(texts) if spec_is_val(t, 1337, 0.3)}
@@ -238,7 +240,8 @@ def test_any_batch_size_gives_identical_bytes(
         src = write_corpus(root / "src", corpus)
         for batch in (1, 7, 1000):
             out = root / f"out{batch}"
-            r = cli("prepare", "--out", out, "--source", src, "--max-file-tokens", limit,
+            r = cli("prepare", "--tokenizer", "byte",
+                    "--out", out, "--source", src, "--max-file-tokens", limit,
                     "--val-fraction", 0.3, "--batch-size", batch, "--dataset", "same",
                     "--quiet", *flags)
             results.append((r.code, dir_bytes(out) if out.exists() else {}))

@@ -44,7 +44,7 @@ ALLOWED: dict[str, set[str]] = {
         "formats", "fsio", "progress", "publish", "recipe", "refresh", "run", "sources",
         "state", "verify",
     },
-    "api": {"encoders", "pipeline", "progress", "recipe", "state"},
+    "api": {"encoders", "pipeline", "progress", "recipe", "sources", "state"},
     "cli": {
         "", "api", "argtypes", "console", "encoders", "inspector", "options", "pipeline",
         "progress", "recipe", "state", "verify",

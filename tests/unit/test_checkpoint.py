@@ -16,7 +16,7 @@ from prep.state.shards import FileRecord, OpenFile, SplitState
 
 
 def sample() -> Checkpoint:
-    recipe = Recipe(source="data/", val_fraction=0.25, seed=7, shuffle_buffer=3,
+    recipe = Recipe(source="data/", tokenizer="byte", val_fraction=0.25, seed=7, shuffle_buffer=3,
                     max_file_tokens=1000, doc_sep_id=0, dataset="dé")
     train = SplitState(
         sealed=(FileRecord("train-00000.bin", 990, 12, "a" * 64),),
@@ -135,7 +135,8 @@ def test_missing_checkpoint(tmp_path: Path) -> None:
 
 
 def test_recipe_json_round_trip() -> None:
-    r = Recipe(source="s", split_column="split", shuffle_files=True, train_tokens=5,
+    r = Recipe(source="s", tokenizer="byte", split_column="split", shuffle_files=True,
+               train_tokens=5,
                sep_position="append", no_doc_sep=True)
     assert Recipe.from_json(r.to_json()) == r
 

@@ -78,9 +78,9 @@ def test_tokenizer_id_override() -> None:
 
 def test_tokenizer_id_defaults_to_the_directory_name(tmp_path: Path) -> None:
     d = word_level_tokenizer(tmp_path / "my-tok", {"[UNK]": 0, "a": 1})
-    assert load(d).identity.tokenizer_id == "my-tok"
-    assert load(d / "tokenizer.json").identity.tokenizer_id == "my-tok"
-    assert load(d / "tokenizer.json").identity.sha256 == hashlib.sha256(
+    assert load(d, no_sep=True).identity.tokenizer_id == "my-tok"
+    assert load(d / "tokenizer.json", no_sep=True).identity.tokenizer_id == "my-tok"
+    assert load(d / "tokenizer.json", no_sep=True).identity.sha256 == hashlib.sha256(
         (d / "tokenizer.json").read_bytes()
     ).hexdigest()
 
@@ -147,7 +147,7 @@ def add_tokens(directory: Path, special: list[str], normal: tuple[str, ...] = ()
 
 def test_vocab_size_is_max_id_plus_one_with_a_gap(tmp_path: Path) -> None:
     d = word_level_tokenizer(tmp_path / "gap", {"[UNK]": 0, "hello": 1, "world": 7})
-    enc = load(d)
+    enc = load(d, no_sep=True)
     assert enc.identity.vocab_size == 8  # 3 entries, but ids reach 7
 
 
@@ -157,7 +157,7 @@ def test_vocab_size_counts_added_tokens(tmp_path: Path) -> None:
     added = {t["content"]: t["id"] for t in json.loads((d / "tokenizer.json").read_text())[
         "added_tokens"]}
     assert added == {"<eos>": 3, "zzz": 4}
-    assert load(d).identity.vocab_size == 5
+    assert load(d, no_sep=True).identity.vocab_size == 5
 
 
 def test_vocab_size_with_high_id_special_token(tmp_path: Path) -> None:
@@ -173,13 +173,14 @@ def test_vocab_size_with_high_id_special_token(tmp_path: Path) -> None:
 
 def test_word_level_encoding(tmp_path: Path) -> None:
     d = word_level_tokenizer(tmp_path / "w", {"[UNK]": 0, "hello": 1, "world": 7})
-    assert encode(load(d), ["hello world hello", "other"]) == [[1, 7, 1], [0]]
+    assert encode(load(d, no_sep=True), ["hello world hello", "other"]) == [[1, 7, 1], [0]]
 
 
 # -- the separator ----------------------------------------------------------------------------
 
 
 VOCAB = {"[UNK]": 0, "a": 1, "b": 2, "c": 3, "<eos>": 4}
+REFUSED = -1  # no separator configured and none chosen: an error
 
 
 def with_config(tmp_path: Path, config: object | None) -> Path:
@@ -192,12 +193,13 @@ def with_config(tmp_path: Path, config: object | None) -> Path:
 @pytest.mark.parametrize(
     ("config", "typed", "no_sep", "expected"),
     [
-        (None, None, False, None),  # neither: no separator
-        ({"bos_token_id": 1}, None, False, None),  # config without eos
+        (None, None, False, REFUSED),  # neither: a choice to make, not "no separator"
+        ({"bos_token_id": 1}, None, False, REFUSED),  # config without eos
         ({"eos_token_id": 4}, None, False, 4),  # config int
         ({"eos_token_id": [3, 4]}, None, False, 3),  # config list: its first entry
-        ({"eos_token_id": []}, None, False, None),
-        ({"eos_token_id": None}, None, False, None),
+        ({"eos_token_id": []}, None, False, REFUSED),
+        ({"eos_token_id": None}, None, False, REFUSED),
+        (None, None, True, None),  # --no-doc-sep says "none" explicitly
         ({"eos_token_id": 4}, 2, False, 2),  # typed wins over the config
         (None, 0, False, 0),
         ({"eos_token_id": 4}, None, True, None),  # --no-doc-sep wins over the config
@@ -207,6 +209,12 @@ def test_separator_origin(
     tmp_path: Path, config: object, typed: int | None, no_sep: bool, expected: int | None
 ) -> None:
     d = with_config(tmp_path, config)
+    if expected == REFUSED:
+        with pytest.raises(InputError) as info:
+            load(d, sep=typed, no_sep=no_sep)
+        assert "Pass --doc-sep-id N" in str(info.value)
+        assert "or --no-doc-sep" in str(info.value)
+        return
     assert load(d, sep=typed, no_sep=no_sep).identity.doc_sep_id == expected
 
 
@@ -226,7 +234,7 @@ def test_config_separator_outside_vocab_is_input_error(tmp_path: Path) -> None:
     assert not isinstance(info.value, UsageError)
     msg = str(info.value)
     assert "generation_config.json" in msg
-    assert "eos_token_id 50,256 is outside the vocabulary (size 5)" in msg
+    assert f"the end-of-text id 50,256 is outside the vocabulary of {d} (size 5)" in msg
     assert "--doc-sep-id or --no-doc-sep" in msg
     # and --no-doc-sep gets past it
     assert load(d, no_sep=True).identity.doc_sep_id is None

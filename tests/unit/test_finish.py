@@ -33,7 +33,7 @@ def test_manifest_source_is_the_identity_in_read_order() -> None:
         cursor.visit(text)
     cursor.empty_rows_skipped = 1
     got = manifest_source(
-        Recipe(source="data/", split_column="s"),
+        Recipe(source="data/", tokenizer="byte", split_column="s"),
         ident,
         ["b.parquet", "a.parquet"],
         cursor,

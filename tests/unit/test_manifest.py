@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ def source_dict(**over: Any) -> dict[str, Any]:
 def built(recipe: Recipe | None = None, val_bytes: int = 9, val_tokens: int = 6) -> dict[str, Any]:
     from prep.state.manifest import SplitTotals
 
-    recipe = recipe or Recipe(source="data/", val_fraction=0.3)
+    recipe = recipe or Recipe(source="data/", tokenizer="byte", val_fraction=0.3)
     ident = TokenizerIdentity("byte", "bytes", hashlib.sha256(b"").hexdigest(), 256, 0)
     totals = {
         "train": SplitTotals(
@@ -130,7 +131,7 @@ def test_key_order_is_the_tables_order() -> None:
 
 
 def test_recipe_with_split_column_replaces_val_fraction() -> None:
-    m = built(Recipe(source="x", split_column="split"))
+    m = built(Recipe(source="x", tokenizer="byte", split_column="split"))
     assert list(m["recipe"]) == ["split_column", *RECIPE_KEYS_HASH[1:]]
     assert m["recipe"]["split_column"] == "split"
 
@@ -169,7 +170,8 @@ def test_serialization_is_indent_2_not_ascii_with_newline(tmp_path: Path) -> Non
 
 
 def test_floats_as_python_json_writes_them() -> None:
-    m = built(Recipe(source="x", val_fraction=0.1), val_bytes=10, val_tokens=3)
+    m = built(Recipe(source="x", tokenizer="byte", val_fraction=0.1),
+              val_bytes=10, val_tokens=3)
     text = manifest_bytes(m).decode()
     assert '"val_fraction": 0.1,' in text
     assert f'"val_bytes_per_token": {json.dumps(10 / 3)},' in text
@@ -214,7 +216,7 @@ def test_real_manifest_matches_spec(tmp_path: Path, cli: Any) -> None:
     write_parquet(src / "b" / "2.parquet", texts[4:])
     write_parquet(src / "a.parquet", texts[:4])
     out = tmp_path / "out"
-    r = cli("prepare", "--out", out, "--source", src, "--val-fraction", 0.3,
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", src, "--val-fraction", 0.3,
             "--doc-sep-id", 0, "--dataset", "unit", "--quiet")
     assert r.code == 0, r.err
     raw = (out / "_MANIFEST.json").read_bytes()
@@ -294,22 +296,26 @@ def test_relative_and_absolute_source_give_the_same_corpus_hash(
 ) -> None:
     write_parquet(tmp_path / "data" / "x.parquet", ["one document", "another one"])
     monkeypatch.chdir(tmp_path)
-    r1 = cli("prepare", "--out", tmp_path / "o1", "--source", "data", "--quiet",
+    r1 = cli("prepare", "--tokenizer", "byte",
+             "--out", tmp_path / "o1", "--source", "data", "--quiet",
              "--val-fraction", 0.01)
-    r2 = cli("prepare", "--out", tmp_path / "o2", "--source", tmp_path / "data", "--quiet",
+    r2 = cli("prepare", "--tokenizer", "byte",
+             "--out", tmp_path / "o2", "--source", tmp_path / "data", "--quiet",
              "--val-fraction", 0.01)
     assert (r1.code, r2.code) == (0, 0), r1.err + r2.err
     m1 = json.loads((tmp_path / "o1" / "_MANIFEST.json").read_bytes())
     m2 = json.loads((tmp_path / "o2" / "_MANIFEST.json").read_bytes())
-    assert m1["source"]["uri"] == "data"
-    assert m2["source"]["uri"] == str(tmp_path / "data")
+    # Both record the canonical path (issue 8 point 7: the manifest must not depend on the
+    # spelling; manifest.md's "as given" is superseded).
+    assert m1["source"]["uri"] == m2["source"]["uri"] == os.path.realpath(tmp_path / "data")
     assert m1["corpus_manifest_sha256"] == m2["corpus_manifest_sha256"]
 
 
 def test_same_inputs_same_manifest_bytes(tmp_path: Path, cli: Any) -> None:
     src = write_parquet(tmp_path / "s.parquet", [f"document {i}" for i in range(40)])
     for name in ("x", "y"):
-        r = cli("prepare", "--out", tmp_path / name, "--source", src, "--dataset", "same",
+        r = cli("prepare", "--tokenizer", "byte",
+                "--out", tmp_path / name, "--source", src, "--dataset", "same",
                 "--val-fraction", 0.2, "--quiet")
         assert r.code == 0, r.err
     assert (tmp_path / "x" / "_MANIFEST.json").read_bytes() == (
@@ -319,7 +325,8 @@ def test_same_inputs_same_manifest_bytes(tmp_path: Path, cli: Any) -> None:
 
 def test_dataset_defaults_to_out_name(tmp_path: Path, cli: Any) -> None:
     src = write_parquet(tmp_path / "s.parquet", ["a doc", "b doc"])
-    r = cli("prepare", "--out", tmp_path / "my-set", "--source", src, "--quiet")
+    r = cli("prepare", "--tokenizer", "byte",
+            "--out", tmp_path / "my-set", "--source", src, "--quiet")
     assert r.code == 0, r.err
     assert json.loads((tmp_path / "my-set" / "_MANIFEST.json").read_bytes())["dataset"] == "my-set"
 

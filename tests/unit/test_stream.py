@@ -126,7 +126,7 @@ def test_shuffle_failure_passes_through_and_ends_stream() -> None:
 
 
 def recipe(**kw: Any) -> Recipe:
-    return Recipe(source="unused", **kw)
+    return Recipe(source="unused", tokenizer="byte", **kw)
 
 
 def test_document_stream_reads_files_in_order_then_rows(tmp_path: Path) -> None:

@@ -25,7 +25,8 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("ts")
     src = make_corpus(root / "src", [numbered_docs(90), numbered_docs(60, start=90)])
     out = root / "ds"
-    code = main(["prepare", "--out", str(out), "--source", str(src), "--val-fraction", "0.3",
+    code = main(["prepare", "--tokenizer", "byte",
+                 "--out", str(out), "--source", str(src), "--val-fraction", "0.3",
                  "--doc-sep-id", "0", "--max-file-tokens", "700", "--quiet"])
     assert code == 0
     assert len(split_files(out, "train")) >= 5

@@ -11,6 +11,7 @@ the only place that picks one. A new engine is a module here and a branch in
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from pathlib import Path
 from typing import Any, Protocol
@@ -18,9 +19,10 @@ from typing import Any, Protocol
 import numpy.typing as npt
 
 from prep.encoders.byte import BYTE, EMPTY_SHA256, ByteEncoder
-from prep.encoders.hf import HFEncoder, load_tokenizer_file, resolve_json
-from prep.encoders.separator import choose_sep, eos_from_generation_config
-from prep.fsio import file_sha256
+from prep.encoders.hf import HFEncoder, load_tokenizer_file, parse_tokenizer, resolve_json
+from prep.encoders.separator import choose_separator
+from prep.errors import InputError
+from prep.fsio import canonical_path
 from prep.state.identity import TokenizerFingerprint, TokenizerIdentity
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "ByteEncoder",
     "Encoder",
     "HFEncoder",
+    "canonical_tokenizer",
     "load_encoder",
     "set_threads",
     "tokenizer_fingerprint",
@@ -50,6 +53,25 @@ def set_threads(threads: int | None) -> None:
         os.environ["RAYON_NUM_THREADS"] = str(threads)
 
 
+def canonical_tokenizer(spec: str, base: Path | None = None) -> str:
+    """``--tokenizer`` as one spelling per tokenizer: ``byte`` and ``hf:`` unchanged; a local
+    ``tokenizer.json`` or the directory holding it as the canonical path of the file (see
+    :func:`prep.fsio.canonical_path`). A relative path is taken from ``base`` (default: the
+    current directory), once. Raises ``InputError`` when there is no such tokenizer.json."""
+    if spec == BYTE or spec.startswith("hf:"):
+        return spec
+    here = base if base is not None else Path.cwd()
+    path = here / spec
+    if not path.exists():
+        raise InputError(
+            f"--tokenizer {spec}: no such file or directory (looked for {os.path.abspath(path)}"
+            f" from {here}); give a tokenizer.json, a directory holding one, hf:OWNER/NAME, "
+            "or `byte`",
+            path=spec,
+        )
+    return canonical_path(str(resolve_json(str(path), spec)))
+
+
 def _locate(
     spec: str, token: str | None, revision: str | None, offline: bool
 ) -> tuple[Path, str, str | None]:
@@ -58,7 +80,6 @@ def _locate(
     A Hub tokenizer comes from the local cache when ``offline``, or when ``revision`` pins
     a commit (a resume) whose files are all cached; else from the Hub."""
     if spec.startswith("hf:"):
-        from prep.errors import InputError
         from prep.hub.cache import cached_tokenizer
         from prep.hub.client import HubOptions
         from prep.hub.files import download_tokenizer
@@ -72,8 +93,8 @@ def _locate(
                     raise
         json_path, repo_id, commit = download_tokenizer(spec, token=token, revision=revision)
         return json_path, repo_id, commit
-    json_path = resolve_json(spec)
-    return json_path, json_path.resolve().parent.name, None
+    json_path = resolve_json(spec, spec)
+    return json_path, json_path.absolute().parent.name, None
 
 
 def tokenizer_fingerprint(
@@ -86,16 +107,27 @@ def tokenizer_fingerprint(
     offline: bool = False,
 ) -> TokenizerFingerprint:
     """``tokenizer_id``, ``sha256`` and the configured ``doc_sep_id`` without building the
-    tokenizer (cheap: hashes the file, reads generation_config.json). For ``--refresh``."""
+    tokenizer unless its ``tokenizer_config.json`` names the separator by its text (cheap:
+    hashes the file, reads the config files). For ``--refresh``; raises as
+    :func:`load_encoder` would."""
     if spec == BYTE:
-        sep = None if no_doc_sep else doc_sep_id
-        return TokenizerFingerprint(tokenizer_id or "bytes", EMPTY_SHA256, sep)
+        sep = choose_separator(spec, typed=doc_sep_id, no_sep=no_doc_sep, vocab_size=256)
+        return TokenizerFingerprint(tokenizer_id or "bytes", EMPTY_SHA256, sep.id)
     json_path, default_id, _ = _locate(spec, token, None, offline)
-    if no_doc_sep:
-        sep = None
-    else:
-        sep = doc_sep_id if doc_sep_id is not None else eos_from_generation_config(json_path.parent)
-    return TokenizerFingerprint(tokenizer_id or default_id, file_sha256(json_path), sep)
+    raw = json_path.read_bytes()
+
+    def token_to_id(text: str) -> int | None:  # only for an eos_token given as text
+        return parse_tokenizer(json_path, raw).token_to_id(text)  # type: ignore[no-any-return]
+
+    sep = choose_separator(
+        spec,
+        typed=doc_sep_id,
+        no_sep=no_doc_sep,
+        vocab_size=None,  # the build checks the range; this stays cheap
+        directory=json_path.parent,
+        token_to_id=token_to_id,
+    )
+    return TokenizerFingerprint(tokenizer_id or default_id, hashlib.sha256(raw).hexdigest(), sep.id)
 
 
 def load_encoder(
@@ -108,14 +140,18 @@ def load_encoder(
     revision: str | None = None,
     threads: int | None = None,
     offline: bool = False,
+    require_sep: bool = True,
 ) -> Encoder:
     """The encoder for ``--tokenizer``: ``byte``, a path, or ``hf:OWNER/NAME[@REV]``.
 
     For a Hub tokenizer, ``revision`` pins the commit (a resume passes the recorded one),
-    ``token`` authenticates and ``offline`` reads the local cache only."""
+    ``token`` authenticates and ``offline`` reads the local cache only. ``require_sep``:
+    see :func:`~prep.encoders.hf.load_tokenizer_file`."""
     if spec == BYTE:
-        sep = choose_sep(spec, doc_sep_id, no_doc_sep, None, 256)
-        identity = TokenizerIdentity(spec, tokenizer_id or "bytes", EMPTY_SHA256, 256, sep)
+        sep = choose_separator(spec, typed=doc_sep_id, no_sep=no_doc_sep, vocab_size=256)
+        identity = TokenizerIdentity(
+            spec, tokenizer_id or "bytes", EMPTY_SHA256, 256, sep.id, doc_sep_from=sep.origin
+        )
         return ByteEncoder(identity)
     json_path, default_id, commit = _locate(spec, token, revision, offline)
     enc = load_tokenizer_file(
@@ -126,6 +162,7 @@ def load_encoder(
         no_doc_sep=no_doc_sep,
         tokenizer_id=tokenizer_id,
         threads=threads,
+        require_sep=require_sep,
     )
     if commit is not None:
         enc.identity = dataclasses.replace(enc.identity, revision=commit)

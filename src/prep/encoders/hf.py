@@ -1,7 +1,7 @@
 """Hugging Face ``tokenizers`` as an encoder: a ``tokenizer.json`` with
 ``encode_special_tokens = True`` (stream.md step 7: special tokens' strings inside a
 document are ordinary text, so the only control ids in a stream are the separators the
-writer inserts), and the separator from ``generation_config.json`` beside it."""
+writer inserts), and the separator as :mod:`~prep.encoders.separator` finds it beside it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prep.encoders.separator import choose_sep, eos_from_generation_config
+from prep.encoders.separator import choose_separator
 from prep.errors import InputError
 from prep.state.identity import TokenizerIdentity
 
@@ -50,8 +50,9 @@ class HFEncoder:
         return out
 
 
-def resolve_json(spec: str) -> Path:
-    p = Path(spec)
+def resolve_json(path: str, spec: str) -> Path:
+    """The ``tokenizer.json`` at ``path`` (typed as ``spec``), or in that directory."""
+    p = Path(path)
     if p.is_dir():
         p = p / "tokenizer.json"
         if not p.is_file():
@@ -97,6 +98,21 @@ def not_a_tokenizer(path: Path, raw: bytes) -> str | None:
     return f"{path}: this is {it_is}; --tokenizer wants tokenizer.json or its directory ({where})"
 
 
+def parse_tokenizer(json_path: Path, raw: bytes) -> Any:
+    """A ``tokenizers.Tokenizer`` from a tokenizer.json's bytes; ``InputError`` if unreadable."""
+    from tokenizers import Tokenizer
+
+    try:
+        return Tokenizer.from_str(raw.decode("utf-8"))
+    except Exception as e:  # tokenizers raises a bare Exception for any parse error
+        raise InputError(
+            not_a_tokenizer(json_path, raw)
+            or f"{json_path}: not a readable Hugging Face tokenizer.json ({e}); give a valid "
+            "tokenizer file or `byte`",
+            path=json_path,
+        ) from e
+
+
 def load_tokenizer_file(
     json_path: Path,
     *,
@@ -106,21 +122,14 @@ def load_tokenizer_file(
     no_doc_sep: bool,
     tokenizer_id: str | None,
     threads: int | None = None,
+    require_sep: bool = True,
 ) -> HFEncoder:
-    """Load a ``tokenizer.json``; the separator comes from ``doc_sep_id``, else the
-    ``generation_config.json`` beside it. Raises ``InputError`` for an unreadable file."""
-    from tokenizers import Tokenizer
-
+    """Load a ``tokenizer.json``; the separator as
+    :func:`~prep.encoders.separator.choose_separator` finds it beside the file. Raises
+    ``InputError`` for an unreadable file or, when ``require_sep``, for a tokenizer without
+    a separator configured or chosen."""
     raw = json_path.read_bytes()
-    try:
-        tok = Tokenizer.from_str(raw.decode("utf-8"))
-    except Exception as e:  # tokenizers raises a bare Exception for any parse error
-        raise InputError(
-            not_a_tokenizer(json_path, raw)
-            or f"{json_path}: not a readable Hugging Face tokenizer.json ({e}); give a valid "
-            "tokenizer file or `byte`",
-            path=json_path,
-        ) from e
+    tok = parse_tokenizer(json_path, raw)
     tok.encode_special_tokens = True
     # A saved padding or truncation setting would make ids depend on the batch (pads to the
     # longest text of a call) or silently cut documents: neither is ever wanted here.
@@ -130,14 +139,21 @@ def load_tokenizer_file(
     if not vocab:
         raise InputError(f"{json_path}: the tokenizer has an empty vocabulary", path=json_path)
     vocab_size = max(vocab.values()) + 1
-    sep = choose_sep(
-        spec, doc_sep_id, no_doc_sep, eos_from_generation_config(json_path.parent), vocab_size
+    sep = choose_separator(
+        spec,
+        typed=doc_sep_id,
+        no_sep=no_doc_sep,
+        vocab_size=vocab_size,
+        directory=json_path.parent,
+        token_to_id=tok.token_to_id,
+        required=require_sep,
     )
     identity = TokenizerIdentity(
         spec=spec,
         tokenizer_id=tokenizer_id or default_id,
         sha256=hashlib.sha256(raw).hexdigest(),
         vocab_size=vocab_size,
-        doc_sep_id=sep,
+        doc_sep_id=sep.id,
+        doc_sep_from=sep.origin,
     )
     return HFEncoder(tok, identity, threads)

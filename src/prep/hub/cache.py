@@ -35,7 +35,7 @@ from huggingface_hub import constants, try_to_load_from_cache
 
 from prep.errors import InputError, IntegrityError
 from prep.hub.client import HubOptions
-from prep.hub.files import Expected, mismatch
+from prep.hub.files import TOKENIZER_FILES, Expected, mismatch
 from prep.hub.paths import parse_tokenizer_spec
 
 logger = logging.getLogger(__name__)
@@ -228,7 +228,7 @@ def cached_tokenizer(
     options: HubOptions | None = None,
     strict: bool = False,
 ) -> tuple[Path, str, str]:
-    """``tokenizer.json`` (with ``generation_config.json`` beside it when cached) of
+    """``tokenizer.json`` (with the config files beside it when cached) of
     ``hf:OWNER/NAME[@REVISION]`` from the cache, checked against its blob's hash.
 
     Returns (path of tokenizer.json, ``OWNER/NAME``, commit SHA), like
@@ -241,9 +241,9 @@ def cached_tokenizer(
     cached = open_commit(
         ref.repo_id, "model", revision or ref.revision, options or HubOptions(), given
     )
-    names = ("tokenizer.json", "generation_config.json")
-    # generation_config.json decides the separator: a listed but absent copy is an error
-    # too, else the offline run would silently differ from the online one.
+    names = TOKENIZER_FILES
+    # The config files decide the separator: a listed but absent copy is an error too,
+    # else the offline run would silently differ from the online one.
     known = set(cached.listing) if cached.listing is not None else {"tokenizer.json"}
     if "tokenizer.json" not in known:
         raise InputError(

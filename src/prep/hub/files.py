@@ -104,12 +104,17 @@ def expected_of(entry: RepoFile) -> Expected:
     )
 
 
+# tokenizer.json and the config files beside it that can name the separator
+TOKENIZER_FILES = ("tokenizer.json", "generation_config.json", "tokenizer_config.json")
+
+
 def download_tokenizer(
     spec: str, *, token: str | None, revision: str | None = None, options: HubOptions | None = None
 ) -> tuple[Path, str, str]:
-    """``tokenizer.json`` (and ``generation_config.json`` beside it when the repository has
-    one) of the model repository ``hf:OWNER/NAME[@REVISION]`` at ``revision`` when given,
-    else at the spec's revision resolved to its commit now.
+    """``tokenizer.json`` (and the separator's config files beside it that the repository
+    has: ``generation_config.json``, ``tokenizer_config.json``) of the model repository
+    ``hf:OWNER/NAME[@REVISION]`` at ``revision`` when given, else at the spec's revision
+    resolved to its commit now.
 
     Returns (path of tokenizer.json, ``OWNER/NAME``, commit SHA). Raises like
     :func:`resolve_hub_source`; ``InputError`` when the repository has no tokenizer.json."""
@@ -128,7 +133,7 @@ def download_tokenizer(
             path=spec,
         )
     paths = {}
-    for name in ("tokenizer.json", "generation_config.json"):
+    for name in TOKENIZER_FILES:
         if name in entries:
             call = HubCall(
                 f"--tokenizer {spec}: downloading {name} at {revision[:12]}", repo_url, token, opts

@@ -1,15 +1,15 @@
 """A run's inputs: the source and the encoder, resolved fresh from the recipe or pinned
-to what a checkpoint recorded (directory, Hub revisions)."""
+to what a checkpoint recorded (canonical paths, Hub revisions)."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from prep.encoders import Encoder, load_encoder
+from prep.encoders import Encoder, canonical_tokenizer, load_encoder
 from prep.recipe import Recipe, RunOptions
-from prep.sources import Source, resolve_source
+from prep.sources import Source, canonical_source, resolve_source
 from prep.state.checkpoint import Checkpoint
 
 
@@ -21,7 +21,9 @@ class Inputs:
     encoder: Encoder
 
 
-def _encoder(recipe: Recipe, opts: RunOptions, revision: str | None) -> Encoder:
+def _encoder(
+    recipe: Recipe, opts: RunOptions, revision: str | None, require_sep: bool = True
+) -> Encoder:
     return load_encoder(
         recipe.tokenizer,
         doc_sep_id=recipe.doc_sep_id,
@@ -31,6 +33,7 @@ def _encoder(recipe: Recipe, opts: RunOptions, revision: str | None) -> Encoder:
         revision=revision,
         threads=opts.threads,
         offline=opts.offline,
+        require_sep=require_sep,
     )
 
 
@@ -41,13 +44,28 @@ def fresh_inputs(recipe: Recipe, opts: RunOptions, source: Source | None = None)
     return Inputs(source, _encoder(recipe, opts, None))
 
 
+def recorded(cp: Checkpoint) -> Checkpoint:
+    """The checkpoint with its recipe's paths canonical. A checkpoint written before paths
+    were resolved at the start holds them as typed, with the directory they were typed in
+    (``source.cwd``): they are resolved from there, once."""
+    cwd = cp.source.cwd
+    if not cwd:
+        return cp
+    recipe = cp.recipe
+    source = recipe.source
+    if not source.startswith("hf://"):
+        source = canonical_source(os.path.join(cwd, source))
+    tokenizer = canonical_tokenizer(recipe.tokenizer, Path(cwd))
+    return replace(cp, recipe=replace(recipe, source=source, tokenizer=tokenizer))
+
+
 def pinned_source(cp: Checkpoint, opts: RunOptions) -> Source:
-    """The checkpoint's source, resolved from the directory it records; a Hub source is
-    the commit and files it records (no listing on the network)."""
-    base = Path(cp.source.cwd or os.getcwd())
-    return resolve_source(cp.recipe.source, opts.token, base, cp.source, opts.offline)
+    """The checkpoint's source, as its canonical path names it (from any directory); a Hub
+    source is the commit and files it records (no listing on the network)."""
+    return resolve_source(cp.recipe.source, opts.token, None, cp.source, opts.offline)
 
 
 def pinned_encoder(cp: Checkpoint, opts: RunOptions) -> Encoder:
-    """The checkpoint's tokenizer, at the Hub revision it records."""
-    return _encoder(cp.recipe, opts, cp.tokenizer.revision)
+    """The checkpoint's tokenizer, at the Hub revision it records. A separator that vanished
+    since is a change to report (naming the file), not a missing choice to ask for."""
+    return _encoder(cp.recipe, opts, cp.tokenizer.revision, require_sep=False)

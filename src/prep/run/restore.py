@@ -20,7 +20,7 @@ from prep.formats import ShardFormat, VerifiedOpen
 from prep.fsio import file_sha256, fsync_dir, stray_temps
 from prep.publish import OutputPaths
 from prep.recipe import Recipe, RunOptions
-from prep.run.inputs import Inputs, pinned_encoder, pinned_source
+from prep.run.inputs import Inputs, pinned_encoder, pinned_source, recorded
 from prep.run.state import RunState, make_writers
 from prep.sources import Source, SourceFile, arm_expected, hash_and_check
 from prep.state import checkpoint as ckpt
@@ -28,7 +28,7 @@ from prep.state.changes import (
     listing_changes,
     output_versions,
     recipe_conflicts,
-    tokenizer_changes,
+    tokenizer_change,
     version_changes,
 )
 from prep.state.checkpoint import Checkpoint
@@ -89,12 +89,10 @@ def check_source(staging: Path, cp: Checkpoint, source: Source) -> None:
 
 
 def check_tokenizer(staging: Path, cp: Checkpoint, identity: TokenizerIdentity) -> None:
-    diffs = tokenizer_changes(cp.tokenizer, identity)
-    if diffs:
+    change = tokenizer_change(cp.recipe.tokenizer, cp.tokenizer, identity)
+    if change:
         raise IntegrityError(
-            f"--resume of {staging}: the tokenizer changed since the run started "
-            f"({'; '.join(diffs)}); restore the original {cp.recipe.tokenizer}, or start a "
-            "new run with a new --out"
+            f"--resume of {staging}: {change}, or start a new run with a new --out"
         )
 
 
@@ -209,7 +207,7 @@ def plan_restore(
     """Check staging against its checkpoint and replay the source, changing nothing."""
     t0 = time.monotonic()
     staging = paths.staging
-    cp = ckpt.load(staging)
+    cp = recorded(ckpt.load(staging))
     check_recipe(staging, cp.recipe, typed)
     source = pinned_source(cp, opts)
     check_source(staging, cp, source)

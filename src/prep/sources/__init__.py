@@ -8,15 +8,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from prep.sources.base import Source, SourceFile, arm_expected, hash_and_check
-from prep.sources.local import LocalSource, resolve_local
+from prep.sources.local import SAMPLE, SAMPLE_CORPUS, LocalSource, canonical_source, resolve_local
 from prep.sources.parquet import iter_batches
 from prep.state.identity import SourceIdentity
 
 __all__ = [
+    "SAMPLE",
+    "SAMPLE_CORPUS",
     "LocalSource",
     "Source",
     "SourceFile",
     "arm_expected",
+    "canonical_source",
     "hash_and_check",
     "iter_batches",
     "resolve_local",
@@ -32,15 +35,16 @@ def resolve_source(
     offline: bool = False,
 ) -> Source:
     """The source's file list: ``hf://`` through the Hub (``offline``: its local cache; as
-    ``pinned`` recorded it on resume), anything else local (relative to ``base``; listed
-    again, and compared with ``pinned`` by the caller)."""
+    ``pinned`` recorded it on resume), ``sample`` the bundled corpus, anything else local
+    (relative to ``base``; listed again, and compared with ``pinned`` by the caller)."""
     if spec.startswith("hf://"):
         from prep.hub.client import HubOptions
         from prep.sources.hub import resolve_hub_source
 
         options = HubOptions(offline=offline)
-        source: Source = resolve_hub_source(spec, token=token, options=options, pinned=pinned)
-        if base is not None:
-            source.cwd = str(base)
-        return source
+        return resolve_hub_source(spec, token=token, options=options, pinned=pinned)
+    if spec == SAMPLE:
+        sample = resolve_local(str(SAMPLE_CORPUS))
+        sample.uri = SAMPLE
+        return sample
     return resolve_local(spec, base)

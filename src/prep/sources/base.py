@@ -37,8 +37,8 @@ class SourceFile:
 
 @dataclass
 class Source:
-    """A resolved source: the URI as given, the root, the files in sorted order (before any
-    file shuffle), the pinned revision, and the directory a relative URI was resolved from.
+    """A resolved source: its URI (canonical: see :func:`prep.sources.canonical_source`), the
+    root, the files in sorted order (before any file shuffle) and the pinned revision.
     ``kind`` names the variant in saved identities (data, never branched on)."""
 
     kind: ClassVar[str] = ""
@@ -46,7 +46,6 @@ class Source:
     root: str
     files: list[SourceFile]
     revision: str | None = None
-    cwd: str = ""
 
     def local_path(self, f: SourceFile) -> Path:
         """The local file to read (a Hub source downloads it here)."""
@@ -58,7 +57,7 @@ class Source:
             self.kind,
             self.uri,
             self.root,
-            self.cwd,
+            "",  # paths are canonical: no directory to resolve them from
             self.revision,
             tuple(f.identity() for f in self.files),
         )

@@ -18,7 +18,6 @@ recorded size and hash; only a file the cache lacks is downloaded (offline: refu
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -232,7 +231,6 @@ def resolve_hub_source(
         root=_root(ref),
         files=files,
         revision=revision,
-        cwd=os.getcwd(),
         repo_id=ref.repo_id,
         token=token,
         options=opts,

@@ -12,12 +12,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prep.errors import InputError, UsageError
-from prep.fsio import file_sha256
+from prep.fsio import canonical_path, file_sha256
 from prep.globs import fixed_lead, has_glob
 from prep.sources.base import Source, SourceFile
 from prep.sources.parquet import CONVERTERS, not_parquet
 from prep.state.changes import listing_changes
 from prep.state.identity import SourceIdentity
+
+# ``--source sample``: the small corpus bundled with the package, chosen by name. The
+# manifest records the name, not the install location, so it is the same on every machine.
+SAMPLE = "sample"
+SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "sample"
 
 
 @dataclass
@@ -57,6 +62,41 @@ class LocalSource(Source):
 def _glob_root(spec: str) -> Path:
     lead = fixed_lead(Path(spec).parts)
     return Path(*lead) if lead else Path(".")
+
+
+def canonical_source(spec: str, base: Path | None = None) -> str:
+    """``--source`` as one spelling per source: ``hf://`` and ``sample`` unchanged; a local
+    file or directory as :func:`~prep.fsio.canonical_path`; a glob with its leading
+    directories made canonical. A relative path is taken from ``base`` (default: the current
+    directory), once.
+
+    Raises ``InputError`` for a local path that does not exist, or for ``sample`` when a
+    local ``sample`` also exists there (refused rather than guessed)."""
+    if spec.startswith("hf://"):
+        return spec
+    here = base if base is not None else Path.cwd()
+    if spec == SAMPLE:
+        if (here / SAMPLE).exists():
+            raise InputError(
+                f"--source {SAMPLE} is ambiguous: it names the bundled sample corpus, and "
+                f"{here / SAMPLE} exists too. Type ./{SAMPLE} (or its absolute path) for the "
+                f"local one, or run from another directory for the bundled one "
+                f"({SAMPLE_CORPUS})",
+                path=spec,
+            )
+        return SAMPLE
+    path = os.path.join(here, spec)
+    root = str(_glob_root(path)) if has_glob(spec) else path  # a glob: what must exist
+    if not os.path.exists(root):
+        raise InputError(
+            f"--source {spec}: no such file or directory (looked for {os.path.abspath(root)}"
+            f" from {here}); give a Parquet file, a directory of them, a glob, "
+            "hf://datasets/OWNER/NAME, or `sample` for the bundled sample corpus",
+            path=spec,
+        )
+    if root != path:
+        return os.path.join(os.path.realpath(root), os.path.relpath(path, root))
+    return canonical_path(path)
 
 
 def resolve_local(spec: str, base: Path | None = None) -> Source:
@@ -125,4 +165,4 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
             )
         )
     files.sort(key=lambda f: f.path)
-    return LocalSource(uri=given, root=str(root_abs), files=files, cwd=str(base or os.getcwd()))
+    return LocalSource(uri=given, root=str(root_abs), files=files)

@@ -13,14 +13,19 @@ from prep.state.manifest import Manifest, package_versions
 OUTPUT_PACKAGES = ("tokenizers", "numpy")
 
 
+def flag(name: str) -> str:
+    """The command-line option of a recipe field."""
+    return "--" + name.replace("_", "-")
+
+
 def recipe_conflicts(saved: Recipe, typed: dict[str, Any]) -> list[str]:
-    """Options typed on the command line that differ from the saved recipe."""
+    """Options typed on the command line that differ from the saved recipe (paths are
+    compared in their canonical form, which both sides hold)."""
     out = []
     for name, value in sorted(typed.items()):
         if getattr(saved, name) != value:
-            flag = "--" + name.replace("_", "-")
             was = getattr(saved, name)
-            out.append(f"{flag}: typed {value!r}, the run was started with {was!r}")
+            out.append(f"{flag(name)}: typed {value!r}, the run was started with {was!r}")
     return out
 
 
@@ -41,14 +46,30 @@ def listing_changes(saved: SourceIdentity, now: SourceIdentity) -> list[str]:
     return diffs
 
 
-def tokenizer_changes(saved: TokenizerIdentity, now: TokenizerIdentity) -> list[str]:
-    """The output-deciding fields of a tokenizer identity that differ."""
-    before, current = saved.to_json(), now.to_json()
-    return [
-        f"{key}: {before[key]!r} -> {current[key]!r}"
-        for key in ("sha256", "vocab_size", "doc_sep_id")
-        if before[key] != current[key]
-    ]
+def _sep(sep: int | None, origin: str | None) -> str:
+    text = "none" if sep is None else f"{sep:,}"
+    return f"{text} (from {origin})" if origin else text
+
+
+def tokenizer_change(spec: str, saved: TokenizerIdentity, now: TokenizerIdentity) -> str | None:
+    """What changed in the tokenizer ``spec`` since ``saved``, naming the file to restore:
+    its ``tokenizer.json``, or the config file the separator came from; None if nothing."""
+    if saved.sha256 != now.sha256 or saved.vocab_size != now.vocab_size:
+        where = spec if spec.endswith(".json") else f"the tokenizer.json of {spec}"
+        return (
+            f"{where} changed since the run started (SHA-256 {saved.sha256[:12]}… is now "
+            f"{now.sha256[:12]}…); restore it"
+        )
+    if saved.doc_sep_id != now.doc_sep_id:
+        origins = (saved.doc_sep_from, now.doc_sep_from)
+        files = list(dict.fromkeys(o for o in origins if o and o.endswith(".json")))
+        restore = " and ".join(files) or f"the config files beside {spec}"
+        return (
+            "the document separator changed since the run started: it was "
+            f"{_sep(saved.doc_sep_id, saved.doc_sep_from)}, it is now "
+            f"{_sep(now.doc_sep_id, now.doc_sep_from)}; restore {restore}"
+        )
+    return None
 
 
 def version_changes(saved: dict[str, str], now: dict[str, str]) -> list[str]:

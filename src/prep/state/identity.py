@@ -29,9 +29,9 @@ class FileIdentity:
 @dataclass(frozen=True)
 class SourceIdentity:
     """A resolved source as a checkpoint records it: ``kind`` (data, set by the source's
-    module), the URI as typed, its root, the directory it was resolved from (``cwd``: a
-    relative URI is resolved from there again on resume), the pinned revision and the
-    files in sorted order."""
+    module), the URI (canonical), its root, the pinned revision and the files in sorted
+    order. ``cwd`` is only read: a checkpoint written before paths were canonical recorded
+    the directory its relative paths were typed in (empty otherwise, and not written)."""
 
     kind: str
     uri: str
@@ -41,14 +41,12 @@ class SourceIdentity:
     files: tuple[FileIdentity, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "uri": self.uri,
-            "root": self.root,
-            "cwd": self.cwd,
-            "revision": self.revision,
-            "files": [f.to_json() for f in self.files],
-        }
+        out: dict[str, Any] = {"kind": self.kind, "uri": self.uri, "root": self.root}
+        if self.cwd:
+            out["cwd"] = self.cwd
+        out["revision"] = self.revision
+        out["files"] = [f.to_json() for f in self.files]
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> SourceIdentity:
@@ -74,6 +72,7 @@ class TokenizerIdentity:
     vocab_size: int
     doc_sep_id: int | None
     revision: str | None = None  # the Hub commit a hf: tokenizer was read at
+    doc_sep_from: str | None = None  # the flag or config file the separator came from
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,12 +82,13 @@ class TokenizerIdentity:
             "vocab_size": self.vocab_size,
             "doc_sep_id": self.doc_sep_id,
             "revision": self.revision,
+            "doc_sep_from": self.doc_sep_from,
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TokenizerIdentity:
         spec = str(d["spec"])
-        sep, rev = d.get("doc_sep_id"), d.get("revision")
+        sep, rev, origin = d.get("doc_sep_id"), d.get("revision"), d.get("doc_sep_from")
         return cls(
             spec=spec,
             tokenizer_id=str(d["tokenizer_id"]),
@@ -96,6 +96,7 @@ class TokenizerIdentity:
             vocab_size=int(d["vocab_size"]),
             doc_sep_id=None if sep is None else int(sep),
             revision=None if rev is None else str(rev),
+            doc_sep_from=None if origin is None else str(origin),
         )
 
 
