@@ -87,6 +87,13 @@ def canonical_source(spec: str, base: Path | None = None) -> str:
         return SAMPLE
     path = os.path.join(here, spec)
     root = str(_glob_root(path)) if has_glob(spec) else path  # a glob: what must exist
+    if not os.path.exists(root) and spec.startswith("hf:"):  # the tokenizer's form
+        raise UsageError(
+            f"--source {spec}: a Hub dataset is written hf://datasets/OWNER/NAME"
+            f"[@REVISION][/GLOB] (hf:OWNER/NAME is the form for --tokenizer); did you "
+            f"mean --source hf://datasets/{spec[3:].lstrip('/')}?",
+            path=spec,
+        )
     if not os.path.exists(root):
         raise InputError(
             f"--source {spec}: no such file or directory (looked for {os.path.abspath(root)}"
@@ -136,13 +143,6 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
         elif p.is_file():
             root = p.parent
             paths = [p]
-        elif given.startswith("hf:"):  # hf:OWNER/NAME is the tokenizer's form, not a path
-            raise UsageError(
-                f"--source {given}: a Hub dataset is written hf://datasets/OWNER/NAME"
-                f"[@REVISION][/GLOB] (hf:OWNER/NAME is the form for --tokenizer); did you "
-                f"mean --source hf://datasets/{given[3:].lstrip('/')}?",
-                path=spec,
-            )
         else:
             raise InputError(
                 f"--source {given}: no such file or directory; give a Parquet file, a "
