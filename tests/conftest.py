@@ -140,6 +140,7 @@ def split_bins(out: Path, split: str) -> list[Path]:
 
 
 def dir_bytes(out: Path) -> dict[str, bytes]:
-    """Every .bin file and the manifest of a published dataset, by name."""
+    """Every token file (.bin, and Megatron's .idx) and the manifest of a published
+    dataset, by name."""
     return {p.name: p.read_bytes() for p in sorted(out.iterdir())
-            if p.suffix == ".bin" or p.name == "_MANIFEST.json"}
+            if p.suffix in (".bin", ".idx") or p.name == "_MANIFEST.json"}

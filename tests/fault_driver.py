@@ -11,7 +11,7 @@ sleep (a slow batch), park on a gate, record the call, or return a fixed value.
 Fault keys:
 
 ``target``          dotted path to wrap, resolved from its import site: ``prep.fsio.os.replace``
-                    (the ``os`` that ``prep.fsio`` calls), ``prep.formats.llmc.BinWriter.seal``,
+                    (the ``os`` that ``prep.fsio`` calls), ``prep.formats.idfile.IdFileWriter``,
                     ``prep.pipeline.publish``, ``pathlib.Path.unlink``...
 ``nth``             act at the Nth matching call (1-based; default 1)
 ``when``            ``before`` or ``after`` the original runs (default ``after``)

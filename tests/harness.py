@@ -89,6 +89,7 @@ class Corpus:
     tokenizer_docs: int = 3000
     vocab_size: int | None = None
     dataset: str = "fixed"
+    format: str = "llmc"  # --format of every run in the World
 
 
 # KILL: a run of ~1.5 s with FAST options, so that random kills land everywhere.
@@ -142,6 +143,8 @@ class World:
             args += ["--max-file-tokens", str(c.max_file_tokens)]
         if c.shuffle_buffer:
             args += ["--shuffle-buffer", str(c.shuffle_buffer)]
+        if c.format != "llmc":
+            args += ["--format", c.format]
         return [*args, "--dataset", c.dataset]
 
     def args(self, out: Path, *extra: object) -> list[str]:

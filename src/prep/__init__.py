@@ -16,6 +16,7 @@ from prep.errors import (
 from prep.formats.llmc import BinHeader, read_bin, write_bin
 from prep.recipe import Recipe, RunOptions
 from prep.state.manifest import Manifest
+from prep.tokenstream import TokenStream
 
 __all__ = [
     "BinHeader",
@@ -29,6 +30,7 @@ __all__ = [
     "PrepError",
     "Recipe",
     "RunOptions",
+    "TokenStream",
     "TransientError",
     "UsageError",
     "prepare",

@@ -21,6 +21,7 @@ from typing import Any
 from prep import __version__, options
 from prep.console import Console
 from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE, InputError, PrepError
+from prep.formats import DTYPES, FORMAT_NAMES
 from prep.recipe import RECIPE_FIELDS, Recipe, RunOptions
 from prep.state.provenance import read_active_seconds
 
@@ -44,7 +45,9 @@ RUN = _defaults(RunOptions)
 
 def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
     """The ``prepare`` grammar (prep.options) with the recipe's and run options' defaults."""
-    return options.prepare_parser(prog, {**RECIPE, **RUN}, __version__)
+    return options.prepare_parser(
+        prog, {**RECIPE, **RUN}, __version__, {"format": FORMAT_NAMES, "dtype": DTYPES}
+    )
 
 
 def _split_args(ns: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -175,7 +178,7 @@ def _verify(argv: list[str]) -> int:
     ns = options.verify_parser().parse_args(argv)
     if not ns.dir.is_dir():
         raise InputError(f"{ns.dir} is not a directory", path=ns.dir)
-    problems = verify_dataset(ns.dir)
+    problems = verify_dataset(ns.dir, llmc_batch=ns.llmc_batch)
     for line in problems:
         print(f"FAIL {line}")
     if problems:

@@ -25,8 +25,10 @@ from prep.state import checkpoint as ckpt
 from prep.state.manifest import MANIFEST_NAME, read_manifest
 
 
-def inspect_shard(path: Path, first: int, tokenizer: str | None, fmt: ShardFormat) -> list[str]:
-    line, ids = fmt.describe(path)
+def inspect_shard(
+    path: Path, first: int, tokenizer: str | None, fmt: ShardFormat, dtype: str | None
+) -> list[str]:
+    line, ids = fmt.describe(path, dtype)
     head = [int(i) for i in ids[:first]]
     lines = [line, f"first {len(head)} ids: {head}"]
     if tokenizer is None:
@@ -100,7 +102,8 @@ def inspect_manifest(directory: Path) -> list[str]:
     src = m.source
     lines = [
         f"dataset {m.dataset}: tokenizer {m.tokenizer_id} (V = {m.vocab_size:,}, "
-        f"separator {m.doc_sep_id} {m.sep_position}), .bin version {m.bin_version}",
+        f"separator {m.doc_sep_id} {m.sep_position}), format {m.format} ({m.dtype} ids, "
+        f"version {m.bin_version})",
         f"source {src.uri}: {len(src.files)} files, {src.rows_visited:,} rows visited, "
         f"{src.empty_rows_skipped:,} empty skipped",
     ]
@@ -156,11 +159,24 @@ def lock_holder(paths: OutputPaths) -> str | None:
     return None
 
 
+def _format_near(directory: Path) -> tuple[ShardFormat, str | None]:
+    """The format (and id dtype) of the shards in ``directory``: its manifest's, its
+    checkpoint's, or the default (whose header says the dtype)."""
+    if (directory / MANIFEST_NAME).is_file():
+        m = read_manifest(directory)
+        return get_format(m.format, m.dtype), m.dtype
+    if (directory / ckpt.CHECKPOINT_NAME).is_file():
+        cp = ckpt.load(directory)
+        fmt = get_format(cp.recipe.format, cp.recipe.dtype)
+        return fmt, fmt.dtype_name(cp.tokenizer.vocab_size)
+    return get_format(), None
+
+
 def inspect_path(path: Path, *, first: int = 16, tokenizer: str | None = None) -> list[str]:
     """Describe ``path``; raises ``InputError`` when it is none of the known kinds."""
-    fmt = get_format()
+    fmt, dtype = _format_near(path.parent)
     if path.is_file() and fmt.owns_file(path.name):
-        return inspect_shard(path, first, tokenizer, fmt)
+        return inspect_shard(path, first, tokenizer, fmt, dtype)
     if path.is_file() and path.name == MANIFEST_NAME:
         return inspect_manifest(path.parent)
     if path.is_dir() and (path / ckpt.CHECKPOINT_NAME).exists():

@@ -129,10 +129,13 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n(see {self.prog} --help)\n")
 
 
-def prepare_parser(prog: str, defaults: Mapping[str, Any], version: str) -> Parser:
+def prepare_parser(prog: str, defaults: Mapping[str, Any], version: str,
+                   choices: Mapping[str, Sequence[str]]) -> Parser:
     """The ``prepare`` parser. ``defaults`` maps each setting's dest to its default (the
-    recipe's and the run options'); options not typed are left out of the namespace."""
-    d = {k: shown(v) for k, v in defaults.items()}
+    recipe's and the run options'), ``choices`` the ``format`` and ``dtype`` names the
+    formats offer; options not typed are left out of the namespace."""
+    d: dict[str, Any] = {k: shown(v) for k, v in defaults.items()}
+    d["choices"] = choices
     p = Parser(
         prog=prog,
         usage=f"{prog} --source SRC --tokenizer TOK --out DIR [options]",
@@ -151,7 +154,7 @@ def prepare_parser(prog: str, defaults: Mapping[str, Any], version: str) -> Pars
 Group = argparse._ArgumentGroup
 
 
-def _source(g: Group, d: Mapping[str, str]) -> None:
+def _source(g: Group, d: Mapping[str, Any]) -> None:
     g.add_argument(
         "--source", metavar="SRC",
         help="a Parquet file, a directory (searched recursively) or a glob of them, "
@@ -162,7 +165,7 @@ def _source(g: Group, d: Mapping[str, str]) -> None:
                    help=f"the column holding the text (default: {d['text_column']})")
 
 
-def _tokenizer(g: Group, d: Mapping[str, str]) -> None:
+def _tokenizer(g: Group, d: Mapping[str, Any]) -> None:
     g.add_argument(
         "--tokenizer", metavar="TOK",
         help="a tokenizer.json or the directory holding it, hf:OWNER/NAME[@REV] (a Hub "
@@ -188,7 +191,7 @@ def _tokenizer(g: Group, d: Mapping[str, str]) -> None:
     )
 
 
-def _splits(g: Group, d: Mapping[str, str]) -> None:
+def _splits(g: Group, d: Mapping[str, Any]) -> None:
     g.add_argument("--split-column", metavar="NAME",
                    help="take each row's split (train or val) from this column")
     g.add_argument(
@@ -210,7 +213,15 @@ def _splits(g: Group, d: Mapping[str, str]) -> None:
                    help="stop once train holds N tokens (default: all)")
 
 
-def _output(g: Group, d: Mapping[str, str]) -> None:
+def _output(g: Group, d: Mapping[str, Any]) -> None:
+    g.add_argument(
+        "--format", choices=d["choices"]["format"],
+        help=f"the output container (default: {d['format']}); see docs/format.md",
+    )
+    g.add_argument(
+        "--dtype", choices=d["choices"]["dtype"],
+        help=f"the id dtype (default: {d['dtype']}: the narrowest that fits the vocabulary)",
+    )
     g.add_argument("--out", required=True, type=Path, metavar="DIR",
                    help="the dataset directory to create: new, or an empty directory")
     g.add_argument("--dataset", metavar="NAME",
@@ -222,7 +233,7 @@ def _output(g: Group, d: Mapping[str, str]) -> None:
     )
 
 
-def _run_control(g: Group, d: Mapping[str, str]) -> None:
+def _run_control(g: Group, d: Mapping[str, Any]) -> None:
     g.add_argument("--resume", action="store_true",
                    help="continue DIR.incomplete/ (or start, or find DIR complete)")
     g.add_argument("--refresh", action="store_true",
@@ -251,7 +262,7 @@ def _run_control(g: Group, d: Mapping[str, str]) -> None:
                    help="only errors and the summary line (dated)")
 
 
-def _hub(g: Group, d: Mapping[str, str]) -> None:
+def _hub(g: Group, d: Mapping[str, Any]) -> None:
     g.add_argument(
         "--offline", action="store_true",
         help="read hf:// sources and hf: tokenizers from the local Hugging Face cache only "
@@ -290,4 +301,9 @@ def verify_parser(prog: str = "prep verify") -> Parser:
                "every count against _MANIFEST.json: exit 0 when all agree, else 1 with a line "
                "per problem.")
     p.add_argument("dir", type=Path, metavar="DIR", help="the dataset directory")
+    p.add_argument(
+        "--llmc-batch", nargs=2, type=count(1), metavar=("B", "T"), default=None,
+        help="also report shards llm.c's DataLoader rejects for batch B x T (B*T+1 tokens "
+        "each)",
+    )
     return p

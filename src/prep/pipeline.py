@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError
-from prep.formats import ShardFormat, get_format
+from prep.formats import get_format
 from prep.fsio import fsync_dir
 from prep.progress import Reporter, silent
 from prep.publish import OutputPaths, hold_lock, is_empty_dir, publish, write_failure
@@ -71,7 +71,10 @@ def run(
     ``IntegrityError`` when staging does not verify or typed options contradict the run;
     ``MissingRecipe`` when a fresh start or a refresh needs a recipe and none was typed;
     ``InputError`` for bad input; ``Interrupted`` after a checkpoint when
-    ``stop_requested()``."""
+    ``stop_requested()``; ``UsageError`` for a ``--format``/``--dtype`` pair that cannot
+    be, before taking the lock."""
+    if recipe is not None:
+        get_format(recipe.format, recipe.dtype)
     life = _Lifecycle(
         OutputPaths.for_out(opts.out), recipe, opts, typed or {}, stop_requested, argv, reporter
     )
@@ -94,7 +97,6 @@ class _Lifecycle:
     stop_requested: StopRequested
     argv: list[str] | None
     reporter: Reporter
-    fmt: ShardFormat = field(default_factory=get_format)
     t0: float = field(default_factory=time.monotonic)
     early: Inputs | None = None  # a fresh start's inputs, resolved before the lock
     early_source: Source | None = None  # a refresh's source, resolved before the lock
@@ -173,11 +175,11 @@ class _Lifecycle:
                 )
             if (paths.staging / MANIFEST_NAME).exists():
                 return _verified_ready(paths.staging, self.typed)
-            plan = plan_restore(paths, opts, self.typed, self.stop_requested, self.fmt)
-            state, stream = apply_restore(plan, paths, opts, self.fmt), plan.stream
+            plan = plan_restore(paths, opts, self.typed, self.stop_requested)
+            state, stream = apply_restore(plan, paths, opts), plan.stream
         else:
             inputs = self.early or fresh_inputs(self.recipe, opts, source)
-            state, stream = start(paths, self.recipe, opts, inputs, self.fmt, refresh)
+            state, stream = start(paths, self.recipe, opts, inputs, refresh)
         return execute(state, stream, self.stop_requested, self.argv, self.reporter)
 
     def publish(self, manifest: Manifest, changes: tuple[str, ...] = ()) -> Outcome:

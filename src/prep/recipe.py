@@ -45,6 +45,8 @@ class Recipe:
     no_doc_sep: bool = False
     sep_position: str = "prepend"
     max_file_tokens: int = DEFAULT_MAX_FILE_TOKENS
+    format: str = "llmc"
+    dtype: str = "auto"
     dataset: str | None = None
     tokenizer_id: str | None = None
 
@@ -79,6 +81,8 @@ class Recipe:
         out["train_tokens"] = self.train_tokens
         out["sep_position"] = self.sep_position
         out["max_file_tokens"] = self.max_file_tokens
+        out["format"] = self.format
+        out["dtype"] = self.dtype
         return out
 
 

@@ -21,46 +21,25 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-import prep.formats.header256 as header256
 from prep.errors import IntegrityError, UsageError
+from prep.formats import get_format
 from prep.fsio import file_sha256
 from prep.state.manifest import ManifestFile, read_manifest
 
 Batch = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
 
 
-def _map_shard(path: Path, entry: ManifestFile) -> npt.NDArray[Any]:
-    """Check one listed file against its manifest entry and map its ids (read-only)."""
-    if not path.is_file():
-        raise IntegrityError(
-            f"{path}: listed in the manifest but missing; re-publish the dataset or restore "
-            "the file",
-            path=path,
-        )
-    with open(path, "rb") as f:
-        header = header256.unpack(f.read(header256.HEADER_BYTES), where=str(path))
-    header256.check_size(header, path.stat().st_size, where=str(path))
-    if header.n != entry.n_tokens:
-        raise IntegrityError(
-            f"{path}: header n = {header.n:,} but the manifest lists {entry.n_tokens:,} "
-            "tokens; the file does not belong to this manifest",
-            path=path,
-        )
-    if header.n == 0:
-        return np.zeros(0, dtype=header.kind.dtype)
-    return np.memmap(
-        path, dtype=header.kind.dtype, mode="r", offset=header256.HEADER_BYTES, shape=(header.n,)
-    )
-
-
-def _check_hash(path: Path, entry: ManifestFile) -> None:
-    sha = file_sha256(path)
-    if sha != entry.sha256:
-        raise IntegrityError(
-            f"{path}: SHA-256 {sha[:12]}... does not match the manifest's "
-            f"{entry.sha256[:12]}...; the file changed after publishing (run `prep verify`)",
-            path=path,
-        )
+def _check_hashes(directory: Path, entry: ManifestFile) -> None:
+    """Re-hash every file of a shard against the manifest."""
+    files = [(entry.name, entry.sha256)] + [(c.name, c.sha256) for c in entry.companions]
+    for name, want in files:
+        sha = file_sha256(directory / name)
+        if sha != want:
+            raise IntegrityError(
+                f"{directory / name}: SHA-256 {sha[:12]}... does not match the manifest's "
+                f"{want[:12]}...; the file changed after publishing (run `prep verify`)",
+                path=directory / name,
+            )
 
 
 class TokenStream:
@@ -81,13 +60,12 @@ class TokenStream:
         if split not in manifest.totals:
             known = ", ".join(manifest.totals)
             raise UsageError(f"{self.path}: no split {split!r} (the manifest has {known})")
-        entries = sorted((e for e in manifest.files if e.split == split), key=lambda e: e.name)
+        fmt = get_format(manifest.format, manifest.dtype)
         shards = []
-        for entry in entries:
-            shard_path = self.path / entry.name
-            shards.append(_map_shard(shard_path, entry))
+        for entry in sorted((e for e in manifest.files if e.split == split), key=lambda e: e.name):
+            shards.append(fmt.map_ids(self.path, entry, manifest))
             if verify:
-                _check_hash(shard_path, entry)
+                _check_hashes(self.path, entry)
         # Plain ndarray views of the maps: slicing an np.memmap costs a subclass round trip.
         self._shards = [s.view(np.ndarray) for s in shards if s.size]
         sizes = np.array([s.size for s in self._shards], dtype=np.int64)

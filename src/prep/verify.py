@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from prep.errors import IntegrityError
+from prep.errors import IntegrityError, UsageError
 from prep.formats import ShardFormat, get_format
 from prep.split import SPLITS
 from prep.state.manifest import Manifest, ManifestFile, read_manifest
@@ -42,13 +42,48 @@ def _split_problems(
     return problems
 
 
-def verify_dataset(directory: Path, *, check_extra: bool = True) -> list[str]:
-    """Every problem found, one line each (empty when the dataset verifies)."""
+def llmc_batch_problems(manifest: Manifest, batch: int, seq_len: int) -> list[str]:
+    """Shards llm.c's DataLoader refuses at start-up for batch ``batch`` x ``seq_len``: it
+    asserts that every shard of the glob holds at least ``B*T+1`` tokens (``P*B*T+1`` with P
+    processes). Each line says how to fix it."""
+    need = batch * seq_len + 1
+    problems = []
+    for entry in sorted(manifest.files, key=lambda e: e.name):
+        if entry.n_tokens >= need:
+            continue
+        total = manifest.totals[entry.split].n_tokens
+        if total >= need and total <= 2**31 - 1:
+            fix = (
+                f"rebuild with --max-file-tokens {total:,} (the whole {entry.split} split in "
+                f"one file), or use a smaller B*T"
+            )
+        else:
+            bigger = "a larger val split (--val-fraction)" if entry.split == "val" else "more data"
+            fix = (
+                f"the whole {entry.split} split holds only {total:,} tokens: use {bigger}, or "
+                "a smaller B*T"
+            )
+        problems.append(
+            f"{entry.name}: {entry.n_tokens:,} tokens, fewer than the B*T+1 = {need:,} that "
+            f"llm.c's DataLoader asserts for every shard (-b {batch} -t {seq_len}; with P "
+            f"processes it needs P*B*T+1); {fix}"
+        )
+    return problems
+
+
+def verify_dataset(
+    directory: Path, *, check_extra: bool = True, llmc_batch: tuple[int, int] | None = None
+) -> list[str]:
+    """Every problem found, one line each (empty when the dataset verifies). With
+    ``llmc_batch=(B, T)`` also the shards llm.c would reject for that batch."""
     try:
         manifest = read_manifest(directory)
     except IntegrityError as e:
         return [str(e)]
-    fmt = get_format()
+    try:
+        fmt = get_format(manifest.format, manifest.dtype)
+    except UsageError as e:
+        return [f"manifest: {e}"]
     problems: list[str] = []
     by_split: dict[str, list[ManifestFile]] = {s: [] for s in SPLITS}
     for entry in manifest.files:
@@ -65,4 +100,6 @@ def verify_dataset(directory: Path, *, check_extra: bool = True) -> list[str]:
         for p in sorted(directory.iterdir()):
             if fmt.owns_file(p.name) and p.name not in listed:
                 problems.append(f"{p.name}: not listed in the manifest")
+    if llmc_batch is not None:
+        problems += llmc_batch_problems(manifest, *llmc_batch)
     return problems

@@ -50,6 +50,7 @@ class SplitWriter:
     _file_docs: int = 0
     _file_tokens: int = 0  # including pending
     _pending: list[npt.NDArray[Any]] = field(default_factory=list)
+    _pending_lengths: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._sep = np.array([self.sep_id], dtype=np.uint32) if self.sep_id is not None else None
@@ -63,6 +64,8 @@ class SplitWriter:
     def moved_to(self, directory: Path) -> None:
         """The directory was renamed (staging put in place); open files stay open."""
         self.directory = directory
+        if self._file is not None:
+            self._file.moved_to(directory)
 
     def restore(self, state: SplitState, open_writer: ShardWriter | None) -> None:
         """Continue from a verified checkpoint state with its reopened open file."""
@@ -89,6 +92,7 @@ class SplitWriter:
             self._pending.extend((ids, self._sep))
         else:
             self._pending.extend((self._sep, ids))
+        self._pending_lengths.append(doc_tokens)
         self._file_tokens += doc_tokens
         self._file_docs += 1
         self.n_tokens += doc_tokens
@@ -100,8 +104,8 @@ class SplitWriter:
         """Write buffered documents to the open file (not yet durable)."""
         if self._pending and self._file is not None:
             data = self._pending[0] if len(self._pending) == 1 else np.concatenate(self._pending)
-            self._pending = []
-            self._file.append(data)
+            self._file.append(data, self._pending_lengths)
+            self._pending, self._pending_lengths = [], []
 
     def sync(self) -> None:
         """Flush and fsync the open file: everything added so far is durable."""
@@ -118,8 +122,10 @@ class SplitWriter:
         if self._file is None:
             raise RuntimeError(f"{self.split}: no open shard to seal")
         self.flush()
-        sha = self._file.seal()
-        self.sealed.append(FileRecord(self._file.name, self._file.n, self._file_docs, sha))
+        sha, companions = self._file.seal()
+        self.sealed.append(
+            FileRecord(self._file.name, self._file.n, self._file_docs, sha, companions)
+        )
         self._file = None
         self._file_docs = 0
         self._file_tokens = 0
@@ -129,7 +135,11 @@ class SplitWriter:
         open_file = None
         if self._file is not None:
             open_file = OpenFile(
-                self._file.name, self._file.n, self._file_docs, self._file.ids_sha256
+                self._file.name,
+                self._file.n,
+                self._file_docs,
+                self._file.ids_sha256,
+                self._file.doc_lengths,
             )
         return SplitState(
             sealed=tuple(self.sealed),

@@ -265,7 +265,7 @@ def test_split_column_routes_each_document(cli, tmp_path: Path) -> None:
     m = manifest(out)
     assert list(m["recipe"]) == ["split_column", "seed", "shuffle_files", "shuffle_buffer",
                                  "max_documents", "train_tokens", "sep_position",
-                                 "max_file_tokens"]
+                                 "max_file_tokens", "format", "dtype"]
     assert m["recipe"]["split_column"] == "part"
     assert m["source"]["split_column"] == "part"
 
@@ -273,7 +273,8 @@ def test_split_column_routes_each_document(cli, tmp_path: Path) -> None:
 # -- the manifest ------------------------------------------------------------------------------
 
 MANIFEST_KEYS = ["version", "dataset", "tokenizer_id", "tokenizer_sha256", "vocab_size",
-                 "doc_sep_id", "sep_position", "bin_version", "max_file_tokens",
+                 "doc_sep_id", "sep_position", "format", "dtype", "bin_version",
+                 "max_file_tokens",
                  "corpus_manifest_sha256", "source", "recipe", "val_bytes_per_token", "totals",
                  "files"]
 SOURCE_KEYS = ["kind", "uri", "revision", "text_column", "split_column", "files",
@@ -298,7 +299,7 @@ def test_manifest_fields_recomputed(cli, tmp_path: Path) -> None:
     assert raw == (json.dumps(m, indent=2, ensure_ascii=False) + "\n").encode()
     assert list(m) == MANIFEST_KEYS
     assert list(m["source"]) == SOURCE_KEYS
-    assert m["version"] == "v1"
+    assert m["version"] == "v2"
     s = m["source"]
     assert (s["kind"], s["uri"], s["revision"]) == ("parquet", str(src), None)
     assert (s["text_column"], s["split_column"]) == ("text", None)
@@ -312,7 +313,8 @@ def test_manifest_fields_recomputed(cli, tmp_path: Path) -> None:
     assert s["empty_rows_skipped"] == 5
     assert m["recipe"] == {"val_fraction": fraction, "seed": seed, "shuffle_files": False,
                            "shuffle_buffer": 0, "max_documents": None, "train_tokens": None,
-                           "sep_position": "prepend", "max_file_tokens": 500}
+                           "sep_position": "prepend", "max_file_tokens": 500,
+                           "format": "llmc", "dtype": "auto"}
     assert m["max_file_tokens"] == 500
     # β from an independent GPT-2 (tiktoken): val bytes / val tokens, separators excluded.
     enc = tiktoken_gpt2(FIXTURES)

@@ -169,7 +169,7 @@ def test_inspect_a_bin_file(cli, dataset: Path) -> None:
 
     assert r.code == 0, r.err
     lines = r.out.splitlines()
-    assert lines[0] == (f"train-00001.bin: llm.c .bin version 1 (uint16), n = {len(ids):,} ids, "
+    assert lines[0] == (f"train-00001.bin: llmc uint16 ids, n = {len(ids):,}, version 1, "
                         f"vocab_size = 256, {path.stat().st_size:,} bytes")
     assert lines[1] == f"first 5 ids: {ids[:5]}"
     assert lines[2] == f"decoded: {bytes(ids[:5]).decode()!r}"

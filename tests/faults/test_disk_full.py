@@ -20,7 +20,7 @@ def enospc(target: str, nth: int = 1, **filters: Any) -> dict[str, Any]:
 
 # (fault, a checkpoint per batch?, staging committed when it fires?)
 MID_RUN = [
-    pytest.param(enospc("prep.formats.llmc.BinWriter.append", nth=40), False,
+    pytest.param(enospc("prep.formats.idfile.IdFileWriter.append", nth=40), False,
                  id="appending-ids-mid-run"),
     pytest.param(enospc(FSYNC, within=["seal", "_roll"], nth=3), False,
                  id="sealing-a-file-at-rollover"),

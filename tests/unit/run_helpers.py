@@ -42,7 +42,7 @@ def setup(root: Path, texts: list[str] | None = None, name: str = "out") -> Setu
 
 
 def started(s: Setup) -> tuple[RunState, Iterator[StreamItem]]:
-    return start(s.paths, s.recipe, s.opts, fresh_inputs(s.recipe, s.opts), FMT)
+    return start(s.paths, s.recipe, s.opts, fresh_inputs(s.recipe, s.opts))
 
 
 def commit(state: RunState, stream: Iterator[StreamItem], n: int) -> None:

@@ -157,12 +157,15 @@ def test_largest_int32_vocab_is_written(tmp_path: Path) -> None:
 
 def test_read_rejects_wrong_magic(tmp_path: Path) -> None:
     path = tmp_path / "m.bin"
-    # llm.c's Llama-3 magic is another format, not this one.
-    path.write_bytes(spec_header(1, 1, 256, magic=20240801) + struct.pack("<H", 1))
+    path.write_bytes(spec_header(1, 1, 256, magic=20240521) + struct.pack("<H", 1))
     with pytest.raises(FormatError) as info:
         read_bin(path)
     assert "m.bin" in str(info.value)
-    assert "magic 20240801 is not 20240520" in str(info.value)
+    assert "magic 20240521 is not an llm.c token file's" in str(info.value)
+    # llm.c's Llama-3 magic comes only with version 7 (uint32 ids).
+    path.write_bytes(spec_header(1, 1, 256, magic=20240801) + struct.pack("<H", 1))
+    with pytest.raises(FormatError, match="unknown version 1 for magic 20240801"):
+        read_bin(path)
 
 
 @pytest.mark.parametrize("version", [0, 3, -1, 7])
@@ -256,7 +259,7 @@ def test_binwriter_streaming_equals_write_bin(tmp_path: Path) -> None:
     w = BinWriter(tmp_path / "s.bin", 256)
     for c in chunks:
         w.append(np.array(c, dtype=np.int64))
-    sha = w.seal()
+    sha, _ = w.seal()
     flat = [i for c in chunks for i in c]
     write_bin(tmp_path / "w.bin", flat, 256)
     raw = (tmp_path / "s.bin").read_bytes()

@@ -63,7 +63,7 @@ def test_finish_seals_and_writes_the_manifest_last(tmp_path: Path) -> None:
     assert {f.name for f in manifest.files} == set(shards)
     for f in manifest.files:
         assert f.sha256 == hashlib.sha256(shards[f.name]).hexdigest()
-        assert FMT.describe(staging / f.name)[1].size == f.n_tokens  # sealed: n in header
+        assert FMT.describe(staging / f.name, None)[1].size == f.n_tokens  # sealed: n in header
     assert manifest.source.rows_visited == 240
     prov = json.loads((staging / PROVENANCE_NAME).read_bytes())
     assert prov["argv"] == ["prepare", "--x"] and prov["resumes"] == 0

@@ -13,6 +13,7 @@ import pytest
 from prep.errors import IntegrityError, UsageError
 from prep.formats import _FORMATS, get_format
 from prep.state.manifest import Manifest, ManifestFile
+from prep.state.shards import OpenFile
 
 VOCAB = 300
 NAMES = sorted(_FORMATS)
@@ -22,9 +23,25 @@ def ids(*values: int) -> np.ndarray:
     return np.array(values, dtype=np.uint32)
 
 
-def id_bytes(values: list[int]) -> bytes:
-    """The little-endian id bytes of the llm.c layout for V <= 65536 (tokens-bin.md)."""
-    return np.array(values, dtype="<u2").tobytes()
+# The id width each format stores V = 300 in, from its layout (tokens-bin.md; llm.c's
+# HEADERS_INFO for Llama-3; Megatron's uint16 code; raw: narrowest).
+WIDTH = {"llmc": "<u2", "llmc-llama3": "<u4", "megatron": "<u2", "raw": "<u2"}
+
+
+def id_bytes(values: list[int], name: str = "llmc") -> bytes:
+    """The little-endian id bytes a format stores for V = 300."""
+    return np.array(values, dtype=WIDTH[name]).tobytes()
+
+
+def put(w, *values: int) -> None:  # type: ignore[no-untyped-def]
+    """Append one document of ``values``."""
+    w.append(ids(*values), [len(values)])
+
+
+def open_record(w) -> OpenFile:  # type: ignore[no-untyped-def]
+    """What the checkpoint records for an open shard."""
+    lengths = w.doc_lengths
+    return OpenFile(w.name, w.n, len(lengths or ()), w.ids_sha256, lengths)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -52,15 +69,18 @@ def test_unknown_format_names_the_known_ones() -> None:
 def test_write_sync_seal(tmp_path: Path, name: str) -> None:
     fmt = get_format(name)
     w = fmt.create(tmp_path, fmt.shard_name("train", 0), VOCAB)
-    w.append(ids(1, 2, 3))
-    w.append(ids(299))
+    put(w, 1, 2, 3)
+    put(w, 299)
     w.sync()
     assert w.n == 4
-    assert w.ids_sha256 == hashlib.sha256(id_bytes([1, 2, 3, 299])).hexdigest()
-    sha = w.seal()
+    assert w.ids_sha256 == hashlib.sha256(id_bytes([1, 2, 3, 299], name)).hexdigest()
+    sha, companions = w.seal()
     files = fmt.shard_files(w.name)
     assert sha == hashlib.sha256((tmp_path / files[0]).read_bytes()).hexdigest()
-    assert (tmp_path / files[0]).read_bytes().endswith(id_bytes([1, 2, 3, 299]))
+    assert (tmp_path / files[0]).read_bytes().endswith(id_bytes([1, 2, 3, 299], name))
+    assert [c.name for c in companions] == list(files[1:])
+    for c in companions:
+        assert c.sha256 == hashlib.sha256((tmp_path / c.name).read_bytes()).hexdigest()
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -68,25 +88,30 @@ def test_check_open_then_reopen_cuts_what_came_after_the_commit(tmp_path: Path, 
     fmt = get_format(name)
     shard = fmt.shard_name("train", 0)
     w = fmt.create(tmp_path, shard, VOCAB)
-    w.append(ids(5, 6, 7))
+    put(w, 5, 6)
+    put(w, 7)
     w.sync()
-    committed = (w.n, w.ids_sha256)
-    w.append(ids(8, 9))  # written after the commit point
+    committed = open_record(w)
+    put(w, 8, 9)  # written after the commit point
     w.sync()
     w.close()
     path = tmp_path / fmt.shard_files(shard)[0]
     before = path.read_bytes()
-    checked = fmt.check_open(tmp_path, shard, *committed, VOCAB)
+    checked = fmt.check_open(tmp_path, committed, VOCAB)
     assert path.read_bytes() == before, "check_open must only read"
     again = fmt.reopen(tmp_path, checked, VOCAB)
-    again.append(ids(10))
+    put(again, 10)
     sealed = again.seal()
-    assert path.read_bytes().endswith(id_bytes([5, 6, 7, 10]))
+    assert path.read_bytes().endswith(id_bytes([5, 6, 7, 10], name))
     other = tmp_path / "never-stopped"
     other.mkdir()
     fresh = fmt.create(other, shard, VOCAB)
-    fresh.append(ids(5, 6, 7, 10))
+    put(fresh, 5, 6)
+    put(fresh, 7)
+    put(fresh, 10)
     assert fresh.seal() == sealed, "a resumed shard has the bytes of one never stopped"
+    for f in fmt.shard_files(shard):
+        assert (tmp_path / f).read_bytes() == (other / f).read_bytes()
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -94,23 +119,25 @@ def test_check_open_refuses_changed_or_short_shards(tmp_path: Path, name: str) -
     fmt = get_format(name)
     shard = fmt.shard_name("val", 0)
     w = fmt.create(tmp_path, shard, VOCAB)
-    w.append(ids(1, 2, 3))
+    put(w, 1, 2, 3)
     w.sync()
     w.close()
     path = tmp_path / fmt.shard_files(shard)[0]
     with pytest.raises(IntegrityError, match=r"its first 3 ids do not match the checkpoint"):
-        fmt.check_open(tmp_path, shard, 3, "0" * 64, VOCAB)
+        fmt.check_open(tmp_path, OpenFile(shard, 3, 1, "0" * 64, (3,)), VOCAB)
     with pytest.raises(IntegrityError, match=r"missing or shorter than its 4 committed ids"):
-        fmt.check_open(tmp_path, shard, 4, "0" * 64, VOCAB)
+        fmt.check_open(tmp_path, OpenFile(shard, 4, 1, "0" * 64, (4,)), VOCAB)
     path.unlink()
     with pytest.raises(IntegrityError, match=r"missing or shorter"):
-        fmt.check_open(tmp_path, shard, 0, hashlib.sha256().hexdigest(), VOCAB)
+        fmt.check_open(tmp_path, OpenFile(shard, 0, 0, hashlib.sha256().hexdigest(), ()), VOCAB)
 
 
-def manifest_for(entries: list[ManifestFile], sep: int | None = 0) -> Manifest:
+def manifest_for(entries: list[ManifestFile], name: str, sep: int | None = 0) -> Manifest:
+    fmt = get_format(name)
     m = {
-        "version": "v1", "dataset": "d", "tokenizer_id": "t", "tokenizer_sha256": "0" * 64,
-        "vocab_size": VOCAB, "doc_sep_id": sep, "sep_position": "prepend", "bin_version": 1,
+        "version": "v2", "dataset": "d", "tokenizer_id": "t", "tokenizer_sha256": "0" * 64,
+        "vocab_size": VOCAB, "doc_sep_id": sep, "sep_position": "prepend", "format": name,
+        "dtype": fmt.dtype_name(VOCAB), "bin_version": fmt.layout_version(VOCAB),
         "max_file_tokens": 10, "corpus_manifest_sha256": "0" * 64,
         "source": {"kind": "parquet", "uri": "u", "revision": None, "text_column": "text",
                    "split_column": None, "files": [], "rows_visited": 0,
@@ -127,18 +154,19 @@ def test_check_shard_and_describe(tmp_path: Path, name: str) -> None:
     fmt = get_format(name)
     shard = fmt.shard_name("train", 0)
     w = fmt.create(tmp_path, shard, VOCAB)
-    w.append(ids(0, 4, 5, 0, 6))
-    sha = w.seal()
-    good = ManifestFile(shard, "train", 5, 2, sha)
-    assert fmt.check_shard(tmp_path, good, manifest_for([good])) == []
-    problems = fmt.check_shard(
-        tmp_path, ManifestFile(shard, "train", 5, 3, sha), manifest_for([good])
-    )
-    assert problems == [f"{shard}: 2 separators for 3 documents"]
-    wrong = ManifestFile(shard, "train", 5, 2, "f" * 64)
-    assert any("SHA-256" in p for p in fmt.check_shard(tmp_path, wrong, manifest_for([wrong])))
-    line, got = fmt.describe(tmp_path / fmt.shard_files(shard)[0])
-    assert shard in line and "n = 5 ids" in line
+    put(w, 0, 4, 5)
+    put(w, 0, 6)
+    sha, companions = w.seal()
+    good = ManifestFile(shard, "train", 5, 2, sha, companions)
+    m = manifest_for([good], name)
+    assert fmt.check_shard(tmp_path, good, m) == []
+    assert fmt.map_ids(tmp_path, good, m).tolist() == [0, 4, 5, 0, 6]
+    problems = fmt.check_shard(tmp_path, ManifestFile(shard, "train", 5, 3, sha, companions), m)
+    assert f"{shard}: 2 separators for 3 documents" in problems
+    wrong = ManifestFile(shard, "train", 5, 2, "f" * 64, companions)
+    assert any("SHA-256" in p for p in fmt.check_shard(tmp_path, wrong, m))
+    line, got = fmt.describe(tmp_path / fmt.shard_files(shard)[0], m.dtype)
+    assert shard in line and "n = 5," in line
     assert [int(i) for i in got] == [0, 4, 5, 0, 6]
     (tmp_path / fmt.shard_files(shard)[0]).unlink()
-    assert fmt.check_shard(tmp_path, good, manifest_for([good])) == [f"{shard}: missing"]
+    assert fmt.check_shard(tmp_path, good, m) == [f"{shard}: missing"]

@@ -34,6 +34,8 @@ TOP_KEYS = [
     "vocab_size",
     "doc_sep_id",
     "sep_position",
+    "format",
+    "dtype",
     "bin_version",
     "max_file_tokens",
     "corpus_manifest_sha256",
@@ -63,6 +65,8 @@ RECIPE_KEYS_HASH = [
     "train_tokens",
     "sep_position",
     "max_file_tokens",
+    "format",
+    "dtype",
 ]
 FILE_KEYS = ["name", "split", "n_tokens", "n_docs", "sha256"]
 TOTALS_KEYS = ["n_tokens", "n_docs", "n_files"]
@@ -106,7 +110,7 @@ def built(recipe: Recipe | None = None, val_bytes: int = 9, val_tokens: int = 6)
         recipe=recipe,
         dataset="ds",
         tokenizer=ident,
-        bin_version=1,
+        layout=("llmc", "uint16", 1),
         source=ManifestSource.from_json(source_dict()),
         totals=totals,
     ).to_json()
@@ -138,9 +142,11 @@ def test_recipe_with_split_column_replaces_val_fraction() -> None:
 
 def test_values() -> None:
     m = built()
-    assert m["version"] == "v1"
+    assert m["version"] == "v2"
     assert m["dataset"] == "ds"
     assert (m["vocab_size"], m["doc_sep_id"], m["bin_version"]) == (256, 0, 1)
+    assert (m["format"], m["dtype"]) == ("llmc", "uint16")
+    assert (m["recipe"]["format"], m["recipe"]["dtype"]) == ("llmc", "auto")
     assert m["sep_position"] == "prepend"
     assert m["recipe"]["train_tokens"] is None
     assert m["totals"] == {
@@ -349,10 +355,23 @@ def test_read_manifest_corrupt(tmp_path: Path) -> None:
     assert "_MANIFEST.json is not valid JSON" in str(info.value)
 
 
-@pytest.mark.parametrize(("content", "shown"), [('{"version": "v2"}', "'v2'"), ("[1]", "None"),
+@pytest.mark.parametrize(("content", "shown"), [('{"version": "v3"}', "'v3'"), ("[1]", "None"),
                                                 ("{}", "None")])
 def test_read_manifest_unknown_version(tmp_path: Path, content: str, shown: str) -> None:
     (tmp_path / "_MANIFEST.json").write_text(content)
     with pytest.raises(IntegrityError) as info:
         read_manifest(tmp_path)
-    assert f"manifest version {shown} is not 'v1'" in str(info.value)
+    assert f"manifest version {shown} is not one of v1, v2" in str(info.value)
+
+
+@pytest.mark.parametrize(("bin_version", "dtype"), [(1, "uint16"), (2, "uint32")])
+def test_a_v1_manifest_still_reads_as_llmc(tmp_path: Path, bin_version: int, dtype: str) -> None:
+    # v1 had no format or dtype: its files were llm.c .bin, the dtype given by bin_version.
+    m = built()
+    m["version"] = "v1"
+    del m["format"], m["dtype"], m["recipe"]["format"], m["recipe"]["dtype"]
+    m["bin_version"] = bin_version
+    (tmp_path / "_MANIFEST.json").write_text(json.dumps(m))
+    got = read_manifest(tmp_path)
+    assert (got.version, got.format, got.dtype, got.bin_version) == ("v1", "llmc", dtype,
+                                                                      bin_version)

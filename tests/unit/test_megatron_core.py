@@ -30,3 +30,25 @@ def test_indexed_dataset_reads_the_pair(tmp_path: Path, dtype: str, top: int) ->
     assert [ds[i].tolist() for i in range(len(docs))] == docs
     assert ds.document_indices.tolist() == list(range(len(docs) + 1))
     assert ds.index.dtype == np.dtype(dtype).type
+
+
+@pytest.mark.parametrize("dtype", ["auto", "int32"])
+def test_indexed_dataset_reads_prepared_output(tmp_path: Path, dtype: str) -> None:
+    from conftest import GPT2_DIR, make_corpus, numbered_docs
+    from format_readers import read_megatron_docs, split_files
+
+    from prep.cli import main
+
+    src = make_corpus(tmp_path / "src", [numbered_docs(60)])
+    out = tmp_path / "out"
+    assert main(["prepare", "--out", str(out), "--source", str(src), "--tokenizer",
+                 str(GPT2_DIR), "--format", "megatron", "--dtype", dtype, "--val-fraction",
+                 "0.3", "--max-file-tokens", "300", "--quiet"]) == 0
+    pairs = split_files(out, "train") + split_files(out, "val")
+    assert len(pairs) >= 3
+    for path in pairs:
+        prefix = path.with_suffix("")
+        ds = indexed_dataset.IndexedDataset(str(prefix))
+        docs = read_megatron_docs(prefix)
+        assert len(ds) == len(docs) > 0
+        assert [ds[i].tolist() for i in range(len(ds))] == docs

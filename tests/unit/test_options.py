@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from prep.formats import DTYPES, FORMAT_NAMES
 from prep.options import GROUPS, command_error, prepare_parser
 from prep.recipe import Recipe, RunOptions
 
@@ -31,7 +32,7 @@ def defaults() -> dict[str, Any]:
 
 @pytest.fixture
 def parser() -> argparse.ArgumentParser:
-    return prepare_parser(PROG, defaults(), "9.9.9")
+    return prepare_parser(PROG, defaults(), "9.9.9", {"format": FORMAT_NAMES, "dtype": DTYPES})
 
 
 def options(parser: argparse.ArgumentParser) -> list[argparse.Action]:

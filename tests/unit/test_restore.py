@@ -17,7 +17,7 @@ from prep.state.manifest import MANIFEST_NAME
 
 
 def plan(s: Setup, typed: dict[str, object] | None = None):  # type: ignore[no-untyped-def]
-    return plan_restore(s.paths, s.opts, typed or {}, never, FMT)
+    return plan_restore(s.paths, s.opts, typed or {}, never)
 
 
 def never() -> bool:
@@ -43,7 +43,7 @@ def test_plan_only_reads_and_names_what_apply_changes(tmp_path: Path) -> None:
         assert st.open is not None and verified is not None
         assert (verified.name, verified.n) == (st.open.name, st.open.n_tokens)
 
-    state = apply_restore(p, s.paths, s.opts, FMT)
+    state = apply_restore(p, s.paths, s.opts)
     after = tree(staging)
     assert set(after) == set(before) - {x.name for x in p.stray}
     for st in cp.splits.values():

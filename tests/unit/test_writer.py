@@ -285,7 +285,7 @@ def test_restore_continues_identically(tmp_path: Path) -> None:
     with open(path, "ab") as f:
         f.write(b"\x01\x00" * 3)  # written after the commit point: must be cut
     op = state.open
-    checked = FMT.check_open(b_dir, op.name, op.n_tokens, op.ids_sha256, 256)
+    checked = FMT.check_open(b_dir, op, 256)
     b2 = SplitWriter(b_dir, FMT, "train", 256, 0, False, 7)
     b2.restore(state, FMT.reopen(b_dir, checked, 256))
     for d in docs[5:]:

@@ -13,6 +13,7 @@ check passes reopens it, cutting what came after the commit point (:meth:`ShardF
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from prep.state.manifest import Manifest, ManifestFile
+from prep.state.shards import Companion, OpenFile
 
 SHARD_INDEX_DIGITS = 5
 MAX_TOKENS = 2**31 - 1  # ids per shard: every format counts them in an int32
@@ -46,16 +48,28 @@ class ShardWriter(Protocol):
     @property
     def ids_sha256(self) -> str: ...
 
-    def append(self, ids: npt.NDArray[Any]) -> None:
-        """Append ids; raises ``InputError`` for an id outside the vocabulary."""
+    @property
+    def doc_lengths(self) -> tuple[int, ...] | None:
+        """The appended documents' lengths when the format indexes documents (the
+        checkpoint keeps them for an open shard), else None."""
+        ...
+
+    def append(self, ids: npt.NDArray[Any], doc_lengths: Sequence[int] = ()) -> None:
+        """Append the ids of whole documents of ``doc_lengths`` ids each; raises
+        ``InputError`` for an id outside the vocabulary."""
         ...
 
     def sync(self) -> None:
         """Flush and fsync: everything appended is durable."""
         ...
 
-    def seal(self) -> str:
-        """Finish the shard durably; returns its SHA-256 (what the manifest lists)."""
+    def moved_to(self, directory: Path) -> None:
+        """The shard's directory was renamed while it stayed open."""
+        ...
+
+    def seal(self) -> tuple[str, tuple[Companion, ...]]:
+        """Finish the shard durably; returns its SHA-256 (what the manifest lists) and
+        its further files with theirs."""
         ...
 
     def close(self) -> None:
@@ -92,17 +106,20 @@ class ShardFormat(Protocol):
         """Whether a file name in a dataset directory is (part of) some shard."""
         ...
 
-    def layout_version(self, vocab_size: int) -> int:
+    def dtype_name(self, vocab_size: int) -> str:
+        """The ids' dtype for this vocabulary (the manifest's ``dtype``); raises
+        ``UsageError`` when the requested one cannot hold it."""
+        ...
+
+    def layout_version(self, vocab_size: int) -> int | None:
         """The version recorded in the manifest (``bin_version``)."""
         ...
 
     def create(self, directory: Path, name: str, vocab_size: int) -> ShardWriter: ...
 
-    def check_open(
-        self, directory: Path, name: str, n: int, ids_sha256: str, vocab_size: int
-    ) -> VerifiedOpen:
-        """Check an open shard's first ``n`` ids against ``ids_sha256``, reading only;
-        raises ``IntegrityError`` saying what is wrong and how to recover."""
+    def check_open(self, directory: Path, op: OpenFile, vocab_size: int) -> VerifiedOpen:
+        """Check an open shard's committed prefix against the checkpoint's record, reading
+        only; raises ``IntegrityError`` saying what is wrong and how to recover."""
         ...
 
     def reopen(self, directory: Path, verified: VerifiedOpen, vocab_size: int) -> ShardWriter:
@@ -113,8 +130,14 @@ class ShardFormat(Protocol):
         """Every problem of a published shard against its manifest entry (reads only)."""
         ...
 
-    def describe(self, path: Path) -> tuple[str, npt.NDArray[Any]]:
-        """A one-line description of a shard file and its ids (for ``prep inspect``)."""
+    def map_ids(self, directory: Path, entry: ManifestFile, manifest: Manifest) -> npt.NDArray[Any]:
+        """A published shard's ids, memory-mapped read-only after checking its files' sizes
+        against the entry (no hashing); raises ``IntegrityError`` or ``FormatError``."""
+        ...
+
+    def describe(self, path: Path, dtype_name: str | None) -> tuple[str, npt.NDArray[Any]]:
+        """A one-line description of a shard file and its ids (for ``prep inspect``);
+        ``dtype_name`` is the manifest's, for layouts that do not record it."""
         ...
 
 

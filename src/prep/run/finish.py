@@ -97,7 +97,11 @@ def finish(state: RunState, argv: list[str] | None) -> Manifest:
         recipe=recipe,
         dataset=recipe.dataset or state.paths.final.name,
         tokenizer=identity,
-        bin_version=state.fmt.layout_version(identity.vocab_size),
+        layout=(
+            state.fmt.name,
+            state.fmt.dtype_name(identity.vocab_size),
+            state.fmt.layout_version(identity.vocab_size),
+        ),
         source=source,
         totals=totals,
     )

@@ -21,7 +21,7 @@ from prep.fsio import file_sha256, fsync_dir, stray_temps
 from prep.publish import OutputPaths
 from prep.recipe import Recipe, RunOptions
 from prep.run.inputs import Inputs, pinned_encoder, pinned_source, recorded
-from prep.run.state import RunState, make_writers
+from prep.run.state import RunState, make_writers, output_format
 from prep.sources import Source, SourceFile, arm_expected, hash_and_check
 from prep.state import checkpoint as ckpt
 from prep.state.changes import (
@@ -47,6 +47,7 @@ class RestorePlan:
 
     checkpoint: Checkpoint
     inputs: Inputs
+    fmt: ShardFormat  # the checkpoint's --format/--dtype
     versions: dict[str, str]
     opened: dict[str, VerifiedOpen | None]  # per split, the open shard's checked prefix
     files: list[SourceFile]  # read order
@@ -116,28 +117,29 @@ def check_shards(
     opened: dict[str, VerifiedOpen | None] = {}
     for split, state in cp.splits.items():
         for rec in state.sealed:
-            path = staging / rec.name
-            if not path.is_file():
-                raise IntegrityError(
-                    f"{path} is missing but the checkpoint lists it as sealed; staging was "
-                    f"tampered with. Delete {staging} to start over",
-                    path=path,
-                )
-            sha = file_sha256(path)
-            if sha != rec.sha256:
-                raise IntegrityError(
-                    f"{path}: SHA-256 {sha[:12]}… is not the checkpoint's {rec.sha256[:12]}…; "
-                    f"the file was modified after it was sealed. Delete {staging} to start "
-                    "over",
-                    path=path,
-                )
+            files = [(rec.name, rec.sha256)] + [(c.name, c.sha256) for c in rec.companions]
+            for name, want in files:
+                _check_sealed(staging, staging / name, want)
         op = state.open
-        opened[split] = (
-            None
-            if op is None
-            else fmt.check_open(staging, op.name, op.n_tokens, op.ids_sha256, vocab_size)
-        )
+        opened[split] = None if op is None else fmt.check_open(staging, op, vocab_size)
     return opened
+
+
+def _check_sealed(staging: Path, path: Path, sha256: str) -> None:
+    if not path.is_file():
+        raise IntegrityError(
+            f"{path} is missing but the checkpoint lists it as sealed; staging was "
+            f"tampered with. Delete {staging} to start over",
+            path=path,
+        )
+    sha = file_sha256(path)
+    if sha != sha256:
+        raise IntegrityError(
+            f"{path}: SHA-256 {sha[:12]}… is not the checkpoint's {sha256[:12]}…; "
+            f"the file was modified after it was sealed. Delete {staging} to start "
+            "over",
+            path=path,
+        )
 
 
 def unnamed_files(staging: Path, cp: Checkpoint, fmt: ShardFormat) -> list[Path]:
@@ -202,7 +204,6 @@ def plan_restore(
     opts: RunOptions,
     typed: dict[str, Any],
     stop_requested: StopRequested,
-    fmt: ShardFormat,
 ) -> RestorePlan:
     """Check staging against its checkpoint and replay the source, changing nothing."""
     t0 = time.monotonic()
@@ -216,6 +217,7 @@ def plan_restore(
     versions = output_versions()
     check_versions(staging, cp, versions, opts.allow_version_change)
     inputs = Inputs(source, encoder)
+    fmt = output_format(cp.recipe, encoder.identity.vocab_size)
     opened = check_shards(staging, cp, fmt, encoder.identity.vocab_size)
     files, stream = open_stream(source, cp.recipe)
     if cp.progress.finished:
@@ -231,17 +233,15 @@ def plan_restore(
             hash_and_check(source, f)
     stray = unnamed_files(staging, cp, fmt)
     return RestorePlan(
-        cp, inputs, versions, opened, files, live, cursor, stray, time.monotonic() - t0
+        cp, inputs, fmt, versions, opened, files, live, cursor, stray, time.monotonic() - t0
     )
 
 
-def apply_restore(
-    plan: RestorePlan, paths: OutputPaths, opts: RunOptions, fmt: ShardFormat
-) -> RunState:
+def apply_restore(plan: RestorePlan, paths: OutputPaths, opts: RunOptions) -> RunState:
     """Change staging as the plan says (delete stray files, cut the open shards back to
     their commit point) and return the run's state. Call only with a plan from
     :func:`plan_restore` for the same staging."""
-    cp, staging = plan.checkpoint, paths.staging
+    cp, staging, fmt = plan.checkpoint, paths.staging, plan.fmt
     for extra in plan.stray:
         logger.info("removing %s (written after the last checkpoint)", extra.name)
         extra.unlink()

@@ -11,11 +11,10 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
-from prep.formats import ShardFormat
 from prep.publish import OutputPaths, create_staging
 from prep.recipe import Recipe, RunOptions
 from prep.run.inputs import Inputs
-from prep.run.state import RunState, make_writers
+from prep.run.state import RunState, make_writers, output_format
 from prep.state.changes import output_versions
 from prep.state.checkpoint import RunFacts
 from prep.state.provenance import RefreshNote
@@ -29,12 +28,12 @@ def start(
     recipe: Recipe,
     opts: RunOptions,
     inputs: Inputs,
-    fmt: ShardFormat,
     refresh: RefreshNote | None = None,
 ) -> tuple[RunState, Iterator[StreamItem]]:
     """Create staging for a new run; returns its state and the stream from the first row.
     ``refresh`` says what changed, for a refresh build."""
     source, encoder = inputs.source, inputs.encoder
+    fmt = output_format(recipe, encoder.identity.vocab_size)
     facts = RunFacts(source_mtimes={f.path: f.mtime_ns for f in source.files}, refresh=refresh)
     files, stream = open_stream(source, recipe)
     writers = make_writers(paths.building, recipe, encoder.identity, fmt)

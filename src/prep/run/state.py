@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from prep.encoders import Encoder
-from prep.formats import ShardFormat
+from prep.formats import ShardFormat, get_format
 from prep.publish import OutputPaths
 from prep.recipe import Recipe, RunOptions
 from prep.sources import Source, SourceFile
@@ -26,6 +26,14 @@ from prep.stream import Cursor
 from prep.writer import SplitWriter
 
 logger = logging.getLogger(__name__)
+
+
+def output_format(recipe: Recipe, vocab_size: int) -> ShardFormat:
+    """The recipe's ``--format``/``--dtype``; raises ``UsageError`` (before anything is
+    written) when the dtype cannot hold the vocabulary."""
+    fmt = get_format(recipe.format, recipe.dtype)
+    fmt.dtype_name(vocab_size)
+    return fmt
 
 
 def make_writers(

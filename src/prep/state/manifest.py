@@ -19,11 +19,15 @@ from prep.fsio import atomic_write_bytes
 from prep.recipe import Recipe
 from prep.split import SPLITS
 from prep.state.identity import FileIdentity, SourceIdentity, TokenizerIdentity
-from prep.state.shards import FileRecord
+from prep.state.shards import Companion, FileRecord, companions_from_json, companions_to_json
 
 MANIFEST_NAME = "_MANIFEST.json"
 PROVENANCE_NAME = "_PROVENANCE.json"
-MANIFEST_VERSION = "v1"
+# v2 added ``format`` and ``dtype`` (and ``companions`` on a shard of several files); a v1
+# manifest is llm.c .bin with the dtype its bin_version says, and still reads and verifies.
+MANIFEST_VERSION = "v2"
+READABLE_VERSIONS = ("v1", MANIFEST_VERSION)
+_V1_DTYPES = {1: "uint16", 2: "uint32"}
 
 
 def canonical_json(obj: Any) -> bytes:
@@ -91,15 +95,17 @@ class ManifestFile:
     n_tokens: int
     n_docs: int
     sha256: str
+    companions: tuple[Companion, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "split": self.split,
             "n_tokens": self.n_tokens,
             "n_docs": self.n_docs,
             "sha256": self.sha256,
         }
+        return companions_to_json(out, self.companions)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ManifestFile:
@@ -109,6 +115,7 @@ class ManifestFile:
             n_tokens=int(d["n_tokens"]),
             n_docs=int(d["n_docs"]),
             sha256=str(d["sha256"]),
+            companions=companions_from_json(d),
         )
 
 
@@ -131,7 +138,8 @@ class SplitSummary:
 @dataclass(frozen=True)
 class Manifest:
     """``_MANIFEST.json``. ``recipe`` is :meth:`Recipe.manifest_recipe` (its keys depend on
-    the split rule); ``bin_version`` is the output format's layout version."""
+    the split rule); ``format`` and ``dtype`` name the container and its ids;
+    ``bin_version`` is the container's layout version (null for headerless raw shards)."""
 
     dataset: str
     tokenizer_id: str
@@ -139,7 +147,9 @@ class Manifest:
     vocab_size: int
     doc_sep_id: int | None
     sep_position: str
-    bin_version: int
+    format: str
+    dtype: str
+    bin_version: int | None
     max_file_tokens: int
     corpus_manifest_sha256: str
     source: ManifestSource
@@ -158,6 +168,8 @@ class Manifest:
             "vocab_size": self.vocab_size,
             "doc_sep_id": self.doc_sep_id,
             "sep_position": self.sep_position,
+            "format": self.format,
+            "dtype": self.dtype,
             "bin_version": self.bin_version,
             "max_file_tokens": self.max_file_tokens,
             "corpus_manifest_sha256": self.corpus_manifest_sha256,
@@ -170,6 +182,7 @@ class Manifest:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Manifest:
+        v1 = d["version"] == "v1"
         return cls(
             version=str(d["version"]),
             dataset=str(d["dataset"]),
@@ -178,11 +191,15 @@ class Manifest:
             vocab_size=int(d["vocab_size"]),
             doc_sep_id=d["doc_sep_id"],
             sep_position=str(d["sep_position"]),
-            bin_version=int(d["bin_version"]),
+            format="llmc" if v1 else str(d["format"]),
+            dtype=_V1_DTYPES[int(d["bin_version"])] if v1 else str(d["dtype"]),
+            bin_version=None if d["bin_version"] is None else int(d["bin_version"]),
             max_file_tokens=int(d["max_file_tokens"]),
             corpus_manifest_sha256=str(d["corpus_manifest_sha256"]),
             source=ManifestSource.from_json(d["source"]),
-            recipe=dict(d["recipe"]),
+            # v1 had neither setting: it was llm.c .bin with the narrowest dtype, so an
+            # unchanged source still refreshes as unchanged after the upgrade.
+            recipe={**d["recipe"], "format": "llmc", "dtype": "auto"} if v1 else dict(d["recipe"]),
             val_bytes_per_token=d["val_bytes_per_token"],
             totals={str(k): SplitSummary.from_json(v) for k, v in d["totals"].items()},
             files=tuple(ManifestFile.from_json(f) for f in d["files"]),
@@ -215,16 +232,17 @@ def build_manifest(
     recipe: Recipe,
     dataset: str,
     tokenizer: TokenizerIdentity,
-    bin_version: int,
+    layout: tuple[str, str, int | None],
     source: ManifestSource,
     totals: dict[str, SplitTotals],
 ) -> Manifest:
-    """The manifest of a finished run (pure)."""
+    """The manifest of a finished run (pure). ``layout`` is the output's (format, dtype,
+    bin_version)."""
     val = totals["val"]
     beta = val.text_bytes / val.text_tokens if val.text_tokens else None
     files = sorted(
         (
-            ManifestFile(r.name, split, r.n_tokens, r.n_docs, r.sha256)
+            ManifestFile(r.name, split, r.n_tokens, r.n_docs, r.sha256, r.companions)
             for split in SPLITS
             for r in totals[split].files
         ),
@@ -237,7 +255,9 @@ def build_manifest(
         vocab_size=tokenizer.vocab_size,
         doc_sep_id=tokenizer.doc_sep_id,
         sep_position=recipe.sep_position,
-        bin_version=bin_version,
+        format=layout[0],
+        dtype=layout[1],
+        bin_version=layout[2],
         max_file_tokens=recipe.max_file_tokens,
         corpus_manifest_sha256=corpus_manifest_sha256(source.to_json()),
         source=source,
@@ -267,10 +287,10 @@ def read_manifest(directory: Path) -> Manifest:
         raise IntegrityError(f"{path} is missing; this is not a prep dataset", path=path) from e
     except ValueError as e:
         raise IntegrityError(f"{path} is not valid JSON ({e})", path=path) from e
-    if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
+    if not isinstance(data, dict) or data.get("version") not in READABLE_VERSIONS:
         raise IntegrityError(
             f"{path}: manifest version {data.get('version') if isinstance(data, dict) else None!r}"
-            f" is not {MANIFEST_VERSION!r}",
+            f" is not one of {', '.join(READABLE_VERSIONS)}; read it with the prep that wrote it",
             path=path,
         )
     try:

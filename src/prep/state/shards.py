@@ -11,6 +11,33 @@ EMPTY_SHA256 = hashlib.sha256().hexdigest()
 
 
 @dataclass(frozen=True)
+class Companion:
+    """A further file of a sealed shard (Megatron's ``.idx``) and its SHA-256."""
+
+    name: str
+    sha256: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "sha256": self.sha256}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Companion:
+        return cls(name=str(d["name"]), sha256=str(d["sha256"]))
+
+
+def companions_to_json(out: dict[str, Any], companions: tuple[Companion, ...]) -> dict[str, Any]:
+    """``out`` with a ``companions`` list when there are any (single-file formats keep the
+    shape they always had)."""
+    if companions:
+        out["companions"] = [c.to_json() for c in companions]
+    return out
+
+
+def companions_from_json(d: dict[str, Any]) -> tuple[Companion, ...]:
+    return tuple(Companion.from_json(c) for c in d.get("companions", ()))
+
+
+@dataclass(frozen=True)
 class FileRecord:
     """A sealed shard: what the manifest and checkpoint list."""
 
@@ -18,14 +45,16 @@ class FileRecord:
     n_tokens: int
     n_docs: int
     sha256: str
+    companions: tuple[Companion, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "n_tokens": self.n_tokens,
             "n_docs": self.n_docs,
             "sha256": self.sha256,
         }
+        return companions_to_json(out, self.companions)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> FileRecord:
@@ -34,33 +63,42 @@ class FileRecord:
             n_tokens=int(d["n_tokens"]),
             n_docs=int(d["n_docs"]),
             sha256=str(d["sha256"]),
+            companions=companions_from_json(d),
         )
 
 
 @dataclass(frozen=True)
 class OpenFile:
-    """The open shard at a commit point: its name, committed ids and their hash."""
+    """The open shard at a commit point: its name, committed ids and their hash, and (for
+    formats that index documents) each committed document's length, from which the index
+    of the open shard is rebuilt after a crash."""
 
     name: str
     n_tokens: int
     n_docs: int
     ids_sha256: str
+    doc_lengths: tuple[int, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "n_tokens": self.n_tokens,
             "n_docs": self.n_docs,
             "ids_sha256": self.ids_sha256,
         }
+        if self.doc_lengths is not None:
+            out["doc_lengths"] = list(self.doc_lengths)
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> OpenFile:
+        lengths = d.get("doc_lengths")
         return cls(
             name=str(d["name"]),
             n_tokens=int(d["n_tokens"]),
             n_docs=int(d["n_docs"]),
             ids_sha256=str(d["ids_sha256"]),
+            doc_lengths=None if lengths is None else tuple(int(n) for n in lengths),
         )
 
 

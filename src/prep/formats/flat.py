@@ -1,0 +1,271 @@
+"""Formats whose shard is one file of ids, ``<split>-NNNNN.bin``: llm.c's (GPT-2 and
+Llama-3 headers) and headerless raw shards. They differ only in data (:class:`Layout`):
+which dtypes they store and which header, if any, goes before the ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from prep.errors import FormatError, InputError, IntegrityError, UsageError
+from prep.formats import header256
+from prep.formats.base import ids_problems, shard_stem, stem_pattern
+from prep.formats.idfile import HeaderFn, IdFileOpen, IdFileWriter, hash_ids_prefix, no_header
+from prep.fsio import file_sha256
+from prep.state.manifest import Manifest, ManifestFile
+from prep.state.shards import OpenFile
+
+# The largest vocabulary each id dtype holds (and V must fit the int32 header field).
+DTYPE_MAX_VOCAB = {"uint16": 2**16, "uint32": 2**31 - 1, "int32": 2**31 - 1}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One single-file format as data: its name, the dtypes it stores (narrowest first,
+    the order ``--dtype auto`` tries) with the header kind of each (None: headerless), and
+    the version a headerless layout records in the manifest."""
+
+    name: str
+    headers: Mapping[str, header256.HeaderKind | None]
+    version: int | None = None
+
+
+def le_dtype(name: str) -> np.dtype[Any]:
+    """The little-endian numpy dtype called ``name`` (``uint16``, ``uint32``, ``int32``)."""
+    return np.dtype(name).newbyteorder("<")  # type: ignore[no-any-return]
+
+
+def _pack(kind: header256.HeaderKind, vocab_size: int, n: int) -> bytes:
+    return header256.pack(kind, n, vocab_size)
+
+
+def scan_file(layout: Layout, path: Path, dtype_name: str, where: str) -> tuple[int, int | None]:
+    """(n, the header's V or None) of a sealed file of ``layout`` that should hold
+    ``dtype_name`` ids; raises ``FormatError`` when the file breaks the layout."""
+    if dtype_name not in layout.headers:
+        raise FormatError(f"{where}: {layout.name} does not store {dtype_name} ids", path=where)
+    kind = layout.headers[dtype_name]
+    size = path.stat().st_size
+    if kind is None:
+        width = np.dtype(dtype_name).itemsize
+        if size % width:
+            raise FormatError(
+                f"{where}: {size:,} bytes is not a whole number of {dtype_name} ids; the "
+                "file is truncated",
+                path=where,
+            )
+        return size // width, None
+    with open(path, "rb") as f:
+        header = header256.unpack(f.read(header256.HEADER_BYTES), where=where)
+    if header.kind != kind:
+        raise FormatError(
+            f"{where}: version {header.kind.version} ({header.kind.name}) but the manifest "
+            f"says {layout.name} {dtype_name} (version {kind.version})",
+            path=where,
+        )
+    header256.check_size(header, size, where=where)
+    return header.n, header.vocab_size
+
+
+def map_file(layout: Layout, path: Path, dtype_name: str, n: int) -> npt.NDArray[Any]:
+    """The ``n`` ids of a checked file, memory-mapped read-only."""
+    if n == 0:
+        return np.zeros(0, dtype=np.dtype(dtype_name))
+    start = header256.HEADER_BYTES if layout.headers[dtype_name] else 0
+    return np.memmap(path, dtype=le_dtype(dtype_name), mode="r", offset=start, shape=(n,))
+
+
+class FlatFormat:
+    """A :class:`~prep.formats.base.ShardFormat` of one id file per shard."""
+
+    suffix = ".bin"
+
+    def __init__(self, layout: Layout, dtype: str = "auto") -> None:
+        if dtype != "auto" and dtype not in layout.headers:
+            raise UsageError(
+                f"--format {layout.name} stores {' or '.join(layout.headers)} ids; "
+                f"--dtype {dtype} is not one of them (or use --dtype auto)"
+            )
+        self.name = layout.name
+        self.layout = layout
+        self.requested = dtype
+        self._pattern = stem_pattern(self.suffix)
+
+    # -- naming --------------------------------------------------------------------------
+
+    def shard_name(self, split: str, index: int) -> str:
+        return shard_stem(split, index) + self.suffix
+
+    def parse_name(self, name: str) -> tuple[str, int] | None:
+        m = self._pattern.match(name)
+        return (m.group(1), int(m.group(2))) if m else None
+
+    def shard_files(self, name: str) -> tuple[str, ...]:
+        return (name,)
+
+    def owns_file(self, filename: str) -> bool:
+        return filename.endswith(self.suffix)
+
+    # -- dtype and header ----------------------------------------------------------------
+
+    def dtype_name(self, vocab_size: int) -> str:
+        """The ids' dtype for vocabulary ``vocab_size``: the requested one, or with
+        ``auto`` the narrowest that holds every id. Raises ``UsageError`` if none fits."""
+        choices = list(self.layout.headers) if self.requested == "auto" else [self.requested]
+        for name in choices:
+            if 0 < vocab_size <= DTYPE_MAX_VOCAB[name]:
+                return name
+        raise UsageError(
+            f"vocabulary size {vocab_size:,} does not fit {' or '.join(choices)} ids "
+            f"(--format {self.name} --dtype {self.requested}); choose a wider --dtype"
+            + ("" if self.requested != "auto" else " or another --format")
+        )
+
+    def _dtype(self, vocab_size: int) -> np.dtype[Any]:
+        return le_dtype(self.dtype_name(vocab_size))
+
+    def _header(self, vocab_size: int) -> HeaderFn:
+        kind = self.layout.headers[self.dtype_name(vocab_size)]
+        return no_header if kind is None else partial(_pack, kind, vocab_size)
+
+    def layout_version(self, vocab_size: int) -> int | None:
+        """What the manifest records as ``bin_version``."""
+        return self._version_of(self.dtype_name(vocab_size))
+
+    def _version_of(self, dtype_name: str) -> int | None:
+        kind = self.layout.headers[dtype_name]
+        return self.layout.version if kind is None else kind.version
+
+    # -- writing and resuming ------------------------------------------------------------
+
+    def create(self, directory: Path, name: str, vocab_size: int) -> IdFileWriter:
+        return IdFileWriter(
+            directory / name, self._dtype(vocab_size), vocab_size, self._header(vocab_size)
+        )
+
+    def check_open(self, directory: Path, op: OpenFile, vocab_size: int) -> IdFileOpen:
+        """Check an open shard's committed prefix against the checkpoint, reading only."""
+        path = directory / op.name
+        start = len(self._header(vocab_size)(0))
+        width = self._dtype(vocab_size).itemsize
+        if not path.is_file() or path.stat().st_size < start + op.n_tokens * width:
+            raise IntegrityError(
+                f"{path} is missing or shorter than its {op.n_tokens:,} committed ids; "
+                f"staging was damaged. Delete {directory} to start over",
+                path=path,
+            )
+        try:
+            if start:
+                with open(path, "rb") as f:
+                    header256.unpack(f.read(start), where=str(path))
+            hasher = hash_ids_prefix(path, op.n_tokens, width, start)
+        except FormatError as e:
+            raise IntegrityError(f"{e}; delete {directory} to start over", path=path) from e
+        if hasher.hexdigest() != op.ids_sha256:
+            raise IntegrityError(
+                f"{path}: its first {op.n_tokens:,} ids do not match the checkpoint's hash; "
+                f"the file was modified. Delete {directory} to start over",
+                path=path,
+            )
+        return IdFileOpen(op.name, op.n_tokens, hasher, op.doc_lengths)
+
+    def reopen(self, directory: Path, verified: Any, vocab_size: int) -> IdFileWriter:
+        if not isinstance(verified, IdFileOpen):
+            raise TypeError(f"{verified!r} was not checked by the {self.name} format")
+        return IdFileWriter(
+            directory / verified.name,
+            self._dtype(vocab_size),
+            vocab_size,
+            self._header(vocab_size),
+            _resume=(verified.n, verified.hasher),
+        )
+
+    # -- reading -------------------------------------------------------------------------
+
+    def map_ids(self, directory: Path, entry: ManifestFile, manifest: Manifest) -> npt.NDArray[Any]:
+        """A published shard's ids, memory-mapped after checking its sizes against its
+        manifest entry (no hashing). Raises ``IntegrityError`` or ``FormatError``."""
+        path = directory / entry.name
+        if not path.is_file():
+            raise IntegrityError(
+                f"{path}: listed in the manifest but missing; re-publish the dataset or "
+                "restore the file",
+                path=path,
+            )
+        n, _ = scan_file(self.layout, path, manifest.dtype, str(path))
+        if n != entry.n_tokens:
+            raise IntegrityError(
+                f"{path}: holds {n:,} ids but the manifest lists {entry.n_tokens:,}; the file "
+                "does not belong to this manifest",
+                path=path,
+            )
+        self.check_companions(directory, entry, n)
+        return map_file(self.layout, path, manifest.dtype, n)
+
+    def check_companions(self, directory: Path, entry: ManifestFile, n: int) -> None:
+        """Raise ``IntegrityError`` when a shard's further files disagree with it (none
+        here)."""
+
+    def check_shard(self, directory: Path, entry: ManifestFile, manifest: Manifest) -> list[str]:
+        """Every problem of a published shard against its manifest entry (reads only)."""
+        name, path = entry.name, directory / entry.name
+        if not path.is_file():
+            return [f"{name}: missing"]
+        try:
+            n, vocab = scan_file(self.layout, path, manifest.dtype, name)
+        except FormatError as e:
+            return [str(e)]
+        problems = []
+        what = "header n" if vocab is not None else "holds n"
+        if n != entry.n_tokens:
+            problems.append(f"{name}: {what} = {n:,} but manifest n_tokens = {entry.n_tokens:,}")
+        if vocab is not None and vocab != manifest.vocab_size:
+            problems.append(
+                f"{name}: header vocab_size {vocab:,} but manifest {manifest.vocab_size:,}"
+            )
+        version = self._version_of(manifest.dtype)
+        if version != manifest.bin_version:
+            problems.append(
+                f"{name}: version {version} but manifest bin_version {manifest.bin_version}"
+            )
+        sha = file_sha256(path)
+        if sha != entry.sha256:
+            problems.append(
+                f"{name}: SHA-256 {sha[:12]}… does not match the manifest's {entry.sha256[:12]}…"
+            )
+        if n == entry.n_tokens:
+            ids = map_file(self.layout, path, manifest.dtype, n)
+            problems += ids_problems(name, ids, entry.n_docs, manifest)
+        return problems + self.companion_problems(directory, entry, n)
+
+    def companion_problems(self, directory: Path, entry: ManifestFile, n: int) -> list[str]:
+        """Problems of a shard's further files (none here)."""
+        return []
+
+    def describe(self, path: Path, dtype_name: str | None) -> tuple[str, npt.NDArray[Any]]:
+        """A one-line description of a shard file and its ids (for ``prep inspect``);
+        ``dtype_name`` is the manifest's (a headerless file does not record it)."""
+        headers = [d for d, k in self.layout.headers.items() if k is not None]
+        if headers:
+            with open(path, "rb") as f:
+                header = header256.unpack(f.read(header256.HEADER_BYTES), where=path.name)
+            dtype_name = header.kind.dtype_name
+        if dtype_name is None:
+            raise InputError(
+                f"{path}: a {self.name} shard does not record its dtype; inspect it inside its "
+                "dataset directory, whose manifest does",
+                path=path,
+            )
+        n, vocab = scan_file(self.layout, path, dtype_name, path.name)
+        ids = map_file(self.layout, path, dtype_name, n)
+        line = f"{path.name}: {self.name} {dtype_name} ids, n = {n:,}"
+        if vocab is not None:
+            line += f", version {self._version_of(dtype_name)}, vocab_size = {vocab:,}"
+        return f"{line}, {path.stat().st_size:,} bytes", ids

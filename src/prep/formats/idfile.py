@@ -1,0 +1,161 @@
+"""One append-only file of little-endian ids behind an optional fixed-size header: what every
+format's token file is made of.
+
+The header (``header(n)`` bytes, the same length for every n; empty for headerless files)
+is written with n = 0 when the file is created and rewritten with the real n on
+:meth:`IdFileWriter.seal`. The ids are hashed as they are appended, so a checkpoint can
+record the hash of exactly the committed prefix; on resume the file is cut back to it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from prep.errors import FormatError, InputError
+from prep.formats.base import MAX_TOKENS
+from prep.fsio import Hasher, hash_file
+from prep.state.shards import Companion
+
+HeaderFn = Callable[[int], bytes]
+
+
+def no_header(n: int) -> bytes:
+    """The header of a headerless file: nothing."""
+    return b""
+
+
+def check_ids(ids: npt.NDArray[Any], vocab_size: int, *, where: str) -> None:
+    """Raise ``InputError`` if any id is outside ``[0, vocab_size)``."""
+    if ids.size == 0:
+        return
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo < 0 or hi >= vocab_size:
+        bad = lo if lo < 0 else hi
+        raise InputError(
+            f"{where}: token id {bad:,} is outside the vocabulary [0, {vocab_size:,}); "
+            "the tokenizer and --doc-sep-id must agree with the vocabulary size"
+        )
+
+
+@dataclass(frozen=True)
+class IdFileOpen:
+    """An open file whose first ``n`` ids were checked; ``hasher`` has consumed them.
+    ``doc_lengths`` are the committed documents' lengths for formats that index them."""
+
+    name: str
+    n: int
+    hasher: Hasher
+    doc_lengths: tuple[int, ...] | None = None
+
+
+class IdFileWriter:
+    """Appends ids to one file; :meth:`seal` makes it complete and durable.
+
+    ``ids_sha256`` is the hash of exactly ``n`` ids (after :meth:`sync`, durable ones)."""
+
+    def __init__(
+        self,
+        path: Path,
+        dtype: np.dtype[Any],
+        vocab_size: int,
+        header: HeaderFn = no_header,
+        *,
+        _resume: tuple[int, Hasher] | None = None,
+    ) -> None:
+        self.path = path
+        self.vocab_size = vocab_size
+        self.dtype = dtype
+        self._header = header
+        self._file: IO[bytes]
+        if _resume is None:
+            self._file = open(path, "w+b")  # noqa: SIM115 - lives as long as the writer
+            self._file.write(header(0))
+            self.n = 0
+            self._hash: Hasher = hashlib.sha256()
+        else:
+            n, hasher = _resume
+            head = header(0)
+            size = len(head) + n * self.dtype.itemsize
+            self._file = open(path, "r+b")  # noqa: SIM115
+            self._file.truncate(size)
+            # A crash while sealing may have left the real n in the header: reset it.
+            self._file.write(head)
+            self._file.seek(size)
+            self.n = n
+            self._hash = hasher
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def ids_sha256(self) -> str:
+        """SHA-256 of the ids appended so far (not the header)."""
+        return self._hash.hexdigest()
+
+    @property
+    def doc_lengths(self) -> tuple[int, ...] | None:
+        """The documents' lengths, for formats that index them (None here)."""
+        return None
+
+    def append(self, ids: npt.NDArray[Any], doc_lengths: Sequence[int] = ()) -> None:
+        """Append ids (any integer dtype) of whole documents of ``doc_lengths`` ids. Raises
+        ``InputError`` for an id outside the vocabulary or ``FormatError`` past 2**31-1 ids;
+        nothing is written then."""
+        if self.n + ids.size > MAX_TOKENS:
+            raise FormatError(f"{self.path.name}: more than 2**31-1 ids in one file")
+        check_ids(ids, self.vocab_size, where=self.path.name)
+        data = np.ascontiguousarray(ids, dtype=self.dtype).data
+        self._file.write(data)
+        self._hash.update(data)
+        self.n += int(ids.size)
+
+    def moved_to(self, directory: Path) -> None:
+        """The file's directory was renamed; the file stays open."""
+        self.path = directory / self.path.name
+
+    def sync(self) -> None:
+        """Flush and fsync: everything appended so far is durable."""
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def seal(self) -> tuple[str, tuple[Companion, ...]]:
+        """Write the real header, fsync, close; return the SHA-256 of the whole file (and
+        the companion files, none here)."""
+        self._file.flush()
+        self._file.seek(0)
+        header = self._header(self.n)
+        self._file.write(header)
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        # The ids' bytes were hashed as written; the header came first, so hash the file's
+        # ids again from the page cache (cheap next to tokenizing them). Through the open
+        # handle: the directory may have been renamed since the file was created.
+        whole = hash_file(self._file, hashlib.sha256(header), start=len(header))
+        self._file.close()
+        return whole.hexdigest(), ()
+
+    def close(self) -> None:
+        """Close without sealing (on an error path); the file stays an open file."""
+        if not self._file.closed:
+            self._file.close()
+
+
+def hash_ids_prefix(path: Path, n: int, width: int, start: int) -> Hasher:
+    """A ``hashlib.sha256`` over the first ``n`` ids of ``path`` (from byte ``start``).
+
+    Raises ``FormatError`` if the file holds fewer ids."""
+    try:
+        return hash_file(path, start=start, length=n * width)
+    except EOFError as e:
+        raise FormatError(
+            f"{path.name}: holds fewer than the {n:,} committed ids", path=path
+        ) from e

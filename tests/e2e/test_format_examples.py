@@ -1,0 +1,44 @@
+"""docs/format.md's worked examples, byte for byte: "Hello world" and "Hi" with GPT-2
+(V = 50257, separator 50256 prepended) give the ids [50256, 15496, 995, 50256, 17250]
+(tokens-bin.md); each container's bytes below are written out by hand from its layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import GPT2_DIR, make_corpus
+
+U16 = "50c4" "883c" "e303" "50c4" "6243"
+U32 = "50c40000" "883c0000" "e3030000" "50c40000" "62430000"
+HEAD_TAIL = "00" * 1008
+EXPECTED = {
+    "llmc": {"train-00000.bin": "88d83401" "01000000" "05000000" "51c40000" + HEAD_TAIL + U16},
+    "llmc-llama3": {
+        "train-00000.bin": "a1d93401" "07000000" "05000000" "51c40000" + HEAD_TAIL + U32
+    },
+    "raw": {"train-00000.bin": U16},
+    "megatron": {
+        "train-00000.bin": U16,
+        "train-00000.idx": "4d4d494449445800" "00"  # MMIDIDX\0\0
+        "0100000000000000"  # version 1
+        "08"  # dtype code 8: uint16
+        "0200000000000000" "0300000000000000"  # 2 sequences, 3 document-index entries
+        "03000000" "02000000"  # sequence lengths (int32)
+        "0000000000000000" "0600000000000000"  # byte pointers (int64)
+        "0000000000000000" "0100000000000000" "0200000000000000",  # document index
+    },
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(EXPECTED))
+def test_worked_example(tmp_path: Path, cli, fmt: str) -> None:  # type: ignore[no-untyped-def]
+    src = make_corpus(tmp_path / "src", [["Hello world", "Hi"]])
+    out = tmp_path / "out"
+    r = cli("prepare", "--out", out, "--source", src, "--tokenizer", GPT2_DIR,
+            "--val-fraction", "0", "--format", fmt, "--quiet")
+    assert r.code == 0, r.err
+    for name, hexbytes in EXPECTED[fmt].items():
+        assert (out / name).read_bytes().hex() == hexbytes, name
+    assert len((out / "train-00000.bin").read_bytes()) == {
+        "llmc": 1034, "llmc-llama3": 1044, "raw": 10, "megatron": 10}[fmt]

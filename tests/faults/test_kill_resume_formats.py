@@ -1,0 +1,75 @@
+"""The kill/resume guarantees for every output format: real ``prepare`` subprocesses killed
+with SIGKILL at random moments and at the exact calls that seal a shard, then resumed,
+publish bytes identical to an uninterrupted run of the same format (``.idx`` included)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import signal
+from pathlib import Path
+
+import harness as h
+import pytest
+from harness import World
+
+FORMATS = ["llmc-llama3", "megatron", "raw"]  # llmc: tests/faults/test_kill_resume.py
+
+
+def world_of(tmp_path_factory: pytest.TempPathFactory, fmt: str, size: h.Corpus) -> World:
+    return h.world(tmp_path_factory, dataclasses.replace(size, format=fmt))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_sigkill_at_random_moments_then_resume_is_identical(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, fmt: str
+) -> None:
+    w = world_of(tmp_path_factory, fmt, h.KILL)
+    assert w.reference_dir is not None
+    assert json.loads((w.reference_dir / "_MANIFEST.json").read_bytes())["format"] == fmt
+    rng = random.Random(fmt)
+    out = tmp_path / "out"
+    proc = h.spawn(w.fresh_args(out))
+    assert h.reached(proc, lambda: h.read_checkpoint(out) is not None)
+    kills = 0
+    while kills < 5:
+        killed = h.kill_after(proc, rng.uniform(0.05, 0.6))
+        code, err = proc.finish()
+        if not killed:
+            assert code == 0, err
+            break
+        assert code in (-signal.SIGKILL, 0), err
+        kills += 1
+        proc = h.spawn(["--out", out, "--resume", *h.FAST])
+    else:
+        code, err = proc.finish()  # the last resume runs to the end
+        assert code == 0, err
+    assert kills >= 2, "too few kills landed before the run finished"
+    h.assert_identical(w, out)
+
+
+SEAL = "prep.formats.idfile.IdFileWriter.seal"  # the .bin's final header and fsync
+REPLACE = "prep.fsio.os.replace"  # megatron: the .idx's atomic write, right after
+SEAL_SITES = [
+    pytest.param(fmt, SEAL, when, id=f"{fmt}-seal-{when}")
+    for fmt in FORMATS
+    for when in ("before", "after")
+] + [
+    pytest.param("megatron", REPLACE, when, id=f"megatron-idx-replace-{when}")
+    for when in ("before", "after")
+]
+
+
+@pytest.mark.parametrize(("fmt", "target", "when"), SEAL_SITES)
+def test_sigkill_while_sealing_a_shard_then_resume_is_identical(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, fmt: str, target: str, when: str
+) -> None:
+    w = world_of(tmp_path_factory, fmt, h.SMALL)
+    out = tmp_path / "out"
+    fault = {"target": target, "when": when, "nth": 3, "action": "kill", "within": "_roll"}
+    killed = h.run(w.fresh_args(out), faults=fault)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    done = h.run(["--out", out, "--resume", *h.FAST])
+    assert done.returncode == 0, done.stderr
+    h.assert_identical(w, out)
