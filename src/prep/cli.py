@@ -1,8 +1,8 @@
 """The command line: argparse, logging, signals, exit codes. The only place that prints.
 
-``prep prepare ...`` (same as ``python scripts/prepare.py ...``), ``prep verify DIR``,
-``prep inspect PATH``. Exit codes: 0 published / complete, 1 error, 2 usage, 75 stopped
-early but resumable (signal after a checkpoint, or the lock is held).
+``prep prepare ...`` (same as ``python scripts/prepare.py ...``), ``prep merge DIR``,
+``prep verify DIR``, ``prep inspect PATH``. Exit codes: 0 published / complete, 1 error,
+2 usage, 75 stopped early but resumable (signal after a checkpoint, or the lock is held).
 """
 
 from __future__ import annotations
@@ -15,15 +15,27 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from prep import __version__, options
-from prep.console import Console
-from prep.errors import EXIT_ERROR, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE, InputError, PrepError
+from prep.console import Console, summary_line
+from prep.errors import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_TEMPFAIL,
+    EXIT_USAGE,
+    InputError,
+    Interrupted,
+    PrepError,
+    UsageError,
+)
+from prep.executors import EXECUTORS
 from prep.formats import DTYPES, FORMAT_NAMES
-from prep.recipe import RECIPE_FIELDS, Recipe, RunOptions
-from prep.state.provenance import read_active_seconds
+from prep.recipe import RECIPE_FIELDS, Recipe, RunOptions, validate
+from prep.redact import RedactingFilter, redact_text
+from prep.startup import take_pending
 
 logger = logging.getLogger("prep")
 
@@ -45,9 +57,8 @@ RUN = _defaults(RunOptions)
 
 def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
     """The ``prepare`` grammar (prep.options) with the recipe's and run options' defaults."""
-    return options.prepare_parser(
-        prog, {**RECIPE, **RUN}, __version__, {"format": FORMAT_NAMES, "dtype": DTYPES}
-    )
+    choices = {"format": FORMAT_NAMES, "dtype": DTYPES, "executor": EXECUTORS}
+    return options.prepare_parser(prog, {**RECIPE, **RUN}, __version__, choices)
 
 
 def _split_args(ns: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -63,6 +74,7 @@ class _Signals:
 
     def __init__(self) -> None:
         self.requested = False
+        self.early: str | None = None  # a signal that arrived during start-up
 
     def __call__(self) -> bool:
         return self.requested
@@ -76,28 +88,18 @@ class _Signals:
 
     @contextmanager
     def installed(self) -> Iterator[None]:
+        """Handle SIGTERM/SIGINT for the block; a signal the start-up guard recorded
+        before (``prep.startup``) counts as already requested."""
         old = {s: signal.signal(s, self._handle) for s in (signal.SIGTERM, signal.SIGINT)}
+        early = take_pending()  # after installing: a signal from now on reaches _handle
+        if early:
+            self.requested = True
+            self.early = signal.Signals(early[0]).name
         try:
             yield
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
-
-
-def _summary(outcome: Any) -> str:
-    m = outcome.manifest
-    if outcome.status == "up-to-date":
-        return f"{outcome.out} is up to date"
-    if m is None:
-        return f"{outcome.out} is already complete"
-    parts = [
-        f"{split} {t.n_tokens:,} tokens / {t.n_docs:,} docs / {t.n_files} files"
-        for split, t in m.totals.items()
-    ]
-    tokens = sum(t.n_tokens for t in m.totals.values())
-    seconds = read_active_seconds(outcome.out) or outcome.seconds
-    rate = f", {tokens / seconds:,.0f} tokens/s" if seconds else ""
-    return f"published {outcome.out}: {'; '.join(parts)}; {seconds:,.1f} s{rate}"
 
 
 class _Aborted(Exception):
@@ -110,9 +112,10 @@ class _Say:
 
     def __init__(self) -> None:
         self.to: Callable[[str], None] = lambda text: print(text, file=sys.stderr)
+        self.secrets: list[str | None] = []  # masked in every message (prep.redact)
 
     def __call__(self, text: str) -> None:
-        self.to(text)
+        self.to(redact_text(text, self.secrets))
 
 
 def _boundary(command: Callable[[_Say], int]) -> int:
@@ -146,13 +149,26 @@ def _prepare(say: _Say, argv: list[str], prog: str) -> int:
         sys.stderr, bool(run_args.get("quiet")), run_args.get("log_interval", RUN["log_interval"])
     )
     say.to = console.message
+    token = run_args.get("token") or os.environ.get("HF_TOKEN")
+    say.secrets.append(token)
+    for handler in logging.getLogger("prep").handlers:  # the console's
+        handler.addFilter(RedactingFilter([token]))
     with console:
+        if "parts" in run_args:
+            return _prepare_parts(console, argv, typed, run_args)
+        if "executor" in run_args:
+            raise UsageError("--executor runs the parts of --parts N; give --parts too")
         out = run_args.pop("out")
-        run_args["token"] = run_args.get("token") or os.environ.get("HF_TOKEN")
+        run_args["token"] = token
         run_args["offline"] = bool(run_args.get("offline")) or hub_offline_default()
         signals = _Signals()
         try:
             with signals.installed():
+                if signals.early:
+                    raise Interrupted(
+                        f"stopped by {signals.early} during start-up, before any work; "
+                        "nothing was changed. Rerun the same command"
+                    )
                 outcome = prepare_outcome(
                     out,
                     typed,
@@ -163,7 +179,30 @@ def _prepare(say: _Say, argv: list[str], prog: str) -> int:
                 )
         except KeyboardInterrupt:
             raise _Aborted from None
-        console.summary(_summary(outcome))
+        console.summary(summary_line(outcome))
+    return EXIT_OK
+
+
+def _prepare_parts(
+    console: Console, argv: list[str], typed: dict[str, Any], run_args: dict[str, Any]
+) -> int:
+    """``--parts N [--executor E]``: every part by the executor, then the merge."""
+    from prep.executors import driver_options_removed, run_partitioned
+
+    count = int(run_args.pop("parts"))
+    executor = run_args.pop("executor", "local")
+    if count < 1:
+        raise UsageError(f"--parts {count} must be >= 1")
+    if "part" in typed:
+        raise UsageError("--part I/N runs one part and --parts N runs them all; give one")
+    validate({**typed, "part": f"0/{count}"})  # refuses what parts cannot do
+    RunOptions(**{k: v for k, v in run_args.items() if k != "token"})  # checks the values
+    shared = driver_options_removed(argv)
+    outcome = run_partitioned(
+        run_prepare, shared, Path(run_args["out"]), count, executor,
+        threads=run_args.get("threads"), wait_lock=run_args.get("wait_lock", 0.0),
+    )
+    console.summary(summary_line(outcome))
     return EXIT_OK
 
 
@@ -208,12 +247,31 @@ def run_inspect(argv: list[str]) -> int:
     return _boundary(lambda _say: _inspect(argv))
 
 
-_COMMANDS = {"prepare": run_prepare, "verify": run_verify, "inspect": run_inspect}
+def _merge(say: _Say, argv: list[str]) -> int:
+    from prep.merge import merge
+
+    ns = options.merge_parser().parse_args(argv)
+    console = Console(sys.stderr, ns.quiet, RUN["log_interval"])
+    say.to = console.message
+    with console:
+        outcome = merge(ns.dir, wait_lock=ns.wait_lock, threads=ns.threads, argv=list(argv))
+        console.summary(summary_line(outcome))
+    return EXIT_OK
 
 
-_OVERVIEW = f"""usage: prep {{prepare,verify,inspect}} ... | prep --version
+def run_merge(argv: list[str]) -> int:
+    return _boundary(lambda say: _merge(say, argv))
+
+
+_COMMANDS = {
+    "prepare": run_prepare, "verify": run_verify, "inspect": run_inspect, "merge": run_merge,
+}
+
+
+_OVERVIEW = f"""usage: prep {{prepare,merge,verify,inspect}} ... | prep --version
 
   prepare  build a dataset (same as scripts/prepare.py); see prep prepare --help
+  merge    join the parts of --part I/N runs into one dataset; see prep merge --help
   verify   re-check a published dataset (exit 0 or 1)
   inspect  describe a .bin file, a dataset or a staging directory
 
@@ -241,5 +299,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def main_entry() -> None:
-    """Console-script entry point."""
+    """The console-script entry of installs made before ``prep.__main__:main`` (which
+    guards signals first); reinstall to get that one."""
     sys.exit(main())

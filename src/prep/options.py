@@ -133,7 +133,8 @@ def prepare_parser(prog: str, defaults: Mapping[str, Any], version: str,
                    choices: Mapping[str, Sequence[str]]) -> Parser:
     """The ``prepare`` parser. ``defaults`` maps each setting's dest to its default (the
     recipe's and the run options'), ``choices`` the ``format`` and ``dtype`` names the
-    formats offer; options not typed are left out of the namespace."""
+    formats offer and the ``executor`` names; options not typed are left out of the
+    namespace."""
     d: dict[str, Any] = {k: shown(v) for k, v in defaults.items()}
     d["choices"] = choices
     p = Parser(
@@ -260,6 +261,18 @@ def _run_control(g: Group, d: Mapping[str, Any]) -> None:
     )
     g.add_argument("--quiet", action="store_true",
                    help="only errors and the summary line (dated)")
+    g.add_argument(
+        "--part", metavar="I/N",
+        help="build part I of N (0 <= I < N) into DIR.parts/I-of-N; once every part is "
+        "built, prep merge DIR publishes DIR (default: no parts)",
+    )
+    g.add_argument("--parts", type=count(1), metavar="N",
+                   help="build all N parts with --executor, then merge them into DIR")
+    g.add_argument(
+        "--executor", choices=d["choices"]["executor"],
+        help="who runs the parts of --parts: local (one after another, here) or ray (Ray "
+        "tasks; pip install 'prep[ray]') (default: local)",
+    )
 
 
 def _hub(g: Group, d: Mapping[str, Any]) -> None:
@@ -271,7 +284,8 @@ def _hub(g: Group, d: Mapping[str, Any]) -> None:
     g.add_argument(
         "--token", metavar="TOKEN",
         help="Hugging Face access token (default: HF_TOKEN, else the cached login); prefer "
-        "HF_TOKEN: other users can see a command line",
+        "the HF_TOKEN environment variable (other users see --token in ps). Never "
+        "recorded: prep masks it in its files, logs and messages",
     )
 
 
@@ -293,6 +307,35 @@ def inspect_parser(prog: str = "prep inspect") -> Parser:
     p.add_argument("--tokenizer", metavar="TOK",
                    help="decode the ids with this tokenizer.json (or its directory), or "
                    "`byte`; warns when it does not match the file's vocabulary")
+    return p
+
+
+MERGE_EXAMPLES = """\
+examples:
+  build the three parts (on one machine or many sharing the filesystem), then merge:
+    prep prepare --source data/ --tokenizer models/gpt2/ --out tokens/ds --part 0/3
+    prep prepare --source data/ --tokenizer models/gpt2/ --out tokens/ds --part 1/3
+    prep prepare --source data/ --tokenizer models/gpt2/ --out tokens/ds --part 2/3
+    prep merge tokens/ds"""
+
+
+def merge_parser(prog: str = "prep merge") -> Parser:
+    p = Parser(
+        prog=prog,
+        description="Verify the parts in DIR.parts/ (built by prep prepare --part I/N "
+        "--out DIR),\ncheck they belong together, and publish DIR from them atomically.",
+        epilog=MERGE_EXAMPLES + "\n\n" + EXIT_CODES,
+    )
+    p.add_argument("dir", type=Path, metavar="DIR",
+                   help="the dataset the parts were built for (their --out DIR)")
+    p.add_argument(
+        "--wait-lock", type=seconds(True), default=0.0, metavar="S",
+        help="wait up to S seconds for another run's DIR.lock (default: 0: exit 75 at once)",
+    )
+    p.add_argument("--threads", type=count(1), default=None, metavar="N",
+                   help="parts verified at once (default: all cores)")
+    p.add_argument("--quiet", action="store_true",
+                   help="only errors and the summary line (dated)")
     return p
 
 

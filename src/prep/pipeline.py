@@ -20,7 +20,7 @@ from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError
 from prep.formats import get_format
 from prep.fsio import fsync_dir
 from prep.progress import Reporter, silent
-from prep.publish import OutputPaths, hold_lock, is_empty_dir, publish, write_failure
+from prep.publish import HeldLock, OutputPaths, hold_lock, is_empty_dir, publish, write_failure
 from prep.recipe import REQUIRED, Recipe, RunOptions
 from prep.refresh import check_complete, check_fresh, recover_swap, swap_in
 from prep.run.inputs import Inputs, fresh_inputs, recorded
@@ -100,18 +100,19 @@ class _Lifecycle:
     t0: float = field(default_factory=time.monotonic)
     early: Inputs | None = None  # a fresh start's inputs, resolved before the lock
     early_source: Source | None = None  # a refresh's source, resolved before the lock
+    held: HeldLock | None = None
 
     def run(self) -> Outcome:
         paths, opts = self.paths, self.opts
         # Checks that need no lock come first: a refused run leaves no DIR.lock behind.
         check_out(paths, resume=opts.resume, refresh=opts.refresh)
         self.resolve_early()
-        with hold_lock(paths, opts.wait_lock):
+        with hold_lock(paths, opts.wait_lock) as self.held:
             check_out(paths, resume=opts.resume, refresh=opts.refresh)  # may have changed
             if opts.refresh:
                 return self.refresh()
             if out_state(paths.final) == "dataset":  # with --resume: check_out let it pass
-                check_complete(paths.final, self.typed, self.opts.token, self.opts.offline)
+                check_complete(paths, self.typed, self.opts.token, self.opts.offline)
                 if paths.staging.exists():
                     logger.warning(
                         "%s holds an unfinished refresh; rerun with --refresh to finish it",
@@ -174,18 +175,42 @@ class _Lifecycle:
                     path=paths.staging,
                 )
             if (paths.staging / MANIFEST_NAME).exists():
-                return _verified_ready(paths.staging, self.typed)
+                return self.verified_ready()
             plan = plan_restore(paths, opts, self.typed, self.stop_requested)
             state, stream = apply_restore(plan, paths, opts), plan.stream
         else:
             inputs = self.early or fresh_inputs(self.recipe, opts, source)
             state, stream = start(paths, self.recipe, opts, inputs, refresh)
+        if self.held is not None:
+            state.check_lock = self.held.check
         return execute(state, stream, self.stop_requested, self.argv, self.reporter)
+
+    def verified_ready(self) -> Manifest:
+        """A staging directory a crash left after its manifest was written: verify it, and
+        that typed options agree with the run (its checkpoint's recipe, or once that is
+        dropped, its manifest), as for any resume."""
+        staging, opts = self.paths.staging, self.opts
+        if (staging / ckpt.CHECKPOINT_NAME).exists():
+            if self.typed:
+                check_recipe(staging, recorded(ckpt.load(staging)).recipe, self.typed)
+        else:
+            check_complete(self.paths, self.typed, opts.token, opts.offline, staged=True)
+        manifest = read_manifest(staging)
+        problems = verify_dataset(staging, check_extra=False)
+        if problems:
+            raise IntegrityError(
+                f"{staging} is ready to publish but does not verify:\n  "
+                + "\n  ".join(problems)
+                + f"\nDelete {staging} to start over"
+            )
+        return manifest
 
     def publish(self, manifest: Manifest, changes: tuple[str, ...] = ()) -> Outcome:
         """Drop the checkpoint and rename staging to ``DIR``, or swap it in over the
         published version (a refresh)."""
         paths = self.paths
+        if self.held is not None:
+            self.held.check()
         _drop_checkpoint(paths)
         if self.opts.refresh and out_state(paths.final) == "dataset":
             swap_in(paths)
@@ -238,22 +263,6 @@ class _Lifecycle:
             shutil.rmtree(paths.staging)
             return Outcome("up-to-date", paths.final, seconds=time.monotonic() - self.t0)
         return self.publish(manifest, changes)
-
-
-def _verified_ready(staging: Path, typed: dict[str, Any]) -> Manifest:
-    """A staging directory a crash left after its manifest was written: verify it (and
-    that typed options agree with the run, as for any resume)."""
-    if typed and (staging / ckpt.CHECKPOINT_NAME).exists():
-        check_recipe(staging, recorded(ckpt.load(staging)).recipe, typed)
-    manifest = read_manifest(staging)
-    problems = verify_dataset(staging, check_extra=False)
-    if problems:
-        raise IntegrityError(
-            f"{staging} is ready to publish but does not verify:\n  "
-            + "\n  ".join(problems)
-            + f"\nDelete {staging} to start over"
-        )
-    return manifest
 
 
 def _drop_checkpoint(paths: OutputPaths) -> None:

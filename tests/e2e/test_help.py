@@ -45,6 +45,21 @@ def test_prepare_help_has_groups_examples_and_exit_codes(command: list[object]) 
     assert "(default: 100M)" in text  # a default the parser accepts as written
 
 
+def test_merge_help_has_options_examples_and_exit_codes() -> None:
+    r = run(PREP, "merge", "--help")
+    assert r.returncode == 0 and r.stderr == ""
+    text = r.stdout
+    for option in ("--wait-lock S", "--threads N", "--quiet"):
+        assert f"\n  {option}" in text, option
+    flat = " ".join(text.split())
+    assert "(default: 0: exit 75 at once)" in flat and "(default: all cores)" in flat
+    examples = text[text.index("\nexamples:\n"):text.index("\nexit codes:\n")]
+    assert "--part 0/3" in examples and "prep merge tokens/ds" in examples
+    codes = text[text.index("\nexit codes:\n"):]
+    assert re.findall(r"^  (\d+) ", codes, re.M) == ["0", "1", "2", "75", "130"]
+    assert "merge" in run(PREP, "--help").stdout
+
+
 def test_prep_help_and_version_go_to_stdout() -> None:
     helped = run(PREP, "--help")
     assert helped.returncode == 0 and helped.stderr == ""
@@ -65,6 +80,10 @@ def test_prep_help_and_version_go_to_stdout() -> None:
      "prep prepare: error: the following arguments are required: --out"),
     (["prepar", "--out", "x"], "prep: error: unknown command 'prepar'; did you mean prepare?"),
     (["verify"], "prep verify: error: the following arguments are required: DIR"),
+    (["merge", "d", "--wait-lok", "3"],
+     "prep merge: error: unknown option --wait-lok; did you mean --wait-lock?"),
+    (["merge", "d", "--threads", "0"],
+     "prep merge: error: argument --threads: '0' is too small; give a number >= 1"),
     (["inspect", "x", "--frist", "3"],
      "prep inspect: error: unknown option --frist; did you mean --first?"),
 ])

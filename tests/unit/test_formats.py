@@ -132,6 +132,35 @@ def test_check_open_refuses_changed_or_short_shards(tmp_path: Path, name: str) -
         fmt.check_open(tmp_path, OpenFile(shard, 0, 0, hashlib.sha256().hexdigest(), ()), VOCAB)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_check_sealed_and_check_open_count_an_id_while_they_hash(tmp_path: Path, name: str) -> None:
+    """Resume counts separators in the pass that checks the hash; the expected counts are
+    Python's ``list.count`` over the ids written, the hash ``hashlib`` over the file."""
+    fmt = get_format(name)
+    values = [0, 5, 0, 7, 7, 0, 299, 0] * 1000
+    sealed = fmt.shard_name("train", 0)
+    w = fmt.create(tmp_path, sealed, VOCAB)
+    put(w, *values)
+    sha, _ = w.seal()
+    assert sha == hashlib.sha256((tmp_path / sealed).read_bytes()).hexdigest()
+    n = len(values)
+    for count_id in (0, 7, 299, 1):
+        got = fmt.check_sealed(tmp_path, sealed, n, sha, VOCAB, count_id)
+        assert got == values.count(count_id)
+    assert fmt.check_sealed(tmp_path, sealed, n, sha, VOCAB, None) == 0
+    with pytest.raises(IntegrityError, match=rf"its size does not hold {n - 1:,} ids"):
+        fmt.check_sealed(tmp_path, sealed, n - 1, sha, VOCAB, 0)
+    with pytest.raises(IntegrityError, match=r"the file was modified after it was sealed"):
+        fmt.check_sealed(tmp_path, sealed, n, "0" * 64, VOCAB, 0)
+
+    w = fmt.create(tmp_path, fmt.shard_name("train", 1), VOCAB)
+    put(w, *values)
+    w.sync()
+    record = open_record(w)
+    w.close()
+    assert fmt.check_open(tmp_path, record, VOCAB, 0).count == values.count(0)
+
+
 def manifest_for(entries: list[ManifestFile], name: str, sep: int | None = 0) -> Manifest:
     fmt = get_format(name)
     m = {

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from prep.executors import EXECUTORS
 from prep.formats import DTYPES, FORMAT_NAMES
 from prep.options import GROUPS, command_error, prepare_parser
 from prep.recipe import Recipe, RunOptions
@@ -32,7 +33,8 @@ def defaults() -> dict[str, Any]:
 
 @pytest.fixture
 def parser() -> argparse.ArgumentParser:
-    return prepare_parser(PROG, defaults(), "9.9.9", {"format": FORMAT_NAMES, "dtype": DTYPES})
+    choices = {"format": FORMAT_NAMES, "dtype": DTYPES, "executor": EXECUTORS}
+    return prepare_parser(PROG, defaults(), "9.9.9", choices)
 
 
 def options(parser: argparse.ArgumentParser) -> list[argparse.Action]:

@@ -88,8 +88,10 @@ class MegatronFormat(FlatFormat):
     def create(self, directory: Path, name: str, vocab_size: int) -> MegatronWriter:
         return MegatronWriter(directory / name, self._dtype(vocab_size), vocab_size)
 
-    def check_open(self, directory: Path, op: OpenFile, vocab_size: int) -> IdFileOpen:
-        checked = super().check_open(directory, op, vocab_size)
+    def check_open(
+        self, directory: Path, op: OpenFile, vocab_size: int, count_id: int | None = None
+    ) -> IdFileOpen:
+        checked = super().check_open(directory, op, vocab_size, count_id)
         lengths = op.doc_lengths or ()
         if len(lengths) != op.n_docs or sum(lengths) != op.n_tokens:
             raise IntegrityError(
