@@ -20,7 +20,7 @@ import numpy.typing as npt
 from prep.errors import InputError, PrepError
 from prep.formats import ShardFormat, get_format
 from prep.fsio import file_sha256
-from prep.publish import OutputPaths, describe_holder
+from prep.publish import OutputPaths, describe_holder, out_of_staging
 from prep.state import checkpoint as ckpt
 from prep.state.manifest import MANIFEST_NAME, read_manifest
 
@@ -118,7 +118,7 @@ def inspect_staging(directory: Path) -> list[str]:
     cp = ckpt.load(directory)
     age = time.time() - cp.written_at
     p = cp.progress
-    final = directory.with_name(directory.name.removesuffix(".incomplete"))
+    final = out_of_staging(directory)
     holder = lock_holder(OutputPaths.for_out(final))
     state = "finished, ready to publish" if p.finished else "in progress"
     if holder is None:
@@ -183,6 +183,9 @@ def inspect_path(path: Path, *, first: int = 16, tokenizer: str | None = None) -
         return inspect_staging(path)
     if path.is_dir() and (path / MANIFEST_NAME).exists():
         return inspect_manifest(path)
+    inside = OutputPaths.for_out(path).staging  # a mount point --out: staging is inside it
+    if path.is_dir() and (inside / ckpt.CHECKPOINT_NAME).exists():
+        return inspect_staging(inside)
     raise InputError(
         f"{path}: not a .bin file, a dataset directory (with {MANIFEST_NAME}) or a staging "
         "directory (with checkpoint.json)",

@@ -224,7 +224,8 @@ def _output(g: Group, d: Mapping[str, Any]) -> None:
         help=f"the id dtype (default: {d['dtype']}: the narrowest that fits the vocabulary)",
     )
     g.add_argument("--out", required=True, type=Path, metavar="DIR",
-                   help="the dataset directory to create: new, or an empty directory")
+                   help="the dataset directory to create: new, or an empty directory (an "
+                   "empty mount point too)")
     g.add_argument("--dataset", metavar="NAME",
                    help="the dataset's name in the manifest (default: DIR's name)")
     g.add_argument(

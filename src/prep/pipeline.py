@@ -1,15 +1,15 @@
 """The run's lifecycle: take the lock, decide what to do with ``DIR`` and its staging
 directory (start, resume, refuse, refresh), run the job, publish.
 
-Publishing renames the finished staging directory to ``DIR`` (never replacing one); a
-refresh swaps it in atomically instead (see ``prep.refresh``).
+Publishing renames the finished staging directory to ``DIR`` (never replacing one), or
+its files into ``DIR`` when ``DIR`` is a mount point (see ``prep.mountpoint``); a refresh
+swaps it in atomically instead (see ``prep.refresh``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -19,6 +19,7 @@ from typing import Any
 from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError
 from prep.formats import get_format
 from prep.fsio import fsync_dir
+from prep.mountpoint import mount_state, publish_into, recover
 from prep.progress import Reporter, silent
 from prep.publish import HeldLock, OutputPaths, hold_lock, is_empty_dir, publish, write_failure
 from prep.recipe import REQUIRED, Recipe, RunOptions
@@ -108,10 +109,12 @@ class _Lifecycle:
         check_out(paths, resume=opts.resume, refresh=opts.refresh)
         self.resolve_early()
         with hold_lock(paths, opts.wait_lock) as self.held:
+            if paths.inside:
+                recover(paths)  # what a kill during a publish into a mount point left
             check_out(paths, resume=opts.resume, refresh=opts.refresh)  # may have changed
             if opts.refresh:
                 return self.refresh()
-            if out_state(paths.final) == "dataset":  # with --resume: check_out let it pass
+            if out_state(paths) == "dataset":  # with --resume: check_out let it pass
                 check_complete(paths, self.typed, self.opts.token, self.opts.offline)
                 if paths.staging.exists():
                     logger.warning(
@@ -128,7 +131,7 @@ class _Lifecycle:
         ``DIR.lock``. A resume resolves nothing here: its checkpoint pins what it reads."""
         if self.paths.staging.exists():
             return
-        state = out_state(self.paths.final)
+        state = out_state(self.paths)
         if state in ("absent", "empty"):
             self.early = fresh_inputs(self.recipe, self.opts)
         elif state == "dataset" and self.opts.refresh:
@@ -145,7 +148,7 @@ class _Lifecycle:
         what = " and ".join(f"--{n}" for n in REQUIRED if n not in self.typed)
         what += " were" if " and " in what else " was"
         final = self.paths.final
-        if out_state(final) == "dataset":  # only a refresh gets here with DIR complete
+        if out_state(self.paths) == "dataset":  # only a refresh gets here with DIR complete
             why = (
                 f"--refresh of {final}: {what} not typed; a refresh compares the typed "
                 "recipe with the published one. Type the recipe in full (--source, "
@@ -212,7 +215,7 @@ class _Lifecycle:
         if self.held is not None:
             self.held.check()
         _drop_checkpoint(paths)
-        if self.opts.refresh and out_state(paths.final) == "dataset":
+        if self.opts.refresh and out_state(paths) == "dataset":
             swap_in(paths)
             logger.info(
                 "swapped in the new version of %s (previous kept as %s)",
@@ -220,7 +223,10 @@ class _Lifecycle:
                 paths.previous.name,
             )
         else:
-            publish(paths)
+            if paths.inside:
+                publish_into(paths)
+            else:
+                publish(paths)
             logger.info("published %s", paths.final)
         return Outcome("published", paths.final, manifest, time.monotonic() - self.t0, changes)
 
@@ -229,7 +235,7 @@ class _Lifecycle:
         staging and swap it in; the old version stays in place, untouched, until the swap."""
         paths = self.paths
         recover_swap(paths)
-        if out_state(paths.final) != "dataset":  # absent or empty: a first build
+        if out_state(paths) != "dataset":  # absent or empty: a first build
             return self.publish(self.build())
         source: Source | None = None
         note: RefreshNote | None = None
@@ -245,6 +251,8 @@ class _Lifecycle:
                 return Outcome("up-to-date", paths.final, seconds=time.monotonic() - self.t0)
             changes = tuple(fresh.changes)
             logger.info("%s changed: %s", paths.final, "; ".join(changes))
+            if paths.inside:
+                raise _no_swap_on_mount(paths)
             note = RefreshNote(fresh.previous_corpus_sha256, changes)
         else:
             logger.info("continuing the refresh in %s", paths.staging)
@@ -271,32 +279,37 @@ def _drop_checkpoint(paths: OutputPaths) -> None:
     fsync_dir(paths.staging)
 
 
-def out_state(final: Path) -> str:
-    """What ``--out`` is now: ``absent``; ``empty`` (an empty directory, published onto);
-    ``mount`` (a mount point: staging beside it is on another filesystem, so it cannot be
-    renamed onto it); ``dataset`` (holds ``_MANIFEST.json``); or ``other``."""
+def out_state(paths: OutputPaths) -> str:
+    """What ``--out`` is now: ``absent``; ``empty`` (an empty directory, published onto;
+    for a mount point see ``prep.mountpoint``); ``dataset`` (holds ``_MANIFEST.json``); or
+    ``other``."""
+    final = paths.final
     if not final.exists() and not final.is_symlink():
         return "absent"
-    if final.is_dir() and not final.is_symlink() and os.path.ismount(final):
-        return "mount"
+    if paths.inside:
+        return mount_state(paths)
     if final.is_dir() and (final / MANIFEST_NAME).is_file():
         return "dataset"
     return "empty" if is_empty_dir(final) else "other"
 
 
+def _no_swap_on_mount(paths: OutputPaths) -> OutputError:
+    final = paths.final
+    return OutputError(
+        f"--refresh of {final}: it is a mount point, and a refresh swaps the new version in "
+        f"by renaming directories, which cannot replace a mount point; {final} is kept as "
+        f"it is. To rebuild it, empty it and rerun without --refresh; to refresh from "
+        f"cron, give a directory inside the mount (e.g. --out {final / final.name})",
+        path=final,
+    )
+
+
 def check_out(paths: OutputPaths, *, resume: bool, refresh: bool) -> None:
     """Refuse an ``--out`` no run can use, each with the way out: a file or a directory that
-    is not a prep dataset (``--refresh`` cannot help there), a mount point, or (without
-    --resume or --refresh) a dataset. Read-only: called before the lock is taken, so a
-    refused run leaves no ``DIR.lock``, and again under it."""
-    state, final = out_state(paths.final), paths.final
-    if state == "mount":
-        raise OutputError(
-            f"{final} is a mount point: prep builds {paths.staging.name} beside it and "
-            f"renames it into place, which cannot replace a mount point; give a directory "
-            f"inside it, e.g. --out {final / final.name}",
-            path=final,
-        )
+    is not a prep dataset (``--refresh`` cannot help there), or (without --resume or
+    --refresh) a dataset. Read-only: called before the lock is taken, so a refused run
+    leaves no ``DIR.lock``, and again under it."""
+    state, final = out_state(paths), paths.final
     if state == "other":
         what = (
             "a symbolic link" if final.is_symlink()

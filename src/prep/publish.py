@@ -3,7 +3,9 @@
 ``DIR`` is the dataset, ``DIR.incomplete/`` the staging directory, ``DIR.lock`` the lock.
 Staging is created whole (built under a temporary sibling with its first checkpoint, then
 renamed), so a staging directory always holds a checkpoint. Publishing renames staging to
-``DIR`` without ever replacing an existing ``DIR`` (an empty directory excepted).
+``DIR`` without ever replacing an existing ``DIR`` (an empty directory excepted). When
+``DIR`` is a mount point, which no rename can replace, staging is ``DIR/.prep-staging``
+instead and ``prep.mountpoint`` publishes it file by file.
 """
 
 from __future__ import annotations
@@ -28,26 +30,35 @@ from prep.fsio import atomic_write_bytes, fsync_dir, rename_noreplace, stray_tem
 logger = logging.getLogger(__name__)
 
 
+STAGING_INSIDE = ".prep-staging"  # staging's name inside a mount point --out
+
+
 @dataclass(frozen=True)
 class OutputPaths:
-    """Every path derived from ``--out``."""
+    """Every path derived from ``--out``. ``inside``: ``--out`` is a mount point, so
+    staging (and where it is built) lives inside it, on the same filesystem."""
 
     final: Path
+    inside: bool = False
 
     @classmethod
     def for_out(cls, out: Path) -> OutputPaths:
         out = Path(os.path.abspath(out))
         if out.name in ("", ".", ".."):
             raise OutputError(f"--out {out} must name a directory to create", path=out)
-        return cls(out)
+        return cls(out, os.path.ismount(out))  # False for a symlink or a missing path
 
     @property
     def staging(self) -> Path:
+        if self.inside:
+            return self.final / STAGING_INSIDE
         return self.final.with_name(self.final.name + ".incomplete")
 
     @property
     def building(self) -> Path:
         """Where a new staging directory is assembled before it is renamed into place."""
+        if self.inside:
+            return self.final / (STAGING_INSIDE + ".new")
         return self.final.with_name("." + self.final.name + ".incomplete.new")
 
     @property
@@ -171,7 +182,15 @@ def create_staging(paths: OutputPaths, populate: Callable[[Path], None]) -> None
     except BaseException:
         shutil.rmtree(paths.building, ignore_errors=True)
         raise
-    fsync_dir(paths.final.parent)
+    fsync_dir(paths.staging.parent)
+
+
+def out_of_staging(staging: Path) -> Path:
+    """The ``--out`` a staging directory belongs to: ``DIR`` for ``DIR.incomplete``, the
+    mount point for ``MOUNT/.prep-staging``."""
+    if staging.name == STAGING_INSIDE and os.path.ismount(staging.parent):
+        return staging.parent
+    return staging.with_name(staging.name.removesuffix(".incomplete"))
 
 
 def publish(paths: OutputPaths) -> None:

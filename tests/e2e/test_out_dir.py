@@ -1,7 +1,8 @@
 """``--out`` as users give it: a new path; an existing empty directory (created by a
-provisioning script) which the dataset is published onto atomically; never something that
-is not a prep dataset, and then without suggesting --refresh (which cannot help). A run
-refused before it starts leaves no ``DIR.lock``. Real processes and the real filesystem."""
+provisioning script) which the dataset is published onto atomically (an empty mount point
+too: tests/ops/test_mount_out.py); never something that is not a prep dataset, and then
+without suggesting --refresh (which cannot help). A run refused before it starts leaves no
+``DIR.lock``. Real processes and the real filesystem."""
 
 from __future__ import annotations
 
@@ -147,11 +148,13 @@ def test_an_empty_directory_that_fills_up_before_publishing_is_not_replaced(
     assert dir_bytes(out) == reference
 
 
-def test_a_mount_point_is_explained(corpus: Path) -> None:
-    mount = Path("/proc")  # a mount point on every Linux system
+def test_a_mount_point_that_is_not_empty_is_refused_before_the_lock(corpus: Path) -> None:
+    """An empty mount point is published onto (tests/ops/test_mount_out.py, as root); one
+    with content is refused like any directory that is not empty."""
+    mount = Path("/proc")  # a mount point, never empty, on every Linux system
     assert os.path.ismount(mount)
     r = prepare("--source", corpus, "--tokenizer", "byte", "--out", mount)
     assert r.returncode == 1, r.stderr
-    assert f"{mount} is a mount point: prep builds proc.incomplete beside it" in r.stderr
-    assert f"give a directory inside it, e.g. --out {mount / 'proc'}" in r.stderr
+    assert "/proc exists and is not a prep dataset (a directory that is not empty" in r.stderr
+    assert "--refresh" not in r.stderr
     assert not Path("/proc.lock").exists()

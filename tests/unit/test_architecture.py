@@ -44,9 +44,10 @@ ALLOWED: dict[str, set[str]] = {
     "tokenstream": {"formats", "fsio", "state"},
     "merge": {"formats", "fsio", "partition", "publish", "state", "verify"},
     "executors": {"merge", "partition"},
+    "mountpoint": {"formats", "fsio", "publish", "state"},
     "pipeline": {
-        "formats", "fsio", "progress", "publish", "recipe", "refresh", "run", "sources",
-        "state", "verify",
+        "formats", "fsio", "mountpoint", "progress", "publish", "recipe", "refresh", "run",
+        "sources", "state", "verify",
     },
     "api": {
         "encoders", "partition", "pipeline", "progress", "recipe", "redact", "sources", "state",
