@@ -118,7 +118,7 @@ def inspect_staging(directory: Path) -> list[str]:
     cp = ckpt.load(directory)
     age = time.time() - cp.written_at
     p = cp.progress
-    final = out_of_staging(directory)
+    final = OutputPaths.for_out(out_of_staging(directory)).final  # absolute: works anywhere
     holder = lock_holder(OutputPaths.for_out(final))
     state = "finished, ready to publish" if p.finished else "in progress"
     if holder is None:

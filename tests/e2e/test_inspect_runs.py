@@ -86,6 +86,22 @@ def test_a_live_run_then_a_killed_one_then_the_printed_resume_command(
     assert dir_bytes(out) == dir_bytes(clean)
 
 
+def test_the_resume_command_names_out_absolutely(tmp_path: Path, corpus: Path) -> None:
+    """``prep inspect ds.incomplete`` from its parent prints a command that works from any
+    directory (a relative --out would resume the wrong place from elsewhere)."""
+    out = tmp_path / "ds"
+    proc = start_and_freeze(out, "--source", corpus, "--tokenizer", "byte")
+    proc.kill()
+    proc.wait()
+    assert proc.stderr is not None
+    proc.stderr.close()
+    r = subprocess.run([str(PREP), "inspect", "ds.incomplete"], capture_output=True, text=True,
+                       timeout=300, check=False, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert shlex.split(r.stdout.splitlines()[-1].removeprefix("resume with: ")) == [
+        "prep", "prepare", "--out", str(out), "--resume"]
+
+
 def test_inspect_writes_nothing_and_takes_no_lock(tmp_path: Path, corpus: Path) -> None:
     out = tmp_path / "ds"
     proc = start_and_freeze(out, "--source", corpus, "--tokenizer", "byte")
