@@ -76,6 +76,7 @@ class TransientError(PrepError, ConnectionError):
 
 
 class Interrupted(PrepError):
-    """Stopped by a signal after writing a checkpoint: exit 75, rerun with ``--resume``."""
+    """Stopped on request (a signal, or the API's ``stop=`` callback) after writing a
+    checkpoint: exit 75, rerun with ``--resume``."""
 
     exit_code = EXIT_TEMPFAIL
