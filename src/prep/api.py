@@ -31,7 +31,7 @@ from prep.redact import redact_argv
 from prep.sources import canonical_source
 from prep.state.manifest import Manifest
 
-_RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunOptions)) - {"out", "typed"}
+_RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunOptions)) - {"out"}
 
 
 def _never() -> bool:
