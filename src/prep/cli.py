@@ -27,6 +27,7 @@ from prep.errors import (
     InputError,
     Interrupted,
     PrepError,
+    os_failure,
     UsageError,
 )
 from prep.options import RUN, _int, prepare_parser
@@ -109,8 +110,6 @@ def _boundary(command: Callable[[_Say], int]) -> int:
         say(f"prep: {'stopped' if e.exit_code == EXIT_TEMPFAIL else 'error'}: {e}")
         return e.exit_code
     except OSError as e:  # verify or inspect: the same translation a prepare run uses
-        from prep.publish import os_failure
-
         say(f"prep: error: {os_failure(e)}")
         return EXIT_ERROR
     except _Aborted:

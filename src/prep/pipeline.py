@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError
+from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError, os_failure
 from prep.formats import get_format
 from prep.fsio import fsync_dir
 from prep.progress import Reporter, silent
-from prep.publish import HeldLock, OutputPaths, hold_lock, os_failure, publish
+from prep.publish import HeldLock, OutputPaths, hold_lock, publish
 from prep.recipe import REQUIRED, Recipe, RunOptions
 from prep.refresh import check_complete, check_fresh, recover_swap, swap_in
 from prep.run.inputs import fresh_inputs, recorded
@@ -82,7 +82,7 @@ def run(
     except PrepError:
         raise
     except OSError as e:  # staging creation, the lock info, publishing: not only the job
-        raise os_failure(e, life.paths) from e
+        raise os_failure(e, life.paths.final, life.paths.staging) from e
 
 
 @dataclass

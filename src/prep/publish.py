@@ -9,7 +9,6 @@ renamed), so a staging directory always holds a checkpoint. Publishing renames s
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import logging
 import os
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from prep.errors import LockedError, OutputError, PrepError
+from prep.errors import LockedError, OutputError
 from prep.fsio import atomic_write_bytes, fsync_dir, rename_noreplace, stray_temps
 
 logger = logging.getLogger(__name__)
@@ -177,27 +176,3 @@ def publish(paths: OutputPaths) -> None:
     """Rename staging to ``DIR`` (never replacing one), then fsync the parent."""
     rename_noreplace(paths.staging, paths.final)
     fsync_dir(paths.final.parent)
-
-
-def os_failure(e: OSError, paths: OutputPaths | None = None) -> PrepError:
-    """The one translation of an OS error no layer below turned into a ``PrepError``: a
-    read or a write that failed (disk full, I/O error, a directory where a file belongs).
-    With ``paths`` (a prepare run), say what survives and how to continue."""
-    where = e.filename or (
-        None if paths is None else paths.staging if paths.staging.exists() else paths.final
-    )
-    if e.errno in (errno.ENOSPC, errno.EDQUOT):
-        what = f"no space left on the device writing {where} ({e.strerror})"
-        fix = "free some space, then rerun"
-    else:  # the errno alone does not say whether it was a read or a write
-        what = f"{where}: {e.strerror or e}" if where else f"{e.strerror or e}"
-        fix = "fix the cause, then rerun"
-    if paths is None:
-        return OutputError(f"{what}; {fix}", path=where)
-    if paths.staging.exists():
-        state = f"the last checkpoint in {paths.staging} is intact"
-        fix += f" with --resume (prep prepare --out {paths.final} --resume)"
-    else:
-        state = "nothing was committed yet"
-        fix += " the same command"
-    return OutputError(f"{what}; {state}: {fix}", path=where)
