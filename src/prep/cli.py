@@ -27,8 +27,8 @@ from prep.errors import (
     InputError,
     Interrupted,
     PrepError,
-    os_failure,
     UsageError,
+    os_failure,
 )
 from prep.options import RUN, _int, prepare_parser
 from prep.recipe import RECIPE_FIELDS, RunOptions, validate
