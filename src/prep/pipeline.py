@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError
+from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError, os_failure
 from prep.formats import get_format
 from prep.fsio import fsync_dir
 from prep.mountpoint import mount_state, publish_into, recover
 from prep.progress import Reporter, silent
-from prep.publish import HeldLock, OutputPaths, hold_lock, is_empty_dir, publish, write_failure
+from prep.publish import HeldLock, OutputPaths, hold_lock, is_empty_dir, publish
 from prep.recipe import REQUIRED, Recipe, RunOptions
 from prep.refresh import check_complete, check_fresh, recover_swap, swap_in
 from prep.run.inputs import Inputs, fresh_inputs, recorded
@@ -84,7 +84,7 @@ def run(
     except PrepError:
         raise
     except OSError as e:  # staging creation, the lock info, publishing: not only the job
-        raise write_failure(e, life.paths) from e
+        raise os_failure(e, life.paths.final, life.paths.staging) from e
 
 
 @dataclass

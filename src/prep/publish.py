@@ -219,20 +219,3 @@ def is_empty_dir(path: Path) -> bool:
     """A real (not symlinked) empty directory: what ``publish`` may rename onto."""
     return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
 
-
-def write_failure(e: OSError, paths: OutputPaths) -> OutputError:
-    """An OS error while writing (disk full, quota, I/O error): nothing committed is lost."""
-    where = e.filename or (paths.staging if paths.staging.exists() else paths.final)
-    if e.errno in (errno.ENOSPC, errno.EDQUOT):
-        what = f"no space left on the device writing {where} ({e.strerror})"
-        fix = "free some space, then rerun"
-    else:
-        what = f"writing {where} failed: {e.strerror or e}"
-        fix = "fix the cause, then rerun"
-    if paths.staging.exists():
-        state = f"the last checkpoint in {paths.staging} is intact"
-        fix += f" with --resume (prep prepare --out {paths.final} --resume)"
-    else:
-        state = "nothing was committed yet"
-        fix += " the same command"
-    return OutputError(f"{what}; {state}: {fix}", path=where)
