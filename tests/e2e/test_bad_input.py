@@ -272,6 +272,21 @@ def test_an_unreadable_entry_in_the_source_is_refused(
     _succeeds(cli, out, "--source", spec)
 
 
+def test_a_failed_read_is_not_called_a_write(cli, tmp_path: Path, out: Path) -> None:
+    """An OS error reading (here: the staging "directory" is a file) is reported as what it
+    is, with the path, not as "writing ... failed"."""
+    staging = tmp_path / f"{NAME}.incomplete"
+    staging.write_text("not a directory")
+
+    r = cli("prepare", "--out", out, "--resume")
+
+    assert r.code == 1, r.err
+    assert "Traceback" not in r.err
+    assert f"{staging / 'checkpoint.json'}: Not a directory" in r.err, r.err
+    assert "writing" not in r.err, r.err
+    assert staging.read_text() == "not a directory"
+
+
 # -- usage errors ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("option", "value"), [
@@ -288,7 +303,7 @@ def test_an_unreadable_entry_in_the_source_is_refused(
     ("--shuffle-buffer", "-1"),
     ("--checkpoint-interval", "0"),
     ("--seed", "abc"),
-    ("--max-file-tokens", "1e6"),
+    ("--max-file-tokens", "1e-6"),  # 1e6 is a count now (issue 11); 1e-6 is not
     ("--sep-position", "middle"),
 ])
 def test_out_of_range_or_malformed_values_exit_2(
@@ -302,7 +317,7 @@ def test_out_of_range_or_malformed_values_exit_2(
 def test_unknown_option_exits_2(cli, good: Path, out: Path) -> None:
     r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", good, "--max-tokens", "5")
 
-    _refused(r, 2, out, "unrecognized arguments: --max-tokens")
+    _refused(r, 2, out, "unknown option --max-tokens; did you mean --max-file-tokens?")
 
 
 def test_contradicting_separator_options_exit_2(cli, good: Path, out: Path) -> None:

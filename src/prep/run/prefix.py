@@ -59,7 +59,7 @@ def replay(
         while True:
             if stop_requested():
                 raise Interrupted(
-                    "stopped by a signal while replaying the source; nothing was changed. "
+                    "stopped on request while replaying the source; nothing was changed. "
                     f"Resume with: prep prepare --out {final} --resume"
                 )
             batch = next(prepared, None)
