@@ -17,6 +17,11 @@ the last checkpoint intact. ctime cannot be set from user space, so an in-place 
 seen even when the writer restores the mtime; the one blind spot is a write within the
 filesystem's timestamp granularity of the hash (a few milliseconds on Linux before 6.13's
 fine-grained timestamps) that also keeps the size.
+
+Worker processes open a file by path, one row group each, so the main process fixes the
+file's signature once, through its own descriptor, before any worker reads it
+(``parquet.identify``), and every worker checks that it opened that very file
+(:func:`open_identified`), before hashing it, after hashing it and after every record batch.
 """
 
 from __future__ import annotations
