@@ -352,6 +352,15 @@ def reached(proc: Proc, cond: Callable[[], bool]) -> bool:
     return wait_for(cond, "the run to get there", proc, ended_ok=True)
 
 
+def paced(seconds: float) -> Fault:
+    """A sleep of ``seconds`` after every committed batch (before its progress report). A
+    run then needs at least its number of batches times ``seconds`` on any machine, so
+    random kill delays that add up to less than that all land before its end however fast
+    the machine; a slower machine only makes it longer."""
+    return {"target": "prep.run.loop.ProgressReport.__call__", "when": "before",
+            "action": "sleep", "seconds": seconds, "every": True}
+
+
 def gate(target: str, where: Path, *, nth: int = 1, when: str = "after") -> Fault:
     """A fault that parks the process at ``target`` until ``release(where)``."""
     return {"target": target, "action": "gate", "nth": nth, "when": when,
