@@ -14,7 +14,9 @@ from harness import World
 # The runs killed after random delays are paced: 36,000 documents in batches of 8 take at
 # least 4,500 x 0.5 ms = 2.25 s on any machine, more than the 0.4 + 0.7 + 0.7 s of the
 # longest delays before the three kills a test counts on: a fast machine cannot finish
-# before them (a killed run's commits count at most its delay towards the end).
+# before them (a killed run's commits count at most its delay towards the end). Runs
+# stopped once past a row count are paced too: the 20 % of rows after the last mark take
+# at least 0.45 s, the time the test has to see the checkpoint and send the signal.
 PACE = h.paced(0.0005)
 
 
@@ -63,10 +65,10 @@ def test_sigkill_after_progress_counts_every_resume(w: World, tmp_path: Path) ->
     rng = random.Random(7)
     out = tmp_path / "out"
     marks = sorted(rng.sample(range(500, int(w.total_rows * 0.8)), 5))
-    proc = h.spawn(w.fresh_args(out))
+    proc = h.spawn(w.fresh_args(out), faults=PACE)
     for i, mark in enumerate(marks):
         if i:
-            proc = h.spawn(["--out", out, "--resume", *h.FAST])
+            proc = h.spawn(["--out", out, "--resume", *h.FAST], faults=PACE)
         start = h.rows_committed(out)
         here = max(mark, start + 1)  # rows this run committed itself
         assert h.reached(proc, lambda m=here: h.rows_committed(out) >= m), proc.finish()
@@ -129,7 +131,7 @@ def test_sigterm_and_sigint_exit_75_with_a_resume_command(w: World, tmp_path: Pa
     marks = sorted(rng.sample(range(500, int(w.total_rows * 0.8)), 5))
     args: list[str | Path] = list(w.fresh_args(out))
     for i in range(6):
-        proc = h.spawn([*args, *h.FAST] if i else args)
+        proc = h.spawn([*args, *h.FAST] if i else args, faults=PACE)
         if i == 0:
             ready = h.reached(proc, lambda: h.read_checkpoint(out) is not None)
         else:
