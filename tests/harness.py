@@ -5,7 +5,8 @@ import sites), waiting on them, and reading what they left (trees, checkpoints).
 
 Faults are the driver's (see ``tests/fault_driver.py``): a dict or a list of dicts with a
 ``target`` and an ``action`` (``kill``, ``enospc``, ``sleep``, ``gate``, ``record``,
-``return``). A process's stderr goes to a file, never a pipe that could fill up.
+``return``); ``paced`` adds a sleep after every batch, so a run outlasts random kill delays on
+any machine. A process's stderr goes to a file, never a pipe that could fill up.
 
 Not a ``conftest.py`` on purpose: conftest modules outside packages all import as
 ``conftest`` and would shadow the factories in ``tests/conftest.py`` for other directories.
