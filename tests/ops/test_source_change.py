@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,9 +13,11 @@ from conftest import dir_bytes
 from harness import (
     World,
     build,
+    gate,
     make_world,
     no_traceback,
     ops_corpus,
+    release,
     rows_committed,
     run,
     spawn,
@@ -60,18 +61,21 @@ def test_a_file_changed_while_read_fails_the_run(
     path = w.source / "part-00000.parquet"
     original = path.read_bytes()
     out = tmp_path / "out"
+    # Parked after its third checkpoint, the reader a few batches ahead, never at the end of
+    # the file however fast the machine (a pause after a polled row count could come late).
+    where = tmp_path / "gate"
+    where.mkdir()
     proc = spawn(
         w.args(out, "--batch-size", 8, "--checkpoint-interval", 0.000001, "--workers", workers),
         tmp_path / "run.log",
+        [gate("prep.run.state.RunState.checkpoint", where, nth=3)],
     )
-    wait_for(lambda: rows_committed(out) >= 16, "rows to be committed", proc)
-    # The workers are inside the file (they read ahead of the commits, which the stopped
-    # main process holds back): change it under them.
-    os.kill(proc.pid, signal.SIGSTOP)
-    try:
+    wait_for((where / "reached").exists, "the third checkpoint", proc)
+    assert rows_committed(out) >= 16
+    try:  # the workers are inside the file, ahead of the parked commits: change it under them
         change(w, path)
     finally:
-        os.kill(proc.pid, signal.SIGCONT)
+        release(where)
     code, err = proc.finish()
 
     assert code == 1, err
