@@ -112,6 +112,14 @@ class MegatronFormat(FlatFormat):
             _resume=(verified.n, verified.hasher),
         )
 
+    def sealed_doc_lengths(self, directory: Path, entry: ManifestFile) -> tuple[int, ...]:
+        """The documents' lengths from the shard's ``.idx``; raises ``FormatError``."""
+        name = idx_name(entry.name)
+        idx = mmidx.parse((directory / name).read_bytes(), where=name)
+        if idx.n_docs != entry.n_docs:
+            raise FormatError(f"{name}: {idx.n_docs:,} documents, not {entry.n_docs:,}")
+        return tuple(int(n) for n in idx.lengths)
+
     def _index_problems(self, directory: Path, entry: ManifestFile, n: int) -> list[str]:
         name = idx_name(entry.name)
         path = directory / name

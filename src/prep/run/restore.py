@@ -31,7 +31,7 @@ from prep.state.changes import (
     tokenizer_change,
     version_changes,
 )
-from prep.state.checkpoint import Checkpoint
+from prep.state.checkpoint import Checkpoint, StreamBase
 from prep.state.identity import TokenizerIdentity
 from prep.stream import Cursor, Failure, StreamItem, open_stream
 
@@ -150,6 +150,13 @@ def unnamed_files(staging: Path, cp: Checkpoint, fmt: ShardFormat) -> list[Path]
     return sorted(stray + stray_temps(staging))
 
 
+def base_cursor(base: StreamBase | None) -> Cursor:
+    """A cursor at the start of a stream, or after the published stream it continues."""
+    if base is None:
+        return Cursor()
+    return Cursor(base.rows_visited, base.empty_rows_skipped, base.prefix_sha256)
+
+
 def replay(
     stream: Iterator[StreamItem],
     files: list[SourceFile],
@@ -161,9 +168,9 @@ def replay(
     cursor after it. Raises ``IntegrityError`` when the source changed, ``Interrupted``
     on a stop request."""
     progress = cp.progress
-    cursor = Cursor()
+    cursor = base_cursor(progress.base)
     t = time.monotonic()
-    for i in range(progress.rows_visited):
+    for i in range(progress.rows_visited - cursor.rows_visited):
         if i % _SIGNAL_CHECK_ROWS == 0 and stop_requested():
             raise Interrupted(
                 "stopped by a signal while replaying the source; nothing was changed. "
@@ -193,7 +200,7 @@ def replay(
         )
     logger.info(
         "replayed %s rows in %.1f s; prefix digest matches",
-        f"{progress.rows_visited:,}",
+        f"{progress.rows_visited - (progress.base.rows_visited if progress.base else 0):,}",
         time.monotonic() - t,
     )
     return cursor
@@ -219,7 +226,11 @@ def plan_restore(
     inputs = Inputs(source, encoder)
     fmt = output_format(cp.recipe, encoder.identity.vocab_size)
     opened = check_shards(staging, cp, fmt, encoder.identity.vocab_size)
-    files, stream = open_stream(source, cp.recipe)
+    base = cp.progress.base
+    if base is None:
+        files, stream = open_stream(source, cp.recipe)
+    else:
+        files, stream = open_stream(source, cp.recipe, base.files, base.rows_visited)
     if cp.progress.finished:
         cursor, live = Cursor(), None
         cursor.rows_visited = cp.progress.rows_visited
@@ -278,4 +289,5 @@ def apply_restore(plan: RestorePlan, paths: OutputPaths, opts: RunOptions) -> Ru
         finished=finished,
         fresh=False,
         final_digest=cp.progress.prefix_sha256 if finished else None,
+        base=cp.progress.base,
     )

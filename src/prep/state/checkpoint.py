@@ -25,14 +25,47 @@ FORMAT = 1
 
 
 @dataclass(frozen=True)
+class StreamBase:
+    """Where a continued stream starts (an incremental refresh continues the published
+    version): after the first ``files`` files of the read order, ``rows_visited`` rows
+    (``empty_rows_skipped`` of them empty) whose prefix digest is ``prefix_sha256``. A
+    resume replays only the rows after it; the files before it are checked by SHA-256."""
+
+    files: int
+    rows_visited: int
+    empty_rows_skipped: int
+    prefix_sha256: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "rows_visited": self.rows_visited,
+            "empty_rows_skipped": self.empty_rows_skipped,
+            "prefix_sha256": self.prefix_sha256,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> StreamBase | None:
+        if d is None:
+            return None
+        return cls(
+            int(d["files"]),
+            int(d["rows_visited"]),
+            int(d["empty_rows_skipped"]),
+            str(d["prefix_sha256"]),
+        )
+
+
+@dataclass(frozen=True)
 class Progress:
-    """How far the stream was committed."""
+    """How far the stream was committed (from ``base`` when the run continues one)."""
 
     rows_visited: int = 0
     docs_written: int = 0
     empty_rows_skipped: int = 0
     prefix_sha256: str = ""
     finished: bool = False
+    base: StreamBase | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -41,6 +74,7 @@ class Progress:
             "empty_rows_skipped": self.empty_rows_skipped,
             "prefix_sha256": self.prefix_sha256,
             "finished": self.finished,
+            "base": self.base.to_json() if self.base else None,
         }
 
     @classmethod
@@ -51,6 +85,7 @@ class Progress:
             empty_rows_skipped=int(d["empty_rows_skipped"]),
             prefix_sha256=str(d["prefix_sha256"]),
             finished=bool(d["finished"]),
+            base=StreamBase.from_json(d.get("base")),
         )
 
 
