@@ -9,6 +9,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import bpe_tokenizer, numbered_docs
@@ -50,7 +51,7 @@ def from_scratch(w: World, *extra: object) -> dict[str, bytes]:
     return build(w, w.root / "scratch" / "out", *EXTRA, *extra)
 
 
-def refresh(cli, w: World, out: Path, *extra: object):  # noqa: ANN001, ANN201
+def refresh(cli, w: World, out: Path, *extra: object) -> Any:
     r = cli("prepare", *w.args(out, "--refresh", *EXTRA, *extra))
     assert r.code == 0, r.err
     return r
@@ -174,7 +175,8 @@ def test_fallback_is_a_full_rebuild_that_says_why(cli, w: World, case: str) -> N
 
 
 RECIPES = {
-    "recipe changed": ((), ("--max-file-tokens", "3000"), "the tokenizer or recipe changed (recipe max_file_tokens: 2000 -> 3000"),
+    "recipe changed": ((), ("--max-file-tokens", "3000"),
+                       "the tokenizer or recipe changed (recipe max_file_tokens: 2000 -> 3000"),
     "file shuffle": (("--shuffle-files",), ("--shuffle-files",), "--shuffle-files or"),
     "document shuffle": (("--shuffle-buffer", "50"), ("--shuffle-buffer", "50"), "--shuffle-"),
     "document budget reached": (("--max-documents", "1000"), ("--max-documents", "1000"),
