@@ -236,3 +236,13 @@ def test_old_last_shard_is_copied_not_linked(cli, w: World) -> None:
     assert (out.with_name("out.previous") / last).read_bytes() == before
     assert os.stat(out / last).st_ino != os.stat(out.with_name("out.previous") / last).st_ino
     assert (out / last).read_bytes() != before  # it was extended
+
+
+def test_a_v1_dataset_still_verifies(cli, w: World) -> None:
+    out = w.root / "out"
+    build(w, out, *EXTRA)
+    _v1_manifest(w, out)
+    r = cli("verify", out)
+    assert r.code == 0, r.err
+    r = cli("inspect", out)
+    assert r.code == 0, r.err

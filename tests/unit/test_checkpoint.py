@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from prep.errors import IntegrityError
 from prep.recipe import Recipe
 from prep.state import checkpoint as ckpt
-from prep.state.checkpoint import Checkpoint, Progress, RunFacts
+from prep.state.checkpoint import Checkpoint, Progress, RunFacts, StreamBase
 from prep.state.identity import FileIdentity, SourceIdentity, TokenizerIdentity
 from prep.state.shards import FileRecord, OpenFile, SplitState
 
@@ -167,3 +168,13 @@ def test_wrong_shape_mapping_is_corrupt(tmp_path: Path, key: str, value: object)
     (tmp_path / "checkpoint.json").write_text(json.dumps(d))
     with pytest.raises(IntegrityError, match=r"checkpoint\.json is corrupt"):
         ckpt.load(tmp_path)
+
+
+def test_stream_base_round_trips_and_old_checkpoints_have_none() -> None:
+    base = StreamBase(files=11, rows_visited=2200, empty_rows_skipped=3, prefix_sha256="ab" * 32)
+    cp = replace(sample(), progress=replace(sample().progress, base=base))
+    assert Checkpoint.from_json(json.loads(json.dumps(cp.to_json()))) == cp
+    # A checkpoint written before incremental refreshes has no "base": a plain run.
+    d = sample().to_json()
+    del d["progress"]["base"]
+    assert Checkpoint.from_json(d).progress.base is None
