@@ -113,11 +113,14 @@ def test_incremental_refresh_killed_then_resumed(g: Grown, tmp_path: Path, case:
 def test_incremental_refresh_killed_at_random_moments(g: Grown, tmp_path: Path) -> None:
     rng = random.Random(15)
     out = published_old(g, tmp_path)
-    cmd = ["--out", out, *g.args, "--refresh", "--resume", *h.FAST]
+    # A checkpoint after every small batch makes the run last long enough (seconds) for
+    # the kills to land anywhere: start-up, hashing, linking, the new rows, the swap.
+    cmd = ["--out", out, *g.args, "--refresh", "--resume", *h.FAST,
+           "--checkpoint-interval", "1e-9"]
     kills = 0
     for _ in range(20):
         proc = h.spawn(cmd)
-        killed = kills < 6 and h.kill_after(proc, rng.uniform(0.2, 1.5))
+        killed = kills < 6 and h.kill_after(proc, rng.uniform(0.5, 4.0))
         code, err = proc.finish()
         whole_version(g, out)
         if not killed:
