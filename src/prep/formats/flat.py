@@ -190,21 +190,14 @@ class FlatFormat:
     def check_sealed(
         self, directory: Path, entry: ManifestFile, manifest: Manifest, vocab_size: int
     ) -> IdFileOpen:
-        path = directory / entry.name
+        path, width = directory / entry.name, self._dtype(vocab_size).itemsize
         try:
             self.map_ids(directory, entry, manifest)  # sizes and header agree with the entry
             start = len(self._header(vocab_size)(0))
-            width = self._dtype(vocab_size).itemsize
             hasher = hash_ids_prefix(path, entry.n_tokens, width, start)
-            lengths = self.sealed_doc_lengths(directory, entry)
         except (FormatError, OSError) as e:
             raise IntegrityError(f"{e}; it cannot be continued", path=path) from e
-        return IdFileOpen(entry.name, entry.n_tokens, hasher, lengths)
-
-    def sealed_doc_lengths(self, directory: Path, entry: ManifestFile) -> tuple[int, ...] | None:
-        """The documents' lengths of a sealed shard, for formats that index them (none
-        here)."""
-        return None
+        return IdFileOpen(entry.name, entry.n_tokens, hasher)
 
     # -- reading -------------------------------------------------------------------------
 

@@ -163,7 +163,9 @@ def _split_state(
     text_tokens = t.n_tokens - (t.n_docs if manifest.doc_sep_id is not None else 0)
     text_bytes = _text_bytes(t.n_tokens, t.n_docs, manifest) if split == "val" else 0
     return SplitState(
-        sealed=tuple(FileRecord(f.name, f.n_tokens, f.n_docs, f.sha256) for f in sealed),
+        sealed=tuple(
+            FileRecord(f.name, f.n_tokens, f.n_docs, f.sha256, f.companions) for f in sealed
+        ),
         open=OpenFile(last.name, last.n_tokens, last.n_docs, EMPTY_SHA256),  # ids: reopen's
         n_tokens=t.n_tokens,
         n_docs=t.n_docs,
