@@ -85,7 +85,7 @@ KILLS = {
     "after the first checkpoint": (kill("prep.run.state.RunState.checkpoint", nth=1), "old"),
     "between checkpoints of new rows": (
         kill("prep.run.state.RunState.checkpoint", nth=40), "old"),
-    "while sealing": (kill("prep.formats.llmc.BinWriter.seal", nth=2), "old"),
+    "while sealing": (kill("prep.formats.idfile.IdFileWriter.seal", nth=2), "old"),
     "before the exchange": (kill("prep.refresh.exchange", "before"), "old"),
     "after the exchange": (kill("prep.refresh.exchange", "after"), "new"),
     "while retiring the old version": (kill("prep.refresh.rename_noreplace", "before"), "new"),
