@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Every check CI runs (.ci/run), in one command: the test suite (arguments go to pytest),
-# ruff over the repository, and strict mypy over src/.
+# Every check CI runs (.ci/run), in one command: ruff over the repository, strict mypy over
+# src/, then the test suite (arguments go to pytest). The suite runs last so that its summary
+# line is the last line CI prints.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m pytest -q "$@"
 ruff check .
 mypy
+python -m pytest -q "$@"

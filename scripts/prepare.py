@@ -4,11 +4,14 @@
 import sys
 from pathlib import Path
 
-try:
-    from prep.cli import run_prepare
-except ImportError:  # running from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+if __name__ == "__main__":
+    try:
+        from prep.startup import guard
+    except ImportError:  # running from a checkout without `pip install -e .`
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+        from prep.startup import guard
+
+    guard()  # before the heavy imports: a SIGTERM during them still ends with exit 75
     from prep.cli import run_prepare
 
-if __name__ == "__main__":
     sys.exit(run_prepare(sys.argv[1:]))

@@ -1,12 +1,13 @@
-"""Run ``prep.cli.run_prepare(argv)`` in this process with faults injected at their import
-sites. Started through ``tests/harness.py`` by the fault tests (tests/faults) and the
-operations tests (tests/ops).
+"""Run ``prep.cli.run_prepare(argv)`` (or ``prep merge``) in this process with faults
+injected at their import sites. Started through ``tests/harness.py`` by the fault tests
+(tests/faults) and the operations tests (tests/ops).
 
-Used as ``python tests/fault_driver.py PREPARE-ARGS...`` with the fault, or a list of them,
-in the environment variable ``PREP_FAULT`` (JSON). Nothing under test is replaced: the
-target callable is wrapped, the original still runs (except for ``return``), and at the
-chosen call the wrapper does one thing: SIGKILL this process, raise ``OSError(ENOSPC)``,
-sleep (a slow batch), park on a gate, record the call, or return a fixed value.
+Used as ``python tests/fault_driver.py PREPARE-ARGS...`` (or ``merge DIR``) with the fault,
+or a list of them, in the environment variable ``PREP_FAULT`` (JSON). Nothing under test is
+replaced: the target callable is wrapped, the original still runs (except for ``return``),
+and at the chosen call the wrapper does one thing: SIGKILL this process, raise
+``OSError(ENOSPC)``, sleep (a slow batch), park on a gate, record the call, or return a
+fixed value.
 
 Fault keys:
 
@@ -158,8 +159,11 @@ def main() -> int:
     spec = json.loads(os.environ.get("PREP_FAULT") or "[]")
     for fault in spec if isinstance(spec, list) else [spec]:
         install(fault)
+    from prep.cli import main as prep_main
     from prep.cli import run_prepare
 
+    if sys.argv[1:2] == ["merge"]:  # prep merge DIR: the other command a fault may target
+        return prep_main(sys.argv[1:])
     return run_prepare(sys.argv[1:])
 
 

@@ -386,6 +386,15 @@ def read_checkpoint(out: Path) -> dict[str, Any] | None:
     return data
 
 
+def write_checkpoint(out: Path, cp: dict[str, Any]) -> None:
+    """Replace the staging checkpoint with ``cp``, digest recomputed: for tests that set up
+    a state prep itself could have written (an edit without the digest is refused)."""
+    from prep.state.checkpoint import content_digest
+
+    cp["digest"] = content_digest(cp)
+    (staging_of(out) / "checkpoint.json").write_text(json.dumps(cp, indent=1))
+
+
 def rows_committed(out: Path) -> int:
     cp = read_checkpoint(out)
     return -1 if cp is None else int(cp["progress"]["rows_visited"])

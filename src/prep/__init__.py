@@ -13,10 +13,8 @@ from prep.errors import (
     TransientError,
     UsageError,
 )
-from prep.formats.llmc import BinHeader, read_bin, write_bin
 from prep.recipe import Recipe, RunOptions
 from prep.state.manifest import Manifest
-from prep.tokenstream import TokenStream
 
 __all__ = [
     "BinHeader",
@@ -41,13 +39,24 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from prep.api import prepare
+    from prep.formats.llmc import BinHeader, read_bin, write_bin
+    from prep.tokenstream import TokenStream
 
 
 def __getattr__(name: str) -> Any:
-    # prepare() pulls in the whole pipeline (pyarrow, huggingface_hub): only when used, so
-    # `import prep` and `prep verify` stay quick.
+    # prepare() pulls in the whole pipeline (pyarrow, huggingface_hub) and the .bin helpers
+    # numpy: only when used, so `import prep` and `prep verify` stay quick, and the signal
+    # guard every command installs first (prep.startup) does not wait for them.
     if name == "prepare":
         from prep.api import prepare
 
         return prepare
+    if name == "TokenStream":
+        from prep.tokenstream import TokenStream
+
+        return TokenStream
+    if name in ("BinHeader", "read_bin", "write_bin"):
+        from prep.formats import llmc
+
+        return getattr(llmc, name)
     raise AttributeError(f"module 'prep' has no attribute {name!r}")

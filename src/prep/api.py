@@ -23,9 +23,11 @@ from huggingface_hub import constants
 
 from prep.encoders import canonical_tokenizer, set_threads
 from prep.errors import UsageError
+from prep.partition import Part, part_out
 from prep.pipeline import Outcome, run
 from prep.progress import LineReporter, Reporter, Snapshot
 from prep.recipe import DEFAULTS, RECIPE_FIELDS, REQUIRED, Recipe, RunOptions, validate
+from prep.redact import redact_argv
 from prep.sources import canonical_source
 from prep.state.manifest import Manifest
 
@@ -108,11 +110,12 @@ def prepare_outcome(
     try:
         validate(typed)
         typed = _canonical(typed)
+        typed, out = _for_part(typed, Path(out), run_options)
         # Without source or tokenizer there is no recipe to start from: only a resume, which
         # takes it from the checkpoint (the pipeline refuses to start fresh).
         complete = all(name in typed for name in REQUIRED)
         recipe = Recipe(**{**DEFAULTS, **typed}) if complete else None
-        opts = RunOptions(out=Path(out), **run_options)
+        opts = RunOptions(out=out, **run_options)
     except TypeError as e:  # a value of the wrong type, from Python code
         raise UsageError(f"a setting has the wrong type: {e}") from e
     set_threads(opts.threads)
@@ -121,9 +124,23 @@ def prepare_outcome(
         opts,
         typed=typed,
         stop_requested=stop,
-        argv=argv,
+        argv=None if argv is None else redact_argv(argv, [opts.token]),
         reporter=reporter or LineReporter(opts.log_interval),
     )
+
+
+def _for_part(
+    typed: dict[str, Any], out: Path, run_options: dict[str, Any]
+) -> tuple[dict[str, Any], Path]:
+    """A part (``part="I/N"``) writes ``DIR.parts/I-of-N``; its dataset name defaults to
+    ``DIR``'s, so that every part of one run records the same name."""
+    if typed.get("part") is None:
+        return typed, out
+    part = Part.parse(typed["part"])
+    if run_options.get("refresh"):
+        raise UsageError("--refresh does not apply to one part; refresh the merged dataset")
+    out = Path(os.path.abspath(out))
+    return {"dataset": out.name, **typed}, part_out(out, part)
 
 
 class _Callback:

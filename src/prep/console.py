@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 from prep.progress import BarLogHandler, BarReporter, LineReporter, Reporter, silent
+from prep.state.provenance import read_active_seconds
 
 LOGGER = "prep"
 DATE_TIME = "%Y-%m-%d %H:%M:%S"
@@ -79,3 +80,23 @@ def _formatter(datefmt: str) -> logging.Formatter:
 def stamp(text: str, when: float) -> str:
     """``text`` as a log line written at ``when`` (epoch seconds, local time)."""
     return f"{time.strftime(DATE_TIME, time.localtime(when))} {LOGGER}: {text}"
+
+
+def summary_line(outcome: Any) -> str:
+    """The summary of a run or a merge: what was published, its totals, time and rate."""
+    m = outcome.manifest
+    if outcome.status == "up-to-date":
+        return f"{outcome.out} is up to date"
+    if m is None or outcome.status == "already-complete":
+        return f"{outcome.out} is already complete"
+    parts = [
+        f"{split} {t.n_tokens:,} tokens / {t.n_docs:,} docs / {t.n_files} files"
+        for split, t in m.totals.items()
+    ]
+    if m.parts is not None:  # a merge: linking, not tokenizing, so no rate
+        return f"published {outcome.out} from {len(m.parts)} parts: {'; '.join(parts)}; " \
+            f"{outcome.seconds:,.1f} s"
+    tokens = sum(t.n_tokens for t in m.totals.values())
+    seconds = read_active_seconds(outcome.out) or outcome.seconds
+    rate = f", {tokens / seconds:,.0f} tokens/s" if seconds else ""
+    return f"published {outcome.out}: {'; '.join(parts)}; {seconds:,.1f} s{rate}"

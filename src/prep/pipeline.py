@@ -19,7 +19,7 @@ from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError
 from prep.formats import get_format
 from prep.fsio import fsync_dir
 from prep.progress import Reporter, silent
-from prep.publish import OutputPaths, hold_lock, publish, write_failure
+from prep.publish import HeldLock, OutputPaths, hold_lock, publish, write_failure
 from prep.recipe import REQUIRED, Recipe, RunOptions
 from prep.refresh import check_complete, check_fresh, recover_swap, swap_in
 from prep.run.increment import Increment, plan_increment, start_refresh
@@ -98,15 +98,16 @@ class _Lifecycle:
     argv: list[str] | None
     reporter: Reporter
     t0: float = field(default_factory=time.monotonic)
+    held: HeldLock | None = None
 
     def run(self) -> Outcome:
         paths = self.paths
-        with hold_lock(paths, self.opts.wait_lock):
+        with hold_lock(paths, self.opts.wait_lock) as self.held:
             if self.opts.refresh:
                 return self.refresh()
             if paths.final.exists():
                 if self.opts.resume:
-                    check_complete(paths.final, self.typed, self.opts.token, self.opts.offline)
+                    check_complete(paths, self.typed, self.opts.token, self.opts.offline)
                     if paths.staging.exists():
                         logger.warning(
                             "%s holds an unfinished refresh; rerun with --refresh to finish it",
@@ -164,7 +165,7 @@ class _Lifecycle:
                     path=paths.staging,
                 )
             if (paths.staging / MANIFEST_NAME).exists():
-                return _verified_ready(paths.staging, self.typed)
+                return self.verified_ready()
             plan = plan_restore(paths, opts, self.typed, self.stop_requested)
             state, stream = apply_restore(plan, paths, opts), plan.stream
         else:
@@ -173,12 +174,36 @@ class _Lifecycle:
                 state, stream = start(paths, self.recipe, opts, inputs)
             else:
                 state, stream = start_refresh(paths, self.recipe, opts, inputs, refresh, increment)
+        if self.held is not None:
+            state.check_lock = self.held.check
         return execute(state, stream, self.stop_requested, self.argv, self.reporter)
+
+    def verified_ready(self) -> Manifest:
+        """A staging directory a crash left after its manifest was written: verify it, and
+        that typed options agree with the run (its checkpoint's recipe, or once that is
+        dropped, its manifest), as for any resume."""
+        staging, opts = self.paths.staging, self.opts
+        if (staging / ckpt.CHECKPOINT_NAME).exists():
+            if self.typed:
+                check_recipe(staging, recorded(ckpt.load(staging)).recipe, self.typed)
+        else:
+            check_complete(self.paths, self.typed, opts.token, opts.offline, staged=True)
+        manifest = read_manifest(staging)
+        problems = verify_dataset(staging, check_extra=False)
+        if problems:
+            raise IntegrityError(
+                f"{staging} is ready to publish but does not verify:\n  "
+                + "\n  ".join(problems)
+                + f"\nDelete {staging} to start over"
+            )
+        return manifest
 
     def publish(self, manifest: Manifest, changes: tuple[str, ...] = ()) -> Outcome:
         """Drop the checkpoint and rename staging to ``DIR``, or swap it in over the
         published version (a refresh)."""
         paths = self.paths
+        if self.held is not None:
+            self.held.check()
         _drop_checkpoint(paths)
         if self.opts.refresh and paths.final.exists():
             swap_in(paths)
@@ -237,22 +262,6 @@ class _Lifecycle:
             shutil.rmtree(paths.staging)
             return Outcome("up-to-date", paths.final, seconds=time.monotonic() - self.t0)
         return self.publish(manifest, changes)
-
-
-def _verified_ready(staging: Path, typed: dict[str, Any]) -> Manifest:
-    """A staging directory a crash left after its manifest was written: verify it (and
-    that typed options agree with the run, as for any resume)."""
-    if typed and (staging / ckpt.CHECKPOINT_NAME).exists():
-        check_recipe(staging, recorded(ckpt.load(staging)).recipe, typed)
-    manifest = read_manifest(staging)
-    problems = verify_dataset(staging, check_extra=False)
-    if problems:
-        raise IntegrityError(
-            f"{staging} is ready to publish but does not verify:\n  "
-            + "\n  ".join(problems)
-            + f"\nDelete {staging} to start over"
-        )
-    return manifest
 
 
 def _drop_checkpoint(paths: OutputPaths) -> None:

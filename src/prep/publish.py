@@ -70,11 +70,13 @@ class OutputPaths:
 
 
 @contextlib.contextmanager
-def hold_lock(paths: OutputPaths, wait: float) -> Iterator[None]:
+def hold_lock(paths: OutputPaths, wait: float) -> Iterator[HeldLock]:
     """Hold ``DIR.lock`` for the block. A lock left by a dead process is free (the OS drops
-    flock on exit). Raises ``LockedError`` naming the holder when it is busy."""
+    flock on exit). Raises ``LockedError`` naming the holder when it is busy. The block
+    gets a :class:`HeldLock` to check, before each commit, that the lock is still ours."""
     paths.final.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(paths.lock))
+    held = HeldLock(paths, None)
     deadline = time.monotonic() + wait
     next_note = 0.0
     while True:
@@ -96,13 +98,54 @@ def hold_lock(paths: OutputPaths, wait: float) -> Iterator[None]:
     try:
         for stray in stray_temps(paths.final.parent, paths.lock_info.name):
             stray.unlink(missing_ok=True)  # a lock-info write a crash interrupted; we hold it
+        # Right after acquiring: the inode our flock is on (filelock keeps its fd private).
+        held = HeldLock(paths, _inode(paths.lock))
         info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
         atomic_write_bytes(paths.lock_info, json.dumps(info).encode())
-        yield
+        yield held
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            paths.lock_info.unlink()
+        if not held.lost:  # else the info (and the lock path) may be another run's now
+            with contextlib.suppress(FileNotFoundError):
+                paths.lock_info.unlink()
         lock.release()
+
+
+def _inode(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+@dataclass
+class HeldLock:
+    """The lock a run holds, and the inode its flock is on."""
+
+    paths: OutputPaths
+    inode: tuple[int, int] | None
+    lost: bool = False
+
+    def check(self) -> None:
+        """Raise ``OutputError`` (exit 1) if ``DIR.lock`` was deleted or replaced: flock
+        locks the inode, not the name, so a second run could now lock a new file at the
+        same path and work on the same staging directory beside this one.
+
+        Exit 1, not 75: rerunning is not enough, something outside prep removes lock
+        files (a cleanup job) and an operator must find it; the caller stops before
+        committing, so staging stays at its last checkpoint."""
+        if self.inode is not None and _inode(self.paths.lock) == self.inode:
+            return
+        self.lost = True
+        p = self.paths
+        raise OutputError(
+            f"{p.lock} was deleted or replaced while this run held it; another run could now "
+            f"work on {p.staging} beside this one, so this run stopped without committing "
+            f"({p.staging} stays at its last checkpoint). Find what removes {p.lock.name} "
+            f"(a cleanup job?), make sure no other prep runs on {p.final}, then rerun with "
+            "--resume",
+            path=p.lock,
+        )
 
 
 def _describe_holder(paths: OutputPaths) -> str:

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from prep.errors import IntegrityError, UsageError
+from prep.partition import Part
 
 DEFAULT_MAX_FILE_TOKENS = 100_000_000
 DEFAULT_BATCH_SIZE = 512
@@ -49,6 +50,7 @@ class Recipe:
     dtype: str = "auto"
     dataset: str | None = None
     tokenizer_id: str | None = None
+    part: str | None = None  # "I/N": this run reads part I of N of the files (partition.py)
 
     def __post_init__(self) -> None:
         if isinstance(self.val_fraction, int) and not isinstance(self.val_fraction, bool):
@@ -104,7 +106,8 @@ def validate(settings: Mapping[str, Any]) -> None:
         raise UsageError(f"--seed {r.seed} must be in 0..2**32-1")
     if r.shuffle_buffer < 0:
         raise UsageError(f"--shuffle-buffer {r.shuffle_buffer} must be >= 0")
-    for name, value in (("--max-documents", r.max_documents), ("--train-tokens", r.train_tokens)):
+    budgets = (("--max-documents", r.max_documents), ("--train-tokens", r.train_tokens))
+    for name, value in budgets:
         if value is not None and value <= 0:
             raise UsageError(f"{name} {value} must be > 0")
     if not 1 <= r.max_file_tokens <= 2**31 - 1:
@@ -117,6 +120,14 @@ def validate(settings: Mapping[str, Any]) -> None:
         raise UsageError("--doc-sep-id and --no-doc-sep contradict each other; give one")
     if not r.text_column:
         raise UsageError("--text-column must not be empty")
+    if r.part is not None:
+        Part.parse(r.part)
+        for name, value in budgets:
+            if value is not None:
+                raise UsageError(
+                    f"{name} is a global budget, which cannot be honoured across independent "
+                    f"parts: drop {name} with --part, or run the whole source in one run"
+                )
 
 
 @dataclass(frozen=True)

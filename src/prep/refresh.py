@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,6 @@ from prep.encoders import tokenizer_fingerprint
 from prep.errors import IntegrityError
 from prep.fsio import (
     atomic_write_bytes,
-    canonical_path,
     exchange,
     file_sha256,
     fsync_dir,
@@ -36,7 +34,7 @@ from prep.fsio import (
 )
 from prep.publish import OutputPaths
 from prep.recipe import Recipe
-from prep.sources import SAMPLE, Source
+from prep.sources import Source, recorded_uri
 from prep.state.changes import fingerprint_changes, flag, recipe_changes
 from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest
 from prep.state.provenance import read_source_mtimes
@@ -88,11 +86,8 @@ def _built_with(manifest: Manifest) -> dict[str, Any]:
     """The recipe settings a published manifest records, keyed like :class:`Recipe`'s fields
     (all but ``tokenizer``, which it records by its SHA-256)."""
     src = manifest.source
-    uri = src.uri
-    if src.kind == "parquet" and uri != SAMPLE and not os.path.isabs(uri):
-        uri = canonical_path(uri)  # a manifest from before paths were canonical: best effort
     return {
-        "source": uri,
+        "source": recorded_uri(src.uri),
         "text_column": src.text_column,
         "split_column": src.split_column,
         "dataset": manifest.dataset,
@@ -131,29 +126,46 @@ def complete_conflicts(
                     f"--no-doc-sep: typed, the dataset was built with separator "
                     f"{built['doc_sep_id']}"
                 )
+        elif name == "source":
+            if recorded_uri(value) != built[name]:
+                out.append(f"--source: typed {value!r}, the dataset was built with {built[name]!r}")
         elif name in built and built[name] != value:
             out.append(f"{flag(name)}: typed {value!r}, the dataset was built with {built[name]!r}")
     return out
 
 
 def check_complete(
-    final: Path, typed: dict[str, Any], token: str | None, offline: bool = False
+    paths: OutputPaths,
+    typed: dict[str, Any],
+    token: str | None,
+    offline: bool = False,
+    *,
+    staged: bool = False,
 ) -> None:
-    """``--resume`` of a complete ``DIR``: refuse typed options that contradict its manifest,
-    listing each, as a resume of staging would."""
+    """``--resume`` of a complete dataset: refuse typed options that contradict its
+    manifest, listing each, as a resume of staging would. ``staged``: the dataset is the
+    staging directory, ready to publish (a crash came after its checkpoint was dropped)."""
     if not typed:
         return
-    conflicts = complete_conflicts(read_manifest(final), typed, token, offline)
-    if conflicts:
-        raise IntegrityError(
-            f"--resume of {final}: it is complete, and options contradict the recipe it was "
-            "built with:\n  "
-            + "\n  ".join(conflicts)
-            + f"\nDrop them to keep {final.name} as it is, or rebuild it with them by "
-            "--refresh (type the full recipe; the current version is kept as "
-            f"{final.name}.previous)",
-            path=final,
-        )
+    final = paths.final
+    where = paths.staging if staged else final
+    conflicts = complete_conflicts(read_manifest(where), typed, token, offline)
+    if not conflicts:
+        return
+    if staged:
+        state = f"it is complete and ready to publish as {final.name}"
+        keep = f"Drop them to publish it as it is, then rebuild {final.name} with them by"
+    else:
+        state = "it is complete"
+        keep = f"Drop them to keep {final.name} as it is, or rebuild it with them by"
+    raise IntegrityError(
+        f"--resume of {where}: {state}, and options contradict the recipe it was built "
+        "with:\n  "
+        + "\n  ".join(conflicts)
+        + f"\n{keep} --refresh (type the full recipe; the current version is kept as "
+        f"{final.name}.previous)",
+        path=where,
+    )
 
 
 def _retire(paths: OutputPaths) -> None:

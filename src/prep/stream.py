@@ -23,6 +23,7 @@ from typing import Any, Union
 import numpy as np
 
 from prep.errors import InputError, PrepError
+from prep.partition import Part, part_range
 from prep.recipe import Recipe
 from prep.sources import Source, SourceFile, iter_batches
 from prep.split import column_split, hash_split, seed_prefix, val_threshold
@@ -114,12 +115,22 @@ def document_stream(
     return items
 
 
+def read_order(files: list[SourceFile], recipe: Recipe) -> list[SourceFile]:
+    """The files this run reads, in order: the whole ordered list, or with ``--part I/N``
+    part I's range of it (partition.py)."""
+    ordered = ordered_files(files, recipe.shuffle_files, recipe.seed)
+    if recipe.part is None:
+        return ordered
+    picked = part_range([f.size for f in ordered], Part.parse(recipe.part))
+    return ordered[picked.start : picked.stop]
+
+
 def open_stream(
     source: Source, recipe: Recipe, first_file: int = 0, rows_before: int = 0
 ) -> tuple[list[SourceFile], Iterator[StreamItem]]:
     """The files in read order and the document stream over them, from the first row (or,
     continuing a published stream, from ``files[first_file]`` after ``rows_before`` rows)."""
-    files = ordered_files(source.files, recipe.shuffle_files, recipe.seed)
+    files = read_order(source.files, recipe)
     return files, document_stream(source, files, recipe, first_file, rows_before)
 
 

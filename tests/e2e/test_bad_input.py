@@ -5,6 +5,7 @@ staging directory is never touched."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -245,6 +246,30 @@ def test_source_glob_matching_nothing(cli, tmp_path: Path, good: Path, out: Path
     r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", f"{good}/*.csv")
 
     _refused(r, 1, out, "*.csv", "matches no files")
+
+
+@pytest.mark.parametrize("how", ["dangling symlink", "fifo", "glob"])
+def test_an_unreadable_entry_in_the_source_is_refused(
+    cli, tmp_path: Path, good: Path, out: Path, how: str
+) -> None:
+    """An entry named *.parquet that is not a file prep can read is refused, never skipped
+    (skipping it would silently drop its rows)."""
+    src = tmp_path / "src"
+    shutil.copytree(good, src)
+    bad = src / "sub" / "gone.parquet"
+    bad.parent.mkdir()
+    if how == "fifo":
+        os.mkfifo(bad)
+    else:
+        bad.symlink_to(tmp_path / "deleted.parquet")
+    spec = f"{src}/**/*.parquet" if how == "glob" else str(src)
+    what = "not a regular file" if how == "fifo" else "dangling symlink"
+
+    r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", spec)
+
+    _refused(r, 1, out, str(bad), what, "remove it")
+    bad.unlink()
+    _succeeds(cli, out, "--source", spec)
 
 
 # -- usage errors ------------------------------------------------------------------------------

@@ -116,11 +116,10 @@ def _same_size_edit(w: World, tmp_path: Path, drop_file_hashes: bool) -> str:
     out = tmp_path / "out"
     interrupt(w, out, source, tok)
     if drop_file_hashes:  # as if the files' hashes were never recorded: only the digest
-        cp_path = h.staging_of(out) / "checkpoint.json"
-        cp = json.loads(cp_path.read_text())
+        cp = json.loads((h.staging_of(out) / "checkpoint.json").read_text())
         for f in cp["source"]["files"]:
             f["sha256"] = None
-        cp_path.write_text(json.dumps(cp, indent=1))
+        h.write_checkpoint(out, cp)
     t = texts[10]
     i = next(j for j in range(12, len(t) - 1) if t[j] != t[j + 1] and t[j : j + 2].isalpha())
     texts[10] = t[:i] + t[i + 1] + t[i] + t[i + 2 :]  # e.g. "beta" -> "ebta"
@@ -182,7 +181,7 @@ def test_a_read_ahead_file_modified_before_resume_is_refused_before_any_change(
     ahead = next(f for f in files if f["sha256"] is None)  # not reached by the committed rows
     path = source / ahead["path"]
     ahead["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
-    (h.staging_of(out) / "checkpoint.json").write_text(json.dumps(cp, indent=1))
+    h.write_checkpoint(out, cp)
     st = path.stat()
     raw = bytearray(path.read_bytes())
     raw[-20] ^= 0xFF  # same size, same mtime: only the recorded hash can tell
@@ -337,7 +336,7 @@ def test_a_different_package_version_refuses_unless_allowed(
     data = json.loads(path.read_text())
     installed = data["versions"][package]
     data["versions"][package] = "0.0.1"  # as if the run started under another version
-    path.write_text(json.dumps(data, indent=1))
+    h.write_checkpoint(out, data)
     err = refused(out)
     assert f"{package} 0.0.1 -> {installed}" in err and "--allow-version-change" in err
     done = h.run(["--out", out, "--resume", "--allow-version-change"])
@@ -359,3 +358,124 @@ def test_typed_options_contradicting_a_staging_ready_to_publish(w: World, tmp_pa
     assert (h.staging_of(out) / "checkpoint.json").is_file()
     err = refused(out, "--seed", "7")
     assert "--seed: typed 7, the run was started with 1337" in err
+
+
+def test_typed_options_contradicting_a_staging_whose_checkpoint_is_dropped(
+    w: World, tmp_path: Path
+) -> None:
+    """Killed just before the final rename (checkpoint already dropped, manifest in
+    staging): the manifest is the recipe, and contradicting options are refused against it
+    exactly like a resume of a complete DIR (issue 8 point 5)."""
+    out = tmp_path / "out"
+    before_publish = {"target": "prep.pipeline.publish", "when": "before", "action": "kill"}
+    done = h.run(["--out", out, *w.recipe()], faults=before_publish)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    staging = h.staging_of(out)
+    assert (staging / "_MANIFEST.json").is_file()
+    assert not (staging / "checkpoint.json").exists()
+    err = refused(out, "--source", "sample", "--tokenizer", "byte", "--val-fraction", "0.5")
+    assert f"--source: typed 'sample', the dataset was built with '{w.source.resolve()}'" in err
+    assert "--val-fraction: typed 0.5, the dataset was built with 0.01" in err, err
+    assert "--tokenizer: typed 'byte'" in err, err
+    assert "--refresh" in err, err
+    done = h.run(["--out", out, "--resume"])  # the staging was left as it was: it publishes
+    assert done.returncode == 0, done.stderr
+    h.assert_identical(w, out)
+
+
+# -- the checkpoint itself (issue 8, point 2) -------------------------------------------------
+
+# The issue's five edits, each as an operator might make them in an editor.
+EDITS: dict[str, Any] = {
+    "train-n_docs+1": lambda cp: cp["splits"]["train"].update(
+        n_docs=cp["splits"]["train"]["n_docs"] + 1
+    ),
+    "train-n_tokens+1": lambda cp: cp["splits"]["train"].update(
+        n_tokens=cp["splits"]["train"]["n_tokens"] + 1
+    ),
+    "empty_rows_skipped+1": lambda cp: cp["progress"].update(
+        empty_rows_skipped=cp["progress"]["empty_rows_skipped"] + 1
+    ),
+    "val_fraction-0.5": lambda cp: cp["recipe"].update(val_fraction=0.5),
+    "max_file_tokens": lambda cp: cp["recipe"].update(max_file_tokens=1000),
+}
+
+
+def _edit_checkpoint(out: Path, edit: Any) -> dict[str, Any]:
+    path = h.staging_of(out) / "checkpoint.json"
+    cp: dict[str, Any] = json.loads(path.read_text())
+    edit(cp)
+    return cp
+
+
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_an_edited_checkpoint_is_refused_by_its_digest(w: World, tmp_path: Path, name: str) -> None:
+    out = tmp_path / "out"
+    interrupt(w, out)
+    cp = _edit_checkpoint(out, EDITS[name])
+    (h.staging_of(out) / "checkpoint.json").write_text(json.dumps(cp, indent=1))
+    err = refused(out)
+    assert "checkpoint.json was modified or corrupted" in err, err
+    assert "Do not edit the checkpoint" in err and "to start over" in err, err
+
+
+# The same edits by someone who also recomputes the digest: what resume recomputes from the
+# files and the replayed source rows must catch each one. A consistent forgery keeps the
+# totals in step with the file records (else the totals alone give it away).
+FORGERIES: dict[str, tuple[Any, str]] = {
+    "train-n_docs+1": (
+        lambda cp: (
+            cp["splits"]["train"].update(
+                n_docs=cp["splits"]["train"]["n_docs"] + 1,
+                text_tokens=cp["splits"]["train"]["text_tokens"] - 1,  # one more separator
+            ),
+            cp["splits"]["train"]["open"].update(
+                n_docs=cp["splits"]["train"]["open"]["n_docs"] + 1
+            ),
+            cp["progress"].update(docs_written=cp["progress"]["docs_written"] + 1),
+        ),
+        "separators but",
+    ),
+    "train-n_tokens+1": (
+        lambda cp: cp["splits"]["train"].update(
+            n_tokens=cp["splits"]["train"]["n_tokens"] + 1,
+            text_tokens=cp["splits"]["train"]["text_tokens"] + 1,
+        ),
+        "disagree with its files",
+    ),
+    "empty_rows_skipped+1": (
+        lambda cp: cp["progress"].update(
+            empty_rows_skipped=cp["progress"]["empty_rows_skipped"] + 1
+        ),
+        "empty rows: 1 recorded, 0 in the source rows",
+    ),
+    "val_fraction-0.5": (
+        lambda cp: cp["recipe"].update(val_fraction=0.5),
+        "train documents:",
+    ),
+    "max_file_tokens": (
+        lambda cp: cp["recipe"].update(max_file_tokens=1000),
+        "more than the recipe's --max-file-tokens 1,000 allows",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_a_forged_checkpoint_is_refused_by_the_recount(w: World, tmp_path: Path, name: str) -> None:
+    out = tmp_path / "out"
+    interrupt(w, out)
+    edit, expected = FORGERIES[name]
+    h.write_checkpoint(out, _edit_checkpoint(out, edit))
+    err = refused(out)
+    assert expected in err, err
+    assert "modified" in err and "to start over" in err, err
+
+
+def test_an_intact_checkpoint_still_resumes_to_identical_bytes(w: World, tmp_path: Path) -> None:
+    """The recount agrees with a real checkpoint (re-signing it changes nothing)."""
+    out = tmp_path / "out"
+    interrupt(w, out)
+    h.write_checkpoint(out, _edit_checkpoint(out, lambda cp: None))
+    done = h.run(["--out", out, "--resume"])
+    assert done.returncode == 0, done.stderr
+    h.assert_identical(w, out)

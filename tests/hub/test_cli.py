@@ -53,6 +53,29 @@ def test_hub_source_gives_the_local_bytes(
     assert len(hub.requests("GET", "/resolve/")) == 3  # each file once
 
 
+def test_hub_uri_spellings_give_one_manifest(
+    hub: FakeHub, corpus_commit: str, tmp_path: Path
+) -> None:
+    """Issue 8 point 7: the revision is recorded as the commit, so the URI is recorded in one
+    spelling whether typed bare, with a trailing slash or with @main."""
+    env = hub_env(hub, tmp_path / "hf")
+    manifests = []
+    for i, spelled in enumerate([URI, URI + "/", URI + "@main"]):
+        out = tmp_path / f"out{i}"
+        r = prepare(["--source", spelled, "--out", out, *COMMON], env)
+        assert r.returncode == 0, r.stderr
+        manifests.append((out / "_MANIFEST.json").read_bytes())
+    assert manifests[0] == manifests[1] == manifests[2]
+    recorded = manifest(tmp_path / "out0")["source"]
+    assert recorded["uri"] == f"hf://datasets/{DATASET}"
+    assert recorded["revision"] == corpus_commit
+    # and a resume of the complete dataset accepts each spelling as the same source
+    for spelled in [URI + "/", URI + "@main"]:
+        r = prepare(["--source", spelled, "--out", tmp_path / "out0", "--resume"], env)
+        assert r.returncode == 0, r.stderr
+        assert "already complete" in r.stderr
+
+
 def test_revision_pin_survives_a_branch_move(
     hub: FakeHub, corpus_commit: str, reference: Path, tmp_path: Path
 ) -> None:
@@ -231,4 +254,4 @@ def test_url_encoded_revision(hub: FakeHub, tmp_path: Path, reference: Path) -> 
     r = prepare(["--source", uri, "--out", out, *COMMON], hub_env(hub, tmp_path / "hf"))
     assert r.returncode == 0, r.stderr
     assert_same_dataset(out, reference, revision=converted)
-    assert manifest(out)["source"]["uri"] == uri
+    assert manifest(out)["source"]["uri"] == URI  # the ref is recorded as its commit

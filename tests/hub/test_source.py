@@ -306,3 +306,27 @@ def test_unreachable_endpoint_is_transient(tmp_path: Path) -> None:
     )
     with pytest.raises(TransientError, match=r"ConnectError.*2 attempts"):
         resolve_hub_source(URI, token=None, options=opts)
+
+
+def _rewrite_in_place(path: Path) -> None:
+    """Same size, other bytes, same inode (what an in-place sync of the cache would do)."""
+    data = path.read_bytes()
+    with open(path, "r+b") as f:
+        f.write(bytes(b ^ 0x55 for b in data))
+    assert path.stat().st_size == len(data)
+
+
+def test_a_cached_file_rewritten_while_it_is_read_is_refused(
+    hub: FakeHub, corpus_commit: str, options: HubOptions
+) -> None:
+    """Once downloaded, a Hub file is a local file in the cache, open to the same race as a
+    local source: its rows must not go on after its bytes changed under the reader."""
+    src = resolve_hub_source(URI, token=None, options=options)
+    f = src.files[0]
+    rows = iter_batches(src, f, "text", None)
+    next(rows)  # the file was verified, hashed and its first record batch read
+    _rewrite_in_place(src.local_path(f))
+    with pytest.raises(IntegrityError) as e:
+        next(rows)
+    assert f"source file {f.path} changed while prep was reading it" in str(e.value)
+    assert "checkpoint is intact" in str(e.value)

@@ -183,3 +183,37 @@ def test_wait_lock_out_of_range_is_a_usage_error(cli, world: World, tmp_path: Pa
     assert r.code == 2, r.err
     assert "--wait-lock" in r.err and "must be >= 0" in r.err, r.err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_a_run_whose_lock_file_is_deleted_or_replaced_stops_without_committing(
+    world: World, reference: dict[str, bytes], tmp_path: Path, how: str
+) -> None:
+    """flock locks an inode, not a name: once ``DIR.lock`` is deleted (a cleanup job) or
+    replaced, a second run can lock the new file and work on the same staging. The first
+    run must notice at its next commit and stop with exit 1, committing nothing more; a
+    later ``--resume`` then finishes with the bytes of an uninterrupted run."""
+    out = tmp_path / "out"
+    first, g = parked_first(world, out, tmp_path, "--checkpoint-interval", 0.000001)
+    staging = out.with_name("out.incomplete")
+    lock = out.with_name("out.lock")
+    checkpoint = (staging / "checkpoint.json").read_bytes()
+    lock.unlink()
+    if how == "replaced":
+        lock.write_bytes(b"")  # what a second run's FileLock would create
+
+    release(g)
+    code, err = first.finish()
+
+    assert code == 1, err
+    assert f"{lock} was deleted or replaced while this run held it" in err, err
+    assert "rerun with --resume" in err and "cleanup job" in err, err
+    no_traceback(err)
+    assert not out.exists(), "published although the lock was lost"
+    assert (staging / "checkpoint.json").read_bytes() == checkpoint, "committed after the loss"
+    assert lock.exists() == (how == "replaced"), "removed a lock file it does not hold"
+    assert out.with_name("out.lock.json").exists(), "removed lock info that may be another's"
+
+    code, err = run(world.args(out, "--resume"), tmp_path / "resume.log")
+    assert code == 0, err
+    assert dir_bytes(out) == reference

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,7 @@ def test_to_json_from_json_round_trip() -> None:
 
 def test_to_json_records_the_format_version() -> None:
     d = sample().to_json()
-    assert d["format"] == 1
+    assert d["format"] == 2
     assert d["splits"]["train"]["open"]["ids_sha256"] == "b" * 64
     assert d["recipe"]["max_file_tokens"] == 1000
 
@@ -72,7 +73,7 @@ def test_save_replaces_the_previous_checkpoint(tmp_path: Path) -> None:
     assert ckpt.load(tmp_path).progress.rows_visited == 99
 
 
-@pytest.mark.parametrize("fmt", [2, 0, "1", None])
+@pytest.mark.parametrize("fmt", [1, 0, "2", None])
 def test_unknown_format_is_rejected(tmp_path: Path, fmt: object) -> None:
     d = sample().to_json()
     d["format"] = fmt
@@ -80,7 +81,7 @@ def test_unknown_format_is_rejected(tmp_path: Path, fmt: object) -> None:
     with pytest.raises(IntegrityError) as info:
         ckpt.load(tmp_path)
     msg = str(info.value)
-    assert f"checkpoint format {fmt!r} is not the supported 1" in msg
+    assert f"checkpoint format {fmt!r} is not the supported 2" in msg
     assert "another version of prep" in msg
     assert "delete the staging directory" in msg
 
@@ -88,7 +89,7 @@ def test_unknown_format_is_rejected(tmp_path: Path, fmt: object) -> None:
 def test_missing_format_is_rejected() -> None:
     d = sample().to_json()
     del d["format"]
-    with pytest.raises(IntegrityError, match="checkpoint format None is not the supported 1"):
+    with pytest.raises(IntegrityError, match="checkpoint format None is not the supported 2"):
         Checkpoint.from_json(d)
 
 
@@ -113,6 +114,7 @@ def test_corrupt_json_is_rejected(tmp_path: Path, content: bytes) -> None:
 def test_missing_key_is_corrupt(tmp_path: Path) -> None:
     d = sample().to_json()
     del d["progress"]
+    d["digest"] = ckpt.content_digest(d)  # a consistent file of the wrong shape
     (tmp_path / "checkpoint.json").write_text(json.dumps(d))
     with pytest.raises(IntegrityError) as info:
         ckpt.load(tmp_path)
@@ -122,6 +124,7 @@ def test_missing_key_is_corrupt(tmp_path: Path) -> None:
 def test_unknown_recipe_setting_is_rejected(tmp_path: Path) -> None:
     d = sample().to_json()
     d["recipe"]["fancy_option"] = 1
+    d["digest"] = ckpt.content_digest(d)
     (tmp_path / "checkpoint.json").write_text(json.dumps(d))
     with pytest.raises(IntegrityError) as info:
         ckpt.load(tmp_path)
@@ -156,6 +159,7 @@ def test_progress_and_run_facts_round_trip() -> None:
 def test_wrong_shape_is_corrupt(tmp_path: Path, key: str, value: object) -> None:
     d = sample().to_json()
     d[key] = value
+    d["digest"] = ckpt.content_digest(d)  # consistent, but of the wrong shape
     (tmp_path / "checkpoint.json").write_text(json.dumps(d))
     with pytest.raises(IntegrityError, match=r"checkpoint\.json is corrupt \(TypeError"):
         ckpt.load(tmp_path)
@@ -165,6 +169,7 @@ def test_wrong_shape_is_corrupt(tmp_path: Path, key: str, value: object) -> None
 def test_wrong_shape_mapping_is_corrupt(tmp_path: Path, key: str, value: object) -> None:
     d = sample().to_json()
     d[key] = value
+    d["digest"] = ckpt.content_digest(d)
     (tmp_path / "checkpoint.json").write_text(json.dumps(d))
     with pytest.raises(IntegrityError, match=r"checkpoint\.json is corrupt"):
         ckpt.load(tmp_path)
@@ -178,3 +183,41 @@ def test_stream_base_round_trips_and_old_checkpoints_have_none() -> None:
     d = sample().to_json()
     del d["progress"]["base"]
     assert Checkpoint.from_json(d).progress.base is None
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d["progress"].update(rows_visited=d["progress"]["rows_visited"] + 1),
+        lambda d: d["recipe"].update(val_fraction=0.5),
+        lambda d: d.pop("digest"),
+        lambda d: d.update(digest="0" * 64),
+    ],
+    ids=["a-count", "the-recipe", "no-digest", "another-digest"],
+)
+def test_any_edit_breaks_the_digest(tmp_path: Path, edit: Any) -> None:
+    ckpt.save(tmp_path, sample())
+    path = tmp_path / "checkpoint.json"
+    d = json.loads(path.read_text(encoding="utf-8"))
+    edit(d)
+    path.write_text(json.dumps(d, indent=1))
+    with pytest.raises(IntegrityError) as info:
+        ckpt.load(tmp_path)
+    msg = str(info.value)
+    assert f"{path} was modified or corrupted" in msg
+    assert f"delete {tmp_path} to start over" in msg
+
+
+def test_the_digest_is_sha256_of_the_canonical_content(tmp_path: Path) -> None:
+    """An independent computation: sorted keys, no spaces, UTF-8, without the digest."""
+    import hashlib
+
+    ckpt.save(tmp_path, sample())
+    d = json.loads((tmp_path / "checkpoint.json").read_text(encoding="utf-8"))
+    digest = d.pop("digest")
+    canon = json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert digest == hashlib.sha256(canon.encode("utf-8")).hexdigest()
+    # reformatting the file (indent, key order) keeps it valid: the digest is of content
+    d["digest"] = digest
+    (tmp_path / "checkpoint.json").write_text(json.dumps(dict(reversed(d.items()))))
+    assert ckpt.load(tmp_path) == sample()

@@ -132,6 +132,35 @@ def test_check_open_refuses_changed_or_short_shards(tmp_path: Path, name: str) -
         fmt.check_open(tmp_path, OpenFile(shard, 0, 0, hashlib.sha256().hexdigest(), ()), VOCAB)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_check_sealed_and_check_open_count_an_id_while_they_hash(tmp_path: Path, name: str) -> None:
+    """Resume counts separators in the pass that checks the hash; the expected counts are
+    Python's ``list.count`` over the ids written, the hash ``hashlib`` over the file."""
+    fmt = get_format(name)
+    values = [0, 5, 0, 7, 7, 0, 299, 0] * 1000
+    sealed = fmt.shard_name("train", 0)
+    w = fmt.create(tmp_path, sealed, VOCAB)
+    put(w, *values)
+    sha, _ = w.seal()
+    assert sha == hashlib.sha256((tmp_path / sealed).read_bytes()).hexdigest()
+    n = len(values)
+    for count_id in (0, 7, 299, 1):
+        got = fmt.check_sealed(tmp_path, sealed, n, sha, VOCAB, count_id)
+        assert got == values.count(count_id)
+    assert fmt.check_sealed(tmp_path, sealed, n, sha, VOCAB, None) == 0
+    with pytest.raises(IntegrityError, match=rf"its size does not hold {n - 1:,} ids"):
+        fmt.check_sealed(tmp_path, sealed, n - 1, sha, VOCAB, 0)
+    with pytest.raises(IntegrityError, match=r"the file was modified after it was sealed"):
+        fmt.check_sealed(tmp_path, sealed, n, "0" * 64, VOCAB, 0)
+
+    w = fmt.create(tmp_path, fmt.shard_name("train", 1), VOCAB)
+    put(w, *values)
+    w.sync()
+    record = open_record(w)
+    w.close()
+    assert fmt.check_open(tmp_path, record, VOCAB, 0).count == values.count(0)
+
+
 def manifest_for(entries: list[ManifestFile], name: str, sep: int | None = 0) -> Manifest:
     fmt = get_format(name)
     m = {
@@ -184,7 +213,7 @@ def test_a_sealed_shard_continued_equals_one_never_sealed(tmp_path: Path, name: 
     sha, companions = w.seal()
     entry = ManifestFile(shard, "train", 5, 2, sha, companions)
     before = {f: (tmp_path / f).read_bytes() for f in fmt.shard_files(shard)}
-    checked = fmt.check_sealed(tmp_path, entry, manifest_for([entry], name), VOCAB)
+    checked = fmt.continue_sealed(tmp_path, entry, manifest_for([entry], name), VOCAB)
     assert checked.n == 5
     assert {f: (tmp_path / f).read_bytes() for f in before} == before, "it must only read"
     again = fmt.reopen(tmp_path, checked, VOCAB)
@@ -203,7 +232,7 @@ def test_a_sealed_shard_continued_equals_one_never_sealed(tmp_path: Path, name: 
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_check_sealed_refuses_a_shard_that_is_not_its_entry(tmp_path: Path, name: str) -> None:
+def test_continue_sealed_refuses_a_shard_that_is_not_its_entry(tmp_path: Path, name: str) -> None:
     fmt = get_format(name)
     shard = fmt.shard_name("val", 0)
     w = fmt.create(tmp_path, shard, VOCAB)
@@ -211,5 +240,5 @@ def test_check_sealed_refuses_a_shard_that_is_not_its_entry(tmp_path: Path, name
     sha, companions = w.seal()
     longer = ManifestFile(shard, "val", 4, 1, sha, companions)
     with pytest.raises(IntegrityError, match=r"cannot be continued|manifest lists"):
-        fmt.check_sealed(tmp_path, longer, manifest_for([longer], name), VOCAB)
+        fmt.continue_sealed(tmp_path, longer, manifest_for([longer], name), VOCAB)
 

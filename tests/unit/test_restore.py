@@ -14,6 +14,7 @@ from prep.run.loop import execute
 from prep.run.restore import apply_restore, plan_restore, replay
 from prep.state import checkpoint as ckpt
 from prep.state.manifest import MANIFEST_NAME
+from prep.stream import Preparer
 
 
 def plan(s: Setup, typed: dict[str, object] | None = None):  # type: ignore[no-untyped-def]
@@ -105,11 +106,12 @@ def test_replay_refuses_a_different_prefix(tmp_path: Path) -> None:
     state, _ = started(setup(tmp_path, name="other"))
     state.close()  # only its read order is used
     rows = cp.progress.rows_visited
+    prep_rows = Preparer(cp.recipe, state.files)
     other = iter([("not the text", None, 0, i) for i in range(rows)])
     with pytest.raises(IntegrityError, match=r"prefix digest mismatch"):
-        replay(other, state.files, cp, never, s.paths.final)
+        replay(other, prep_rows, cp, never, s.paths.final)
     short = iter([("x", None, 0, 0)])
     with pytest.raises(IntegrityError, match=rf"ends after 1 rows, but {rows:,} were"):
-        replay(short, state.files, cp, never, s.paths.final)
+        replay(short, prep_rows, cp, never, s.paths.final)
     with pytest.raises(Interrupted, match=r"stopped by a signal while replaying"):
-        replay(iter([]), state.files, cp, lambda: True, s.paths.final)
+        replay(iter([]), prep_rows, cp, lambda: True, s.paths.final)

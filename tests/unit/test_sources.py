@@ -293,3 +293,36 @@ def test_symlinked_file_inside_the_root_is_listed_under_its_own_name(tmp_path: P
     (tmp_path / "link.parquet").symlink_to(Path("real/x.parquet"))
     src = resolve_local(str(tmp_path))
     assert [f.path for f in src.files] == ["link.parquet", "real/x.parquet"]
+
+
+def _rewrite_in_place(path: Path, *, keep_mtime: bool) -> None:
+    st = path.stat()
+    data = path.read_bytes()
+    with open(path, "r+b") as f:
+        f.write(bytes(b ^ 0x55 for b in data))
+    # A sync tool that preserves times leaves only ctime to tell (distinct from the hash's
+    # on kernels with fine-grained timestamps, 6.13+); else a writer stamps a new mtime.
+    mtime = st.st_mtime_ns if keep_mtime else st.st_mtime_ns + 1_000_000_000
+    os.utime(path, ns=(st.st_atime_ns, mtime))
+    assert path.stat().st_size == st.st_size
+
+
+@pytest.mark.parametrize("keep_mtime", [False, True])
+def test_a_file_rewritten_in_place_while_it_is_read_stops_the_rows(
+    tmp_path: Path, keep_mtime: bool
+) -> None:
+    """Rows read after the file changed never reach the consumer: the recorded hash would
+    not describe them."""
+    path = write_parquet(
+        tmp_path / "a.parquet", [f"row {i}" for i in range(300)], row_group_size=100
+    )
+    src = resolve_local(str(path))
+    f = src.files[0]
+    rows = iter_batches(src, f, "text", None)
+    first, _ = next(rows)
+    assert first[0] == "row 0"
+    assert f.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    _rewrite_in_place(path, keep_mtime=keep_mtime)
+    with pytest.raises(IntegrityError) as e:
+        next(rows)
+    assert "source file a.parquet changed while prep was reading it" in str(e.value)

@@ -39,6 +39,9 @@ __all__ = [
 
 class Encoder(Protocol):
     identity: TokenizerIdentity
+    # True when the separator id can never occur inside a document's ids, so the number of
+    # separators in a shard is its number of documents (resume checks counts with it).
+    sep_exclusive: bool
 
     def encode_batch(self, texts: list[str], utf8: list[bytes]) -> list[npt.NDArray[Any]]:
         """Ids of each text, in order; ``utf8`` holds the same texts' UTF-8 bytes."""

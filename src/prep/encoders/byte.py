@@ -19,6 +19,7 @@ class ByteEncoder:
 
     def __init__(self, identity: TokenizerIdentity) -> None:
         self.identity = identity
+        self.sep_exclusive = False  # every byte value can occur in text
 
     def encode_batch(self, texts: list[str], utf8: list[bytes]) -> list[npt.NDArray[Any]]:
         return [np.frombuffer(b, dtype=np.uint8) for b in utf8]

@@ -34,6 +34,12 @@ class HFEncoder:
     ) -> None:
         self.tokenizer = tokenizer
         self.identity = identity
+        # With encode_special_tokens, a special token's text inside a document encodes as
+        # ordinary text, so a special separator id only ever appears as the separator. A
+        # --doc-sep-id naming an ordinary (or non-special added) token can occur in text.
+        added = tokenizer.get_added_tokens_decoder()
+        sep = identity.doc_sep_id
+        self.sep_exclusive = sep is not None and sep in added and bool(added[sep].special)
         self.chunk_bytes = CHUNK_BYTES_PER_THREAD * (threads or os.cpu_count() or 1)
         self._encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
 

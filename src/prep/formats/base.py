@@ -86,6 +86,11 @@ class VerifiedOpen(Protocol):
     @property
     def n(self) -> int: ...
 
+    @property
+    def count(self) -> int:
+        """How many of the committed ids equal the ``count_id`` the check was asked for."""
+        ...
+
 
 class ShardFormat(Protocol):
     """A way to lay out token shards. See the module docstring for the contract."""
@@ -117,16 +122,27 @@ class ShardFormat(Protocol):
 
     def create(self, directory: Path, name: str, vocab_size: int) -> ShardWriter: ...
 
-    def check_open(self, directory: Path, op: OpenFile, vocab_size: int) -> VerifiedOpen:
+    def check_open(
+        self, directory: Path, op: OpenFile, vocab_size: int, count_id: int | None = None
+    ) -> VerifiedOpen:
         """Check an open shard's committed prefix against the checkpoint's record, reading
-        only; raises ``IntegrityError`` saying what is wrong and how to recover."""
+        only, and count the ids equal to ``count_id`` in the same pass; raises
+        ``IntegrityError`` saying what is wrong and how to recover."""
+        ...
+
+    def check_sealed(
+        self, directory: Path, name: str, n: int, sha256: str, vocab_size: int, count_id: int | None
+    ) -> int:
+        """Check a sealed shard's id file of ``n`` ids (size, header) against its SHA-256,
+        reading only; returns how many ids equal ``count_id`` (0 when None), counted in the
+        same pass. Raises ``IntegrityError`` saying what is wrong and how to recover."""
         ...
 
     def reopen(self, directory: Path, verified: VerifiedOpen, vocab_size: int) -> ShardWriter:
         """Continue a checked open shard at its commit point (cuts anything after it)."""
         ...
 
-    def check_sealed(
+    def continue_sealed(
         self, directory: Path, entry: ManifestFile, manifest: Manifest, vocab_size: int
     ) -> VerifiedOpen:
         """A published shard taken back as open with all its ids, to continue a published

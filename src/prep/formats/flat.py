@@ -5,6 +5,7 @@ which dtypes they store and which header, if any, goes before the ids.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -17,7 +18,14 @@ import numpy.typing as npt
 from prep.errors import FormatError, InputError, IntegrityError, UsageError
 from prep.formats import header256
 from prep.formats.base import ids_problems, shard_stem, stem_pattern
-from prep.formats.idfile import HeaderFn, IdFileOpen, IdFileWriter, hash_ids_prefix, no_header
+from prep.formats.idfile import (
+    CountingHasher,
+    HeaderFn,
+    IdFileOpen,
+    IdFileWriter,
+    hash_ids_prefix,
+    no_header,
+)
 from prep.fsio import file_sha256
 from prep.state.manifest import Manifest, ManifestFile
 from prep.state.shards import OpenFile
@@ -80,6 +88,20 @@ def map_file(layout: Layout, path: Path, dtype_name: str, n: int) -> npt.NDArray
         return np.zeros(0, dtype=np.dtype(dtype_name))
     start = header256.HEADER_BYTES if layout.headers[dtype_name] else 0
     return np.memmap(path, dtype=le_dtype(dtype_name), mode="r", offset=start, shape=(n,))
+
+
+def _continue_sealed(
+    fmt: FlatFormat, directory: Path, entry: ManifestFile, manifest: Manifest, vocab_size: int
+) -> IdFileOpen:
+    """:meth:`ShardFormat.continue_sealed` for a flat layout."""
+    path, width = directory / entry.name, fmt._dtype(vocab_size).itemsize
+    try:
+        fmt.map_ids(directory, entry, manifest)  # sizes and header agree with the entry
+        start = len(fmt._header(vocab_size)(0))
+        hasher = hash_ids_prefix(path, entry.n_tokens, width, start)
+    except (FormatError, OSError) as e:
+        raise IntegrityError(f"{e}; it cannot be continued", path=path) from e
+    return IdFileOpen(entry.name, entry.n_tokens, hasher.inner)
 
 
 class FlatFormat:
@@ -150,7 +172,9 @@ class FlatFormat:
             directory / name, self._dtype(vocab_size), vocab_size, self._header(vocab_size)
         )
 
-    def check_open(self, directory: Path, op: OpenFile, vocab_size: int) -> IdFileOpen:
+    def check_open(
+        self, directory: Path, op: OpenFile, vocab_size: int, count_id: int | None = None
+    ) -> IdFileOpen:
         """Check an open shard's committed prefix against the checkpoint, reading only."""
         path = directory / op.name
         start = len(self._header(vocab_size)(0))
@@ -161,20 +185,20 @@ class FlatFormat:
                 f"staging was damaged. Delete {directory} to start over",
                 path=path,
             )
-        try:
-            if start:
-                with open(path, "rb") as f:
-                    header256.unpack(f.read(start), where=str(path))
-            hasher = hash_ids_prefix(path, op.n_tokens, width, start)
-        except FormatError as e:
-            raise IntegrityError(f"{e}; delete {directory} to start over", path=path) from e
+        hasher = _scan(directory, path, op.n_tokens, start, width, count_id)
         if hasher.hexdigest() != op.ids_sha256:
             raise IntegrityError(
                 f"{path}: its first {op.n_tokens:,} ids do not match the checkpoint's hash; "
                 f"the file was modified. Delete {directory} to start over",
                 path=path,
             )
-        return IdFileOpen(op.name, op.n_tokens, hasher, op.doc_lengths)
+        return IdFileOpen(op.name, op.n_tokens, hasher.inner, op.doc_lengths, hasher.count)
+
+    def check_sealed(
+        self, directory: Path, name: str, n: int, sha256: str, vocab_size: int, count_id: int | None
+    ) -> int:
+        start, width = len(self._header(vocab_size)(0)), self._dtype(vocab_size).itemsize
+        return check_sealed_file(directory, directory / name, n, sha256, start, width, count_id)
 
     def reopen(self, directory: Path, verified: Any, vocab_size: int) -> IdFileWriter:
         if not isinstance(verified, IdFileOpen):
@@ -187,17 +211,7 @@ class FlatFormat:
             _resume=(verified.n, verified.hasher),
         )
 
-    def check_sealed(
-        self, directory: Path, entry: ManifestFile, manifest: Manifest, vocab_size: int
-    ) -> IdFileOpen:
-        path, width = directory / entry.name, self._dtype(vocab_size).itemsize
-        try:
-            self.map_ids(directory, entry, manifest)  # sizes and header agree with the entry
-            start = len(self._header(vocab_size)(0))
-            hasher = hash_ids_prefix(path, entry.n_tokens, width, start)
-        except (FormatError, OSError) as e:
-            raise IntegrityError(f"{e}; it cannot be continued", path=path) from e
-        return IdFileOpen(entry.name, entry.n_tokens, hasher)
+    continue_sealed = _continue_sealed  # defined as a function to keep this class small
 
     # -- reading -------------------------------------------------------------------------
 
@@ -281,3 +295,56 @@ class FlatFormat:
         if vocab is not None:
             line += f", version {self._version_of(dtype_name)}, vocab_size = {vocab:,}"
         return f"{line}, {path.stat().st_size:,} bytes", ids
+
+
+def _damaged(directory: Path, path: Path, what: str) -> IntegrityError:
+    return IntegrityError(
+        f"{path}: {what}; staging or its checkpoint was modified. Delete {directory} to start "
+        "over",
+        path=path,
+    )
+
+
+def _scan(
+    directory: Path,
+    path: Path,
+    n: int,
+    start: int,
+    width: int,
+    count_id: int | None,
+    whole: Any = None,
+) -> CountingHasher:
+    """Check the header (``start`` bytes), then hash the first ``n`` ids after it (into
+    ``whole``, fed the header first: a sealed file's SHA-256) and count ``count_id`` in the
+    same pass; a bad file is ``IntegrityError``."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(start)
+        if start:
+            header256.unpack(header, where=str(path))
+        if whole is not None:
+            whole.update(header)
+        return hash_ids_prefix(path, n, width, start, count_id, whole)
+    except FormatError as e:
+        raise IntegrityError(f"{e}; delete {directory} to start over", path=path) from e
+
+
+def check_sealed_file(
+    directory: Path, path: Path, n: int, sha256: str, start: int, width: int, count_id: int | None
+) -> int:
+    """:meth:`FlatFormat.check_sealed` for a file whose ids start at byte ``start``."""
+    if path.stat().st_size != start + n * width:
+        raise _damaged(directory, path, f"its size does not hold {n:,} ids")
+    whole = hashlib.sha256()
+    hasher = _scan(directory, path, n, start, width, count_id, whole)
+    if whole.hexdigest() != sha256:
+        raise IntegrityError(
+            f"{path}: SHA-256 {whole.hexdigest()[:12]}… is not the checkpoint's {sha256[:12]}…; "
+            f"the file was modified after it was sealed. Delete {directory} to start over",
+            path=path,
+        )
+    with open(path, "rb") as f:
+        head = f.read(start)
+    if start and header256.unpack(head, where=str(path)).n != n:
+        raise _damaged(directory, path, f"its header does not say {n:,} ids")
+    return hasher.count

@@ -54,6 +54,7 @@ class IdFileOpen:
     n: int
     hasher: Hasher
     doc_lengths: tuple[int, ...] | None = None
+    count: int = 0  # committed ids equal to the ``count_id`` the check was asked for
 
 
 class IdFileWriter:
@@ -149,13 +150,46 @@ class IdFileWriter:
             self._file.close()
 
 
-def hash_ids_prefix(path: Path, n: int, width: int, start: int) -> Hasher:
-    """A ``hashlib.sha256`` over the first ``n`` ids of ``path`` (from byte ``start``).
+def hash_ids_prefix(
+    path: Path,
+    n: int,
+    width: int,
+    start: int,
+    count_id: int | None = None,
+    into: Hasher | None = None,
+) -> CountingHasher:
+    """A ``hashlib.sha256`` (or ``into``) fed the first ``n`` ids of ``path`` (from byte
+    ``start``), which also counts the ids equal to ``count_id`` in the same pass.
 
     Raises ``FormatError`` if the file holds fewer ids."""
+    h = CountingHasher(into or hashlib.sha256(), count_id, np.dtype(f"<u{width}"))
     try:
-        return hash_file(path, start=start, length=n * width)
+        hash_file(path, h, start=start, length=n * width)
     except EOFError as e:
         raise FormatError(
             f"{path.name}: holds fewer than the {n:,} committed ids", path=path
         ) from e
+    return h
+
+
+class CountingHasher:
+    """A hasher that counts one id in the ids it is fed (resume counts separators, so
+    documents, while it hashes a shard); ``inner`` holds the hash."""
+
+    def __init__(self, inner: Hasher, count_id: int | None, dtype: np.dtype[Any]) -> None:
+        self.inner, self.count_id, self.dtype = inner, count_id, dtype
+        self.count = 0
+        self._carry = b""  # a chunk may end inside an id
+
+    def update(self, chunk: bytes | memoryview, /) -> None:
+        self.inner.update(chunk)
+        if self.count_id is None:
+            return
+        data = self._carry + bytes(chunk)
+        whole = len(data) - len(data) % self.dtype.itemsize
+        self._carry = data[whole:]
+        ids = np.frombuffer(data[:whole], dtype=self.dtype)
+        self.count += int(np.count_nonzero(ids == self.count_id))
+
+    def hexdigest(self) -> str:
+        return self.inner.hexdigest()

@@ -89,8 +89,10 @@ class MegatronFormat(FlatFormat):
     def create(self, directory: Path, name: str, vocab_size: int) -> MegatronWriter:
         return MegatronWriter(directory / name, self._dtype(vocab_size), vocab_size)
 
-    def check_open(self, directory: Path, op: OpenFile, vocab_size: int) -> IdFileOpen:
-        checked = super().check_open(directory, op, vocab_size)
+    def check_open(
+        self, directory: Path, op: OpenFile, vocab_size: int, count_id: int | None = None
+    ) -> IdFileOpen:
+        checked = super().check_open(directory, op, vocab_size, count_id)
         lengths = op.doc_lengths or ()
         if len(lengths) != op.n_docs or sum(lengths) != op.n_tokens:
             raise IntegrityError(
@@ -113,11 +115,11 @@ class MegatronFormat(FlatFormat):
             _resume=(verified.n, verified.hasher),
         )
 
-    def check_sealed(
+    def continue_sealed(
         self, directory: Path, entry: ManifestFile, manifest: Manifest, vocab_size: int
     ) -> IdFileOpen:
         """Also the documents' lengths, from the shard's ``.idx`` (the writer needs them)."""
-        checked = super().check_sealed(directory, entry, manifest, vocab_size)
+        checked = super().continue_sealed(directory, entry, manifest, vocab_size)
         name = idx_name(entry.name)
         try:
             idx = mmidx.parse((directory / name).read_bytes(), where=name)

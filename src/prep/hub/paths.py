@@ -67,6 +67,13 @@ def parse_dataset_uri(uri: str) -> HubRef:
     return HubRef(repo_id, rev, path)
 
 
+def dataset_uri(ref: HubRef) -> str:
+    """The one spelling of a dataset URI without its revision: ``hf://datasets/OWNER/NAME``
+    and the path inside, if any, without slashes at either end."""
+    root = f"hf://datasets/{ref.repo_id}"
+    return f"{root}/{ref.path}" if ref.path else root
+
+
 def parse_tokenizer_spec(spec: str) -> HubRef:
     """Parse ``hf:OWNER/NAME[@REVISION]``; raises ``UsageError``."""
     given = f"--tokenizer {spec}"

@@ -7,6 +7,7 @@ import shutil
 import time
 
 from prep.errors import InputError
+from prep.partition import Part
 from prep.recipe import Recipe
 from prep.run.state import RunState
 from prep.sources import hash_and_check
@@ -16,10 +17,13 @@ from prep.state.manifest import (
     ManifestSource,
     SplitTotals,
     build_manifest,
+    listing_sha256,
     write_manifest,
 )
+from prep.state.parts import PartOf
 from prep.state.provenance import Provenance, write_provenance
 from prep.stream import Cursor, ordered_files
+from prep.stream import read_order as stream_files
 
 
 def seal(state: RunState) -> dict[str, SplitTotals]:
@@ -76,6 +80,19 @@ def provenance(
     )
 
 
+def part_of(state: RunState, recipe: Recipe) -> PartOf | None:
+    """For a part run, which part of which listing (the whole ordered listing's paths and
+    sizes: every part of one run records the same ``listing_sha256``)."""
+    if recipe.part is None:
+        return None
+    part = Part.parse(recipe.part)
+    ident = state.source.identity()
+    ordered = ordered_files(state.source.files, recipe.shuffle_files, recipe.seed)
+    by_path = {f.path: f for f in ident.files}
+    listing = [by_path[f.path] for f in ordered]
+    return PartOf(part.index, part.count, listing_sha256(ident.kind, ident.revision, listing))
+
+
 def finish(state: RunState, argv: list[str] | None) -> Manifest:
     """Seal, hash the source files never reached (they still belong to the identity),
     write ``_PROVENANCE.json`` then ``_MANIFEST.json`` into staging; returns the manifest.
@@ -85,9 +102,9 @@ def finish(state: RunState, argv: list[str] | None) -> Manifest:
     if totals["train"].n_tokens == 0:
         shutil.rmtree(staging, ignore_errors=True)
         raise empty_train(state.cursor)
-    for f in state.source.files:
+    read_order = stream_files(state.source.files, recipe)
+    for f in read_order:  # a part's identity is its own files: the others are other parts'
         hash_and_check(state.source, f)
-    read_order = ordered_files(state.source.files, recipe.shuffle_files, recipe.seed)
     source = manifest_source(
         recipe,
         state.source.identity(),
@@ -96,6 +113,7 @@ def finish(state: RunState, argv: list[str] | None) -> Manifest:
         state.prefix_sha256,
     )
     manifest = build_manifest(
+        part=part_of(state, recipe),
         recipe=recipe,
         dataset=recipe.dataset or state.paths.final.name,
         tokenizer=identity,

@@ -65,8 +65,16 @@ class Increment:
         )
 
     def base(self) -> StreamBase:
-        s = self.manifest.source
-        return StreamBase(self.files, s.rows_visited, s.empty_rows_skipped, s.prefix_sha256)
+        m = self.manifest
+        s = m.source
+        return StreamBase(
+            self.files,
+            s.rows_visited,
+            s.empty_rows_skipped,
+            str(s.prefix_sha256),  # plan_increment refuses a manifest without one
+            {split: t.n_docs for split, t in m.totals.items()},
+            {split: _base_text_bytes(m, split) for split in m.totals},
+        )
 
 
 def _budget_stop(manifest: Manifest, recipe: Recipe) -> str | None:
@@ -106,6 +114,10 @@ def plan_increment(
             f"the published manifest is {manifest.version}, whose prefix digest cannot be "
             f"continued ({MANIFEST_VERSION} can)"
         )
+    if manifest.source.prefix_sha256 is None:
+        return "the published dataset has no prefix digest (merged from parts)"
+    if recipe.part is not None:
+        return "--part is set: a part's files move when the listing grows"
     if recipe.shuffle_files or recipe.shuffle_buffer:
         return "--shuffle-files or --shuffle-buffer is set: new rows do not only go at the end"
     if settings:
@@ -132,6 +144,15 @@ def _text_bytes(n_tokens: int, n_docs: int, manifest: Manifest) -> int | None:
         return 0
     text_bytes = round(beta * text_tokens)
     return text_bytes if text_bytes / text_tokens == beta else None
+
+
+def _base_text_bytes(manifest: Manifest, split: str) -> int:
+    """A split's text bytes as the continued run counts them: val's exactly (they give β);
+    train's are not recorded, so only bytes read from now on count."""
+    if split != "val":
+        return 0
+    t = manifest.totals[split]
+    return _text_bytes(t.n_tokens, t.n_docs, manifest) or 0
 
 
 def _reuse(final: Path, building: Path, entry: ManifestFile, fmt: ShardFormat, link: bool) -> None:
@@ -161,7 +182,7 @@ def _split_state(
     """The split's committed state at the end of the published stream, ``last`` open."""
     t = manifest.totals[split]
     text_tokens = t.n_tokens - (t.n_docs if manifest.doc_sep_id is not None else 0)
-    text_bytes = _text_bytes(t.n_tokens, t.n_docs, manifest) if split == "val" else 0
+    text_bytes = _base_text_bytes(manifest, split)
     return SplitState(
         sealed=tuple(
             FileRecord(f.name, f.n_tokens, f.n_docs, f.sha256, f.companions) for f in sealed
@@ -169,7 +190,7 @@ def _split_state(
         open=OpenFile(last.name, last.n_tokens, last.n_docs, EMPTY_SHA256),  # ids: reopen's
         n_tokens=t.n_tokens,
         n_docs=t.n_docs,
-        text_bytes=text_bytes or 0,
+        text_bytes=text_bytes,
         text_tokens=text_tokens,
     )
 
@@ -208,7 +229,7 @@ def start_increment(
             for entry in sealed:
                 _reuse(paths.final, building, entry, fmt, link=True)
             _reuse(paths.final, building, last, fmt, link=False)
-            verified = fmt.check_sealed(building, last, m, vocab)
+            verified = fmt.continue_sealed(building, last, m, vocab)
             w.restore(_split_state(m, split, sealed, last), fmt.reopen(building, verified, vocab))
             w.sync()
         state.save_checkpoint(building)

@@ -3,7 +3,6 @@ to what a checkpoint recorded (canonical paths, Hub revisions)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -52,9 +51,7 @@ def recorded(cp: Checkpoint) -> Checkpoint:
     if not cwd:
         return cp
     recipe = cp.recipe
-    source = recipe.source
-    if not source.startswith("hf://"):
-        source = canonical_source(os.path.join(cwd, source))
+    source = canonical_source(recipe.source, Path(cwd))
     tokenizer = canonical_tokenizer(recipe.tokenizer, Path(cwd))
     return replace(cp, recipe=replace(recipe, source=source, tokenizer=tokenizer))
 

@@ -8,6 +8,7 @@ their commit point and deletes files the checkpoint does not name.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -15,14 +16,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from prep.errors import IntegrityError, Interrupted
+from prep.encoders import Encoder
+from prep.errors import IntegrityError, Interrupted, PrepError
 from prep.formats import ShardFormat, VerifiedOpen
 from prep.fsio import file_sha256, fsync_dir, stray_temps
 from prep.publish import OutputPaths
 from prep.recipe import Recipe, RunOptions
 from prep.run.inputs import Inputs, pinned_encoder, pinned_source, recorded
+from prep.run.recount import ReplayCounts, check_docs, check_replayed, check_totals
 from prep.run.state import RunState, make_writers, output_format
 from prep.sources import Source, SourceFile, arm_expected, hash_and_check
+from prep.split import SPLITS
 from prep.state import checkpoint as ckpt
 from prep.state.changes import (
     listing_changes,
@@ -33,7 +37,7 @@ from prep.state.changes import (
 )
 from prep.state.checkpoint import Checkpoint, StreamBase
 from prep.state.identity import TokenizerIdentity
-from prep.stream import Cursor, Failure, StreamItem, open_stream
+from prep.stream import DOC, EMPTY, ERROR, Cursor, Preparer, StreamItem, open_stream
 
 logger = logging.getLogger(__name__)
 
@@ -108,20 +112,37 @@ def check_versions(staging: Path, cp: Checkpoint, now: dict[str, str], allow: bo
 
 
 def check_shards(
-    staging: Path, cp: Checkpoint, fmt: ShardFormat, vocab_size: int
+    staging: Path, cp: Checkpoint, fmt: ShardFormat, encoder: Encoder
 ) -> dict[str, VerifiedOpen | None]:
-    """Check every sealed shard's SHA-256 and each open shard's committed prefix.
+    """Check every sealed shard's SHA-256 and layout and each open shard's committed
+    prefix, and what the shards say about the checkpoint's counts (``prep.run.recount``).
 
     Returns, per split, the open shard's checked prefix. Raises ``IntegrityError`` naming
     the first file that disagrees; reads only."""
+    vocab, sep = encoder.identity.vocab_size, encoder.identity.doc_sep_id
+    exclusive = encoder.sep_exclusive
     opened: dict[str, VerifiedOpen | None] = {}
     for split, state in cp.splits.items():
+        check_totals(staging, split, state, sep, cp.recipe.max_file_tokens)
         for rec in state.sealed:
-            files = [(rec.name, rec.sha256)] + [(c.name, c.sha256) for c in rec.companions]
-            for name, want in files:
-                _check_sealed(staging, staging / name, want)
+            path = staging / rec.name
+            if not path.is_file():
+                raise IntegrityError(
+                    f"{path} is missing but the checkpoint lists it as sealed; staging was "
+                    f"tampered with. Delete {staging} to start over",
+                    path=path,
+                )
+            seps = fmt.check_sealed(staging, rec.name, rec.n_tokens, rec.sha256, vocab, sep)
+            check_docs(staging, rec.name, rec.n_docs, seps, sep, exclusive)
+            for c in rec.companions:
+                _check_sealed(staging, staging / c.name, c.sha256)
         op = state.open
-        opened[split] = None if op is None else fmt.check_open(staging, op, vocab_size)
+        if op is None:
+            opened[split] = None
+            continue
+        verified = fmt.check_open(staging, op, vocab, sep)
+        check_docs(staging, op.name, op.n_docs, verified.count, sep, exclusive)
+        opened[split] = verified
     return opened
 
 
@@ -157,41 +178,50 @@ def base_cursor(base: StreamBase | None) -> Cursor:
     return Cursor(base.rows_visited, base.empty_rows_skipped, base.prefix_sha256)
 
 
+def base_counts(base: StreamBase | None) -> ReplayCounts:
+    """What the rows before a continued stream's start count (they are not replayed)."""
+    if base is None:
+        return ReplayCounts()
+    return ReplayCounts(base.empty_rows_skipped, dict(base.docs), dict(base.text_bytes))
+
+
 def replay(
     stream: Iterator[StreamItem],
-    files: list[SourceFile],
+    preparer: Preparer,
     cp: Checkpoint,
     stop_requested: StopRequested,
     final: Path,
-) -> Cursor:
+) -> tuple[Cursor, ReplayCounts]:
     """Re-read the committed prefix (no tokenizing) and check its digest; returns the
-    cursor after it. Raises ``IntegrityError`` when the source changed, ``Interrupted``
-    on a stop request."""
+    cursor after it and what the rows recount (empty rows, documents and text bytes per
+    split: ``preparer`` carries the checkpoint's recipe, which decides the splits). Raises
+    ``IntegrityError`` when the source changed, ``Interrupted`` on a stop request."""
     progress = cp.progress
-    cursor = base_cursor(progress.base)
+    cursor, counts = base_cursor(progress.base), base_counts(progress.base)
     t = time.monotonic()
-    for i in range(progress.rows_visited - cursor.rows_visited):
-        if i % _SIGNAL_CHECK_ROWS == 0 and stop_requested():
+    while cursor.rows_visited < progress.rows_visited:
+        if stop_requested():
             raise Interrupted(
                 "stopped by a signal while replaying the source; nothing was changed. "
                 f"Resume with: prep prepare --out {final} --resume"
             )
-        item = next(stream, None)
-        if item is None:
+        want = min(_SIGNAL_CHECK_ROWS, progress.rows_visited - cursor.rows_visited)
+        batch = preparer.prepare(list(itertools.islice(stream, want)))
+        for i, kind in enumerate(batch.kinds):
+            if kind == ERROR:
+                raise _changed_row(batch.errors[i])
+            cursor.visit(batch.utf8[i])  # type: ignore[arg-type]
+            if kind == EMPTY:
+                counts.empty_rows += 1
+        doc_bytes = (b for b, k in zip(batch.utf8, batch.kinds, strict=True) if k == DOC)
+        for data, split in zip(doc_bytes, batch.doc_splits, strict=True):
+            counts.add_doc(SPLITS[split], len(data))  # type: ignore[arg-type]
+        if len(batch) < want:
             raise IntegrityError(
                 f"the source now ends after {cursor.rows_visited:,} rows, but "
                 f"{progress.rows_visited:,} were committed; the source changed. Restore "
                 "it, or start a new run with a new --out"
             )
-        if isinstance(item, Failure):
-            raise item.error
-        text = item[0]
-        if not isinstance(text, str):
-            raise IntegrityError(
-                f"{files[item[2]].path} row {item[3]} is no longer a string; the "
-                "source changed since the run started"
-            )
-        cursor.visit(text.encode())
     if cursor.prefix_sha256 != progress.prefix_sha256:
         raise IntegrityError(
             f"the first {progress.rows_visited:,} rows of the source differ from those "
@@ -203,7 +233,20 @@ def replay(
         f"{progress.rows_visited - (progress.base.rows_visited if progress.base else 0):,}",
         time.monotonic() - t,
     )
-    return cursor
+    return cursor, counts
+
+
+def _changed_row(err: PrepError) -> IntegrityError:
+    """A committed row that now fails to read: the source changed since it was read."""
+    if isinstance(err, IntegrityError):
+        return err
+    changed = IntegrityError(
+        f"{err}\nThis row was committed when the run read it, so the source changed since "
+        "the run started. Restore it, or start a new run with a new --out",
+        path=err.path,
+    )
+    changed.__cause__ = err
+    return changed
 
 
 def plan_restore(
@@ -225,7 +268,7 @@ def plan_restore(
     check_versions(staging, cp, versions, opts.allow_version_change)
     inputs = Inputs(source, encoder)
     fmt = output_format(cp.recipe, encoder.identity.vocab_size)
-    opened = check_shards(staging, cp, fmt, encoder.identity.vocab_size)
+    opened = check_shards(staging, cp, fmt, encoder)
     base = cp.progress.base
     if base is None:
         files, stream = open_stream(source, cp.recipe)
@@ -235,7 +278,10 @@ def plan_restore(
         cursor, live = Cursor(), None
         cursor.rows_visited = cp.progress.rows_visited
     else:
-        cursor, live = replay(stream, files, cp, stop_requested, paths.final), stream
+        preparer = Preparer(cp.recipe, files)
+        cursor, counts = replay(stream, preparer, cp, stop_requested, paths.final)
+        check_replayed(staging, cp, counts)
+        live = stream
     cursor.empty_rows_skipped = cp.progress.empty_rows_skipped
     # Files the reader had hashed ahead of the committed rows, which the replay did not
     # reach: check them too while staging is still untouched.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -54,6 +55,10 @@ def make_writers(
     }
 
 
+def _lock_unchecked() -> None:
+    return None
+
+
 @dataclass
 class RunState:
     """Everything a run has committed or holds open, and what it needs to say so in a
@@ -77,6 +82,8 @@ class RunState:
     base: StreamBase | None = None  # the published stream an incremental refresh continues
     committed_rows: int = 0  # rows of the last checkpoint this process wrote
     t0: float = field(default_factory=time.monotonic)
+    check_lock: Callable[[], None] = _lock_unchecked  # raises once DIR.lock is not ours
+
 
     @property
     def prefix_sha256(self) -> str:
@@ -113,7 +120,9 @@ class RunState:
         self.committed_rows = cp.progress.rows_visited
 
     def checkpoint(self) -> None:
-        """The commit point: fsync the open shards, then replace the checkpoint."""
+        """The commit point: fsync the open shards, then replace the checkpoint (unless
+        the lock was lost: then another run may be writing here, so commit nothing)."""
+        self.check_lock()
         for w in self.writers.values():
             w.sync()
         self.save_checkpoint(self.paths.staging)

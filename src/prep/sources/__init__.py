@@ -5,8 +5,11 @@ scheme (``hf://`` the Hub, anything else local Parquet); every kind is a
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from prep.fsio import canonical_path
+from prep.hub.paths import dataset_uri, parse_dataset_uri
 from prep.sources.base import Source, SourceFile, arm_expected, hash_and_check
 from prep.sources.local import SAMPLE, SAMPLE_CORPUS, LocalSource, canonical_source, resolve_local
 from prep.sources.parquet import iter_batches
@@ -22,6 +25,7 @@ __all__ = [
     "canonical_source",
     "hash_and_check",
     "iter_batches",
+    "recorded_uri",
     "resolve_local",
     "resolve_source",
 ]
@@ -48,3 +52,15 @@ def resolve_source(
         sample.uri = SAMPLE
         return sample
     return resolve_local(spec, base)
+
+
+def recorded_uri(spec: str) -> str:
+    """A source as a manifest records it, to compare typed options with a published dataset:
+    a Hub URI without its revision (the manifest records the commit), ``sample`` by name, a
+    local path canonical (``spec`` from :func:`canonical_source`, or a manifest's own URI: one
+    written before paths were canonical is resolved here, best effort)."""
+    if spec.startswith("hf://"):
+        return dataset_uri(parse_dataset_uri(spec))
+    if spec == SAMPLE or os.path.isabs(spec):
+        return spec
+    return canonical_path(spec)

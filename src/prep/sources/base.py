@@ -5,6 +5,18 @@ to the root (POSIX strings). Each file's SHA-256 is computed when the file is fi
 (and checked against an expected value, on resume). What differs between kinds of source
 (where the bytes come from, what "modified" means, how rows are counted up front) is a
 method of :class:`Source`; nothing outside ``prep.sources`` asks which kind it has.
+
+The recorded hash must describe the very bytes that were tokenized, yet hashing and parsing
+are two reads, and a file can be rewritten in place between them (same size, by a sync tool
+or an upstream job). So a file is opened once (:func:`open_verified`): it is hashed and
+parsed through that one descriptor, which a rename or replacement of the path cannot
+redirect, and its (inode, size, mtime, ctime) recorded when it was hashed are re-checked
+with ``fstat`` (:func:`check_unchanged`) after every record batch is read, before its rows
+go downstream to be committed. Any change fails the run (``IntegrityError``, exit 1) with
+the last checkpoint intact. ctime cannot be set from user space, so an in-place write is
+seen even when the writer restores the mtime; the one blind spot is a write within the
+filesystem's timestamp granularity of the hash (a few milliseconds on Linux before 6.13's
+fine-grained timestamps) that also keeps the size.
 """
 
 from __future__ import annotations
@@ -12,10 +24,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import IO, ClassVar
 
 from prep.errors import InputError, IntegrityError
-from prep.fsio import file_sha256
+from prep.fsio import hash_file
 from prep.state.identity import FileIdentity, SourceIdentity
 
 
@@ -30,6 +42,8 @@ class SourceFile:
     mtime_ns: int = 0
     sha256: str | None = None
     expected_sha256: str | None = None
+    # (inode, size, mtime_ns, ctime_ns) of the bytes ``sha256`` was computed from
+    signature: tuple[int, int, int, int] | None = None
 
     def identity(self) -> FileIdentity:
         return FileIdentity(self.path, self.size, self.sha256)
@@ -105,27 +119,83 @@ def hash_and_check(source: Source, f: SourceFile) -> None:
     Raises ``IntegrityError`` for changed bytes, ``InputError`` for a file that cannot be
     read (permissions, vanished): bad input, not a failure of the output side."""
     if f.sha256 is None:
-        local = source.local_path(f)
-        try:
-            size = os.path.getsize(local)
-            sha = file_sha256(local) if size == f.size else None
-        except OSError as e:
-            raise InputError(
-                f"{f.path}: cannot read the source file ({e.strerror or e}); fix its "
-                "permissions or restore it",
-                path=f.path,
-            ) from e
-        if sha is None:
-            raise IntegrityError(
-                f"source file {f.path} is {size:,} bytes, but {f.size:,} were recorded; the "
-                "source changed during or since the run. Start a new run (new --out) to use "
-                "the new data",
-                path=f.path,
-            )
-        f.sha256 = sha
+        open_verified(source, f).close()
+    _check_expected(f)
+
+
+def _signature(fd: int) -> tuple[int, int, int, int]:
+    st = os.fstat(fd)
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _unreadable(f: SourceFile, e: OSError) -> InputError:
+    return InputError(
+        f"{f.path}: cannot read the source file ({e.strerror or e}); fix its permissions or "
+        "restore it",
+        path=f.path,
+    )
+
+
+def _changed_while_reading(f: SourceFile) -> IntegrityError:
+    return IntegrityError(
+        f"source file {f.path} changed while prep was reading it (its inode, size, mtime or "
+        "ctime moved since it was hashed); none of the rows read after the change were "
+        "committed and the last checkpoint is intact. Wait for whatever writes the source "
+        "to finish, then restore the original file and rerun with --resume, or start a new "
+        "run (new --out) to use the new data",
+        path=f.path,
+    )
+
+
+def open_verified(source: Source, f: SourceFile) -> IO[bytes]:
+    """Open ``f`` once for hashing and parsing alike: hash it through this descriptor
+    unless it was hashed before with the same signature, record that signature, check the
+    expected hash, and return the file at offset 0 (the caller closes it).
+
+    Raises ``IntegrityError`` for a size or hash that is not the recorded one, or a file
+    changed while it was hashed; ``InputError`` for a file that cannot be opened."""
+    local = source.local_path(f)
+    try:
+        fobj = open(local, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+    except OSError as e:
+        raise _unreadable(f, e) from e
+    try:
+        sig = _signature(fobj.fileno())
+        if f.sha256 is None or sig != f.signature:
+            if sig[1] != f.size:
+                raise IntegrityError(
+                    f"source file {f.path} is {sig[1]:,} bytes, but {f.size:,} were "
+                    "recorded; the source changed during or since the run. Start a new run "
+                    "(new --out) to use the new data",
+                    path=f.path,
+                )
+            sha = hash_file(fobj).hexdigest()
+            if _signature(fobj.fileno()) != sig:
+                raise _changed_while_reading(f)
+            if f.sha256 is not None and sha != f.sha256:  # hashed earlier, then rewritten
+                raise _changed_while_reading(f)
+            f.sha256, f.signature = sha, sig
+        _check_expected(f)
+        fobj.seek(0)
+    except OSError as e:
+        fobj.close()
+        raise _unreadable(f, e) from e
+    except BaseException:
+        fobj.close()
+        raise
+    return fobj
+
+
+def check_unchanged(fobj: IO[bytes], f: SourceFile) -> None:
+    """Raise ``IntegrityError`` if the open file is no longer the one that was hashed."""
+    if _signature(fobj.fileno()) != f.signature:
+        raise _changed_while_reading(f)
+
+
+def _check_expected(f: SourceFile) -> None:
     if f.expected_sha256 is not None and f.sha256 != f.expected_sha256:
         raise IntegrityError(
-            f"source file {f.path} changed since the run started (SHA-256 {f.sha256[:12]}… "
+            f"source file {f.path} changed since the run started (SHA-256 {f.sha256!s:.12}… "
             f"is not the recorded {f.expected_sha256[:12]}…); the dataset cannot continue "
             "from different data. Restore the original file or start a new run (new --out)",
             path=f.path,

@@ -36,7 +36,7 @@ from prep.hub.cache import (
 )
 from prep.hub.client import HubCall, HubOptions, pinned_listing
 from prep.hub.files import Expected, expected_of, fetch_verified, mismatch
-from prep.hub.paths import HubRef, listing_root, parse_dataset_uri, select_paths
+from prep.hub.paths import HubRef, dataset_uri, listing_root, parse_dataset_uri, select_paths
 from prep.sources.base import Source, SourceFile
 from prep.state.identity import SourceIdentity
 
@@ -227,7 +227,7 @@ def resolve_hub_source(
         " (as the checkpoint recorded them)" if pinned is not None else "",
     )
     return HubSource(
-        uri=uri,
+        uri=dataset_uri(ref),  # the revision is recorded as the commit
         root=_root(ref),
         files=files,
         revision=revision,

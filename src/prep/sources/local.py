@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -98,6 +99,34 @@ def canonical_source(spec: str, base: Path | None = None) -> str:
     return canonical_path(path)
 
 
+def _regular_files(entries: Iterable[Path], given: str) -> list[Path]:
+    """The regular files among ``entries``. A directory is passed over (the files in it are
+    listed on their own); anything else (a dangling symlink, a device, an entry that cannot
+    be examined) is refused: skipping it would silently drop data."""
+    files = []
+    for q in entries:
+        if q.is_file():
+            files.append(q)
+        elif not q.is_dir():
+            raise InputError(
+                f"--source {given}: {q} is {_not_a_file(q)}, not a Parquet file prep can read; "
+                "fix it (restore the file a link points to, or its permissions) or remove it "
+                "from the source",
+                path=str(q),
+            )
+    return files
+
+
+def _not_a_file(q: Path) -> str:
+    try:
+        os.stat(q)
+    except OSError as e:
+        if q.is_symlink():
+            return f"a dangling symlink (to {os.readlink(q)})"
+        return f"unreadable ({e.strerror or e})"
+    return "not a regular file"
+
+
 def resolve_local(spec: str, base: Path | None = None) -> Source:
     """Resolve a local file, directory (recursive ``*.parquet``) or glob; a relative
     ``spec`` is taken relative to ``base`` (default: the current directory).
@@ -109,7 +138,7 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
     if has_glob(spec):
         root = _glob_root(spec)
         matches = [Path(m) for m in glob.glob(spec, recursive=True)]
-        paths = [m for m in matches if m.is_file()]
+        paths = _regular_files(matches, given)
         if not paths:
             raise InputError(
                 f"--source {given}: the pattern matches no files; check the pattern and the "
@@ -120,7 +149,7 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
         p = Path(spec)
         if p.is_dir():
             root = p
-            paths = [q for q in p.rglob("*.parquet") if q.is_file()]
+            paths = _regular_files(p.rglob("*.parquet"), given)
             if not paths:
                 raise InputError(
                     f"--source {given}: the directory holds no *.parquet files (searched "

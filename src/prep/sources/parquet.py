@@ -4,13 +4,13 @@ pyarrow; a whole file is never held in memory."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prep.errors import InputError, PrepError
-from prep.sources.base import Source, SourceFile, hash_and_check
+from prep.sources.base import Source, SourceFile, check_unchanged, open_verified
 
 READ_BATCH_ROWS = 4096
 
@@ -55,15 +55,23 @@ def iter_batches(
     """Yield ``(texts, splits)`` per record batch of one file, in stored order.
 
     Raises ``InputError`` for unreadable Parquet, a missing column (naming those that
-    exist) or a column that is not of a string type."""
-    local = source.local_path(f)
-    hash_and_check(source, f)
+    exist) or a column that is not of a string type; ``IntegrityError`` when the file
+    changes while it is read (no row read after the change is yielded): the file is hashed
+    and parsed through one descriptor (``prep.sources.base``)."""
+    with open_verified(source, f) as fobj:
+        yield from _parse(fobj, f, text_column, split_column)
+
+
+def _parse(
+    fobj: IO[bytes], f: SourceFile, text_column: str, split_column: str | None
+) -> Iterator[tuple[list[Any], list[Any] | None]]:
     try:
         # buffer_size: stream each column chunk instead of reading it whole, so memory does
         # not grow with the row-group size the writer chose.
-        pf = pq.ParquetFile(local, buffer_size=1 << 20)
+        pf = pq.ParquetFile(fobj, buffer_size=1 << 20)
         schema = pf.schema_arrow
     except (pa.ArrowException, OSError, ValueError) as e:  # ValueError: names not UTF-8
+        check_unchanged(fobj, f)  # a file rewritten under the parser reads as garbage
         raise InputError(
             f"{f.path}: not a readable Parquet file ({e}); remove or replace the file",
             path=f.path,
@@ -93,13 +101,16 @@ def iter_batches(
             for batch in pf.iter_batches(
                 batch_size=READ_BATCH_ROWS, columns=columns, row_groups=[group], use_threads=False
             ):
+                check_unchanged(fobj, f)  # these bytes are the hashed ones: pass them on
                 texts = _strings(batch.column(0), f, row, text_column)
                 splits = _strings(batch.column(1), f, row, split_column) if split_column else None
                 row += batch.num_rows
                 yield texts, splits
+        check_unchanged(fobj, f)
     except PrepError:
         raise
     except (pa.ArrowException, OSError, ValueError) as e:
+        check_unchanged(fobj, f)
         raise InputError(
             f"{f.path}: Parquet data is corrupt ({e}); remove or replace the file",
             path=f.path,

@@ -3,10 +3,17 @@
 Commit protocol: fsync every split's open file, then write ``checkpoint.json`` atomically
 (temp, fsync, replace, fsync dir). Whatever a crash leaves behind, the checkpoint names
 only bytes that were durable before it was written; resume truncates the rest.
+
+Format 2 carries ``digest``: the SHA-256 of the rest of its content in canonical JSON
+(sorted keys, no spaces, UTF-8). Any edit or corruption of the file is refused on load.
+The digest is no signature (whoever edits the file can recompute it), so resume also
+recomputes every count it can from the shards and source rows it reads
+(``prep.run.recount``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -21,7 +28,7 @@ from prep.state.provenance import RefreshNote
 from prep.state.shards import SplitState
 
 CHECKPOINT_NAME = "checkpoint.json"
-FORMAT = 1
+FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,8 @@ class StreamBase:
     rows_visited: int
     empty_rows_skipped: int
     prefix_sha256: str
+    docs: dict[str, int] = field(default_factory=dict)  # per split, at the base
+    text_bytes: dict[str, int] = field(default_factory=dict)  # per split, as restored
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -42,6 +51,8 @@ class StreamBase:
             "rows_visited": self.rows_visited,
             "empty_rows_skipped": self.empty_rows_skipped,
             "prefix_sha256": self.prefix_sha256,
+            "docs": self.docs,
+            "text_bytes": self.text_bytes,
         }
 
     @classmethod
@@ -53,6 +64,8 @@ class StreamBase:
             int(d["rows_visited"]),
             int(d["empty_rows_skipped"]),
             str(d["prefix_sha256"]),
+            {str(k): int(v) for k, v in d.get("docs", {}).items()},
+            {str(k): int(v) for k, v in d.get("text_bytes", {}).items()},
         )
 
 
@@ -166,9 +179,18 @@ class Checkpoint:
         )
 
 
+def content_digest(content: dict[str, Any]) -> str:
+    """SHA-256 of ``content`` without its ``digest`` key, in canonical JSON."""
+    body = {k: v for k, v in content.items() if k != "digest"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
 def save(directory: Path, cp: Checkpoint) -> None:
     """Write ``checkpoint.json`` atomically (the caller has fsynced the open files)."""
-    data = json.dumps(cp.to_json(), indent=1, ensure_ascii=False) + "\n"
+    content = cp.to_json()
+    content["digest"] = content_digest(content)
+    data = json.dumps(content, indent=1, ensure_ascii=False) + "\n"
     atomic_write_bytes(directory / CHECKPOINT_NAME, data.encode("utf-8"))
 
 
@@ -185,7 +207,10 @@ def load(directory: Path) -> Checkpoint:
             path=path,
         ) from e
     try:
-        return Checkpoint.from_json(json.loads(raw))
+        content = json.loads(raw)
+        if isinstance(content, dict) and content.get("format") == FORMAT:
+            _check_digest(path, content)
+        return Checkpoint.from_json(content)
     except IntegrityError:
         raise
     except (ValueError, KeyError, TypeError, AttributeError) as e:
@@ -194,3 +219,14 @@ def load(directory: Path) -> Checkpoint:
             f"{directory} to start over",
             path=path,
         ) from e
+
+
+def _check_digest(path: Path, content: dict[str, Any]) -> None:
+    if content.get("digest") != content_digest(content):
+        raise IntegrityError(
+            f"{path} was modified or corrupted: its content does not match its digest, so "
+            "prep cannot trust the state it describes (nothing was changed). Do not edit "
+            f"the checkpoint: restore the original file, or delete {path.parent} to start "
+            "over",
+            path=path,
+        )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from prep.fsio import atomic_write_bytes
 from prep.recipe import Recipe
 from prep.split import SPLITS
 from prep.state.identity import FileIdentity, SourceIdentity, TokenizerIdentity
+from prep.state.parts import MergedPart, PartOf
 from prep.state.shards import Companion, FileRecord, companions_from_json, companions_to_json
 
 MANIFEST_NAME = "_MANIFEST.json"
@@ -42,6 +44,17 @@ def corpus_manifest_sha256(source: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(ident)).hexdigest()
 
 
+def listing_sha256(kind: str, revision: str | None, files: Sequence[FileIdentity]) -> str:
+    """SHA-256 of the canonical JSON of ``{"kind", "revision", "files": [{"path", "size"}]}``
+    over a whole listing in read order: what every part of one partitioned run records."""
+    ident = {
+        "kind": kind,
+        "revision": revision,
+        "files": [{"path": f.path, "size": f.size} for f in files],
+    }
+    return hashlib.sha256(canonical_json(ident)).hexdigest()
+
+
 @dataclass(frozen=True)
 class ManifestSource:
     """The manifest's ``source``: the identity (files in read order) and the stream's counts."""
@@ -54,7 +67,7 @@ class ManifestSource:
     files: tuple[FileIdentity, ...]
     rows_visited: int
     empty_rows_skipped: int
-    prefix_sha256: str
+    prefix_sha256: str | None  # None in a merged dataset: each part's is in ``parts``
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,7 +93,7 @@ class ManifestSource:
             files=tuple(FileIdentity.from_json(f) for f in d["files"]),
             rows_visited=int(d["rows_visited"]),
             empty_rows_skipped=int(d["empty_rows_skipped"]),
-            prefix_sha256=str(d["prefix_sha256"]),
+            prefix_sha256=None if d["prefix_sha256"] is None else str(d["prefix_sha256"]),
         )
 
     def identity(self) -> SourceIdentity:
@@ -160,6 +173,8 @@ class Manifest:
     totals: dict[str, SplitSummary]
     files: tuple[ManifestFile, ...]
     version: str = MANIFEST_VERSION
+    part: PartOf | None = None  # a part of a partitioned run (--part I/N)
+    parts: tuple[MergedPart, ...] | None = None  # a merged dataset (prep merge)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -180,6 +195,8 @@ class Manifest:
             "val_bytes_per_token": self.val_bytes_per_token,
             "totals": {split: t.to_json() for split, t in self.totals.items()},
             "files": [f.to_json() for f in self.files],
+            **({"part": self.part.to_json()} if self.part is not None else {}),
+            **({"parts": [p.to_json() for p in self.parts]} if self.parts is not None else {}),
         }
 
     @classmethod
@@ -205,6 +222,8 @@ class Manifest:
             val_bytes_per_token=d["val_bytes_per_token"],
             totals={str(k): SplitSummary.from_json(v) for k, v in d["totals"].items()},
             files=tuple(ManifestFile.from_json(f) for f in d["files"]),
+            part=PartOf.from_json(d["part"]) if "part" in d else None,
+            parts=tuple(MergedPart.from_json(p) for p in d["parts"]) if "parts" in d else None,
         )
 
     @classmethod
@@ -237,9 +256,10 @@ def build_manifest(
     layout: tuple[str, str, int | None],
     source: ManifestSource,
     totals: dict[str, SplitTotals],
+    part: PartOf | None = None,
 ) -> Manifest:
     """The manifest of a finished run (pure). ``layout`` is the output's (format, dtype,
-    bin_version)."""
+    bin_version); ``part`` is set for a part of a partitioned run."""
     val = totals["val"]
     beta = val.text_bytes / val.text_tokens if val.text_tokens else None
     files = sorted(
@@ -272,6 +292,7 @@ def build_manifest(
             for split in SPLITS
         },
         files=tuple(files),
+        part=part,
     )
 
 

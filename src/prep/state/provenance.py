@@ -107,7 +107,7 @@ class Provenance:
         }
 
 
-def write_provenance(directory: Path, provenance: Provenance) -> None:
+def write_provenance(directory: Path, provenance: Provenance | MergeProvenance) -> None:
     data = json.dumps(provenance.to_json(), indent=2, ensure_ascii=False) + "\n"
     atomic_write_bytes(directory / PROVENANCE_NAME, data.encode("utf-8"))
 
@@ -137,3 +137,36 @@ def read_active_seconds(directory: Path) -> float | None:
         return float(prov["active_seconds"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+@dataclass(frozen=True)
+class MergeProvenance:
+    """``_PROVENANCE.json`` of a merged dataset: the merge's own facts and, under ``parts``,
+    each part's ``_PROVENANCE.json`` as it was (None when unreadable)."""
+
+    merged_at: float
+    merge_seconds: float
+    argv: list[str] | None
+    parts: dict[str, Any]
+    packages: dict[str, str] = field(default_factory=package_versions)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "merged_at": self.merged_at,
+            "merge_seconds": round(self.merge_seconds, 3),
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "host": socket.gethostname(),
+            "packages": self.packages,
+            "argv": self.argv,
+            "parts": self.parts,
+        }
+
+
+def read_provenance_json(directory: Path) -> Any:
+    """A ``_PROVENANCE.json`` as plain JSON, or None when missing or unreadable."""
+    try:
+        return json.loads((directory / PROVENANCE_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+

@@ -1,0 +1,128 @@
+"""The ``ray`` executor: each part is a Ray task, retried when its worker or node dies.
+
+It connects to ``RAY_ADDRESS`` when set (a real cluster: run the driver on the head node or
+through ``ray job submit``), and otherwise starts a local Ray with this machine's cores.
+A task runs the part in the worker's process (``prep.cli.run_prepare``), so a killed worker
+or a preempted node loses only what came after the part's last checkpoint: Ray runs the
+task again (``max_retries``) and the part resumes. A part that stopped resumably (exit 75:
+SIGTERM, a busy lock) raises :class:`PartStopped`, which Ray also retries.
+
+Every node must see the same ``DIR.parts/`` (a shared filesystem): the driver writes a
+random token there and each task checks it before it starts, refusing on a node that
+does not see it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from prep.errors import EXIT_OK, EXIT_TEMPFAIL, OutputError, UsageError
+from prep.executors import PartsFailed, PrepareJob, part_argv
+from prep.partition import Part, parts_root
+
+logger = logging.getLogger(__name__)
+
+PART_RETRIES = 3
+_CHECK_NAME = ".shared-fs-check"
+
+
+class PartStopped(Exception):
+    """A part exited 75 (stopped, resumable): Ray retries the task."""
+
+
+class NotShared(Exception):
+    """This node does not see the driver's ``DIR.parts/``: not retried."""
+
+
+def _check_shared(root: str, token: str) -> None:
+    try:
+        seen = Path(root, _CHECK_NAME).read_text(encoding="utf-8")
+    except OSError:
+        seen = None
+    if seen != token:
+        raise NotShared(
+            f"node {socket.gethostname()} does not see {root} as the driver wrote it: "
+            "DIR.parts must be on a filesystem every Ray node shares (NFS, Lustre, a "
+            "mounted bucket with POSIX semantics); give --out on such a filesystem"
+        )
+
+
+def run_part_task(job: PrepareJob, argv: list[str], part: Part, root: str, token: str) -> str:
+    """The body of one Ray task: check the shared filesystem, run the part in this process,
+    map its exit code (0: done; 75: raise ``PartStopped`` to be retried; else fail)."""
+    _check_shared(root, token)
+    code = job(part_argv(argv, part))
+    if code == EXIT_TEMPFAIL:
+        raise PartStopped(f"part {part.name} stopped resumably (exit 75)")
+    if code != EXIT_OK:
+        raise RuntimeError(f"part {part.name} failed (exit {code})")
+    return part.name
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise UsageError(
+            "--executor ray needs Ray: pip install 'prep[ray]' (or pip install ray)"
+        ) from None
+    return ray
+
+
+class RayExecutor:
+    def run_parts(
+        self, job: PrepareJob, argv: Sequence[str], out: Path, parts: Sequence[Part],
+        threads: int | None,
+    ) -> None:
+        ray = _ray()
+        root = parts_root(Path(os.path.abspath(out)))
+        token = secrets.token_hex(16)
+        root.mkdir(parents=True, exist_ok=True)
+        check = root / _CHECK_NAME
+        check.write_text(token, encoding="utf-8")
+        started_here = not ray.is_initialized()
+        if started_here:
+            if os.environ.get("RAY_ADDRESS"):
+                ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=True)
+            else:
+                ray.init(num_cpus=os.cpu_count(), include_dashboard=False,
+                         _node_ip_address="127.0.0.1")
+        try:
+            cpus = threads or 1
+            task = ray.remote(run_part_task).options(
+                num_cpus=cpus, max_retries=PART_RETRIES, retry_exceptions=[PartStopped]
+            )
+            full = [*argv, "--threads", str(cpus)]
+            refs = {task.remote(job, full, p, str(root), token): p for p in parts}
+            failed: dict[str, int] = {}
+            for ref, part in refs.items():
+                try:
+                    ray.get(ref)
+                    logger.info("part %s: published", part.name)
+                except Exception as e:  # a Ray task error wraps the part's own error
+                    logger.error("part %s: %s", part.name, _cause(e))
+                    failed[part.name] = EXIT_TEMPFAIL if _is(e, PartStopped) else 1
+                    if _is(e, NotShared):
+                        raise OutputError(_cause(e), path=root) from None
+            if failed:
+                raise PartsFailed(failed)
+        finally:
+            check.unlink(missing_ok=True)
+            if started_here:
+                ray.shutdown()
+
+
+def _is(e: BaseException, kind: type[BaseException]) -> bool:
+    cause = getattr(e, "cause", None)
+    return isinstance(e, kind) or isinstance(cause, kind)
+
+
+def _cause(e: BaseException) -> str:
+    cause = getattr(e, "cause", None)
+    return str(cause) if cause is not None else str(e).strip().splitlines()[-1]

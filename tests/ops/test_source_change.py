@@ -1,0 +1,61 @@
+"""A source file rewritten in place (same size) while a real ``prepare`` reads it: the run
+must not publish a manifest whose source hash describes other bytes than it tokenized."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from conftest import dir_bytes
+from harness import (
+    World,
+    build,
+    make_world,
+    no_traceback,
+    ops_corpus,
+    rows_committed,
+    run,
+    spawn,
+    wait_for,
+    write_plain,
+)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> World:
+    """One file of 20,000 documents in row groups of 100: read for seconds with
+    --batch-size 8 and a checkpoint per batch."""
+    return make_world(tmp_path_factory.mktemp("changeworld"), ops_corpus(1, 20_000))
+
+
+def test_a_file_rewritten_in_place_while_read_fails_the_run(world: World, tmp_path: Path) -> None:
+    w = world.copy(tmp_path / "in")
+    path = w.source / "part-00000.parquet"
+    original = path.read_bytes()
+    out = tmp_path / "out"
+    proc = spawn(
+        w.args(out, "--batch-size", 8, "--checkpoint-interval", 0.000001), tmp_path / "run.log"
+    )
+    wait_for(lambda: rows_committed(out) >= 16, "rows to be committed", proc)
+    os.kill(proc.pid, signal.SIGSTOP)  # the reader is inside the file: rewrite it under it
+    try:
+        write_plain(path, [t.replace("doc", "DOC", 1) for t in w.files[0]])
+        assert path.stat().st_size == len(original), "the rewrite must keep the size"
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    code, err = proc.finish()
+
+    assert code == 1, err
+    assert "source file part-00000.parquet changed while prep was reading it" in err, err
+    no_traceback(err)
+    assert not out.exists(), "published over bytes its manifest does not describe"
+    assert rows_committed(out) < 20_000
+
+    # Every committed row came from the original bytes: with the file restored, a resume
+    # finishes with the bytes of an uninterrupted run.
+    path.write_bytes(original)
+    code, err = run(w.args(out, "--resume"), tmp_path / "resume.log")
+    assert code == 0, err
+    assert dir_bytes(out) == build(w, tmp_path / "reference")

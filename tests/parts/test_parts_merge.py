@@ -1,0 +1,178 @@
+"""``--part I/N`` then ``prep merge``: the merged dataset is the single run's token streams,
+verifies, and links (never copies) the parts' files. The oracle is a single run of the same
+recipe (itself tested against the spec) plus the self-describing documents."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import split_bins
+from e2e.helpers import canonical, manifest, sha256_bytes, split_ids
+
+from parts.partskit import GPT2, RECIPE, merged_by_hand, part_args, uneven_corpus
+
+
+def _doc_numbers(out: Path, split: str) -> list[int]:
+    """Document numbers in stream order, from the byte-tokenized text (separator 0)."""
+    text = bytes(split_ids(out, split)).decode()
+    return [int(chunk[4:11]) for chunk in text.split("\0") if chunk]
+
+
+@pytest.mark.parametrize("order", [[], ["--shuffle-files"]], ids=["sorted", "shuffle-files"])
+def test_three_parts_merge_to_the_single_runs_streams(tmp_path: Path, cli, order) -> None:
+    corpus = uneven_corpus(tmp_path / "c")
+    single, merged = tmp_path / "single", tmp_path / "merged"
+    assert cli("prepare", "--source", corpus, "--out", single, *RECIPE, "--tokenizer", "byte",
+               *order).code == 0
+    for i in range(3):
+        r = cli(*part_args(corpus, merged, f"{i}/3", order))
+        assert r.code == 0, r.err
+        assert (tmp_path / "merged.parts" / f"{i}-of-3" / "_MANIFEST.json").is_file()
+    assert not merged.exists()
+    r = cli("merge", merged)
+    assert r.code == 0, r.err
+    assert cli("verify", merged).code == 0
+
+    a, b = manifest(single), manifest(merged)
+    for split in ("train", "val"):
+        assert split_ids(merged, split) == split_ids(single, split)
+        assert a["totals"][split]["n_tokens"] == b["totals"][split]["n_tokens"]
+        assert a["totals"][split]["n_docs"] == b["totals"][split]["n_docs"]
+    numbers = sorted(_doc_numbers(merged, "train") + _doc_numbers(merged, "val"))
+    assert numbers == list(range(188))  # every document once
+    assert b["source"]["files"] == a["source"]["files"]
+    assert b["corpus_manifest_sha256"] == a["corpus_manifest_sha256"]
+    assert b["source"]["rows_visited"] == a["source"]["rows_visited"] == 188
+    assert b["val_bytes_per_token"] == a["val_bytes_per_token"]
+    assert b["recipe"] == a["recipe"]
+    assert [p["name"] for p in b["parts"]] == ["0-of-3", "1-of-3", "2-of-3"]
+    # Each part records the whole listing it was cut from (docs/format.md), recomputed here
+    # from the single run's manifest with the spec's canonical JSON.
+    listing = {"kind": a["source"]["kind"], "revision": a["source"]["revision"],
+               "files": [{"path": f["path"], "size": f["size"]} for f in a["source"]["files"]]}
+    for i in range(3):
+        part = manifest(tmp_path / "merged.parts" / f"{i}-of-3")["part"]
+        assert part == {"index": i, "count": 3, "listing_sha256": sha256_bytes(canonical(listing))}
+    assert sum(p["n_source_files"] for p in b["parts"]) == 7
+    # Hard links: every merged file is one of a part's files, not a copy.
+    for p in b["parts"]:
+        for old, new in p["files"].items():
+            src = tmp_path / "merged.parts" / p["name"] / old
+            assert os.stat(src).st_ino == os.stat(merged / new).st_ino
+
+
+def test_merge_of_gpt2_parts_equals_a_single_gpt2_run(tmp_path: Path, cli) -> None:
+    corpus = uneven_corpus(tmp_path / "c")
+    tok = ("--tokenizer", str(GPT2))
+    single, merged = tmp_path / "single", tmp_path / "merged"
+    assert cli("prepare", "--source", corpus, "--out", single, *RECIPE[:-2], *tok).code == 0
+    for i in range(2):
+        args = [a for a in part_args(corpus, merged, f"{i}/2", tok) if a not in ("--doc-sep-id",
+                                                                                  "0")]
+        assert cli(*args).code == 0
+    assert cli("merge", merged).code == 0
+    assert cli("verify", merged).code == 0
+    for split in ("train", "val"):
+        assert split_ids(merged, split) == split_ids(single, split)
+    assert len(split_bins(merged, "train")) >= 2
+
+
+def test_rerunning_a_published_merge_reports_it_complete(tmp_path: Path, cli) -> None:
+    corpus = uneven_corpus(tmp_path / "c")
+    out = tmp_path / "m"
+    for i in range(2):
+        assert cli(*part_args(corpus, out, f"{i}/2")).code == 0
+    assert cli("merge", out).code == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    r = cli("merge", out)
+    assert r.code == 0 and "already complete" in r.err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_the_merged_manifest_is_deterministic(tmp_path: Path, cli) -> None:
+    corpus = uneven_corpus(tmp_path / "c")
+    outs = [tmp_path / "x" / "ds", tmp_path / "y" / "ds"]
+    for out in outs:
+        for i in range(3):
+            assert cli(*part_args(corpus, out, f"{i}/3", ["--batch-size", str(3 + i)])).code == 0
+        assert cli("merge", out).code == 0
+    assert (outs[0] / "_MANIFEST.json").read_bytes() == (outs[1] / "_MANIFEST.json").read_bytes()
+    assert json.loads((outs[0] / "_PROVENANCE.json").read_text())["parts"].keys() == {
+        "0-of-3", "1-of-3", "2-of-3"}
+
+
+def test_parts_with_the_local_executor_equal_the_parts_merged_by_hand(tmp_path: Path, cli) -> None:
+    corpus = uneven_corpus(tmp_path / "c")
+    hand = merged_by_hand(cli, corpus, tmp_path / "hand" / "ds", 3)
+    out = tmp_path / "local" / "ds"
+    r = cli("prepare", "--source", corpus, "--out", out, *RECIPE, "--tokenizer", "byte",
+            "--parts", "3",
+            "--threads", "1")
+    assert r.code == 0, r.err
+    assert "from 3 parts" in r.err
+    got = {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.name != "_PROVENANCE.json"}
+    assert got == hand
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--executor", "ray"], "--executor runs the parts of --parts N"),
+        (["--parts", "3", "--part", "0/3"], "give one"),
+        (["--parts", "3", "--max-documents", "5"], "across independent parts"),
+        (["--parts", "0"], "--parts 0"),
+    ],
+)
+def test_parts_usage_errors(tmp_path: Path, cli, extra: list[str], message: str) -> None:
+    corpus = uneven_corpus(tmp_path / "c")
+    r = cli("prepare", "--source", corpus, "--tokenizer", "byte", "--out", tmp_path / "ds",
+            *extra)
+    assert r.code == 2 and message in r.err, r.err
+    assert not (tmp_path / "ds.parts").exists()
+
+
+def test_a_part_from_the_python_api_merges_with_a_part_from_the_cli(tmp_path: Path, cli) -> None:
+    import prep
+
+    corpus = uneven_corpus(tmp_path / "c")
+    hand = merged_by_hand(cli, corpus, tmp_path / "hand" / "ds", 2)
+    out = tmp_path / "mixed" / "ds"
+    prep.prepare(out=out, source=corpus, tokenizer="byte", part="0/2", val_fraction=0.2,
+                 max_file_tokens=2500, dataset="ds", doc_sep_id=0)
+    assert (tmp_path / "mixed" / "ds.parts" / "0-of-2" / "_MANIFEST.json").is_file()
+    assert cli(*part_args(corpus, out, "1/2")).code == 0
+    assert cli("merge", out).code == 0
+    got = {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.name != "_PROVENANCE.json"}
+    assert got == hand
+
+
+def test_megatron_parts_merge_with_their_index_files(tmp_path: Path, cli) -> None:
+    """A shard of two files (.bin + .idx): both are linked under the new name, and the merged
+    dataset verifies (every file re-hashed, the .idx against its companion entry)."""
+    corpus = uneven_corpus(tmp_path / "c")
+    fmt = ["--format", "megatron"]
+    single, merged = tmp_path / "single", tmp_path / "merged"
+    assert cli("prepare", "--source", corpus, "--out", single, *RECIPE, "--tokenizer", "byte",
+               *fmt).code == 0
+    for i in range(3):
+        assert cli(*part_args(corpus, merged, f"{i}/3", fmt)).code == 0
+    r = cli("merge", merged)
+    assert r.code == 0, r.err
+    assert cli("verify", merged).code == 0
+    m = manifest(merged)
+    assert m["format"] == "megatron"
+    idx = sorted(p.name for p in merged.glob("*.idx"))
+    assert idx == sorted(e["name"][:-4] + ".idx" for e in m["files"])
+    for entry in m["files"]:
+        assert [c["name"] for c in entry["companions"]] == [entry["name"][:-4] + ".idx"]
+    a, b = manifest(single), m
+    for split in ("train", "val"):
+        assert a["totals"][split]["n_tokens"] == b["totals"][split]["n_tokens"]
+        data = b"".join((merged / e["name"]).read_bytes() for e in m["files"]
+                        if e["split"] == split)
+        ref = b"".join((single / e["name"]).read_bytes() for e in a["files"]
+                       if e["split"] == split)
+        assert data == ref  # Megatron's .bin is headerless: the id streams themselves
