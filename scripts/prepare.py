@@ -6,12 +6,14 @@ from pathlib import Path
 
 if __name__ == "__main__":
     try:
-        from prep.startup import guard
+        from prep.startup import guard, settle
     except ImportError:  # running from a checkout without `pip install -e .`
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
-        from prep.startup import guard
+        from prep.startup import guard, settle
 
     guard()  # before the heavy imports: a SIGTERM during them still ends with exit 75
     from prep.cli import run_prepare
 
-    sys.exit(run_prepare(sys.argv[1:]))
+    code = run_prepare(sys.argv[1:])
+    settle()  # the job is done: a signal while the interpreter exits changes nothing
+    sys.exit(code)

@@ -60,3 +60,35 @@ def test_a_signal_during_start_up_exits_75(world: World, tmp_path: Path, entry: 
             assert "prep: stopped:" in err, err
             assert "Rerun the same command" in err or "Resume with" in err, err
     assert any(code == 75 for _, code in codes.values()), codes
+
+
+@pytest.mark.parametrize("entry", ["scripts/prepare.py", "prep prepare"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_after_publishing_exits_0(
+    world: World, tmp_path: Path, sig: signal.Signals, entry: str
+) -> None:
+    """A signal in the last instants, after the summary line (the dataset is published and
+    the interpreter is shutting down), must not turn a finished job into death by the signal:
+    Python resets its handlers to the default while exiting, so the CLI ignores both first."""
+    prog = [sys.executable, str(PREPARE)]
+    if entry == "prep prepare":
+        prog = [str(Path(sys.executable).with_name("prep")), "prepare"]
+    for i in range(5):
+        out = tmp_path / f"out-{i}"
+        proc = subprocess.Popen(
+            [*prog, *world.args(out)], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            text=True,
+        )
+        assert proc.stderr is not None
+        lines = []
+        for line in proc.stderr:
+            lines.append(line)
+            if line.startswith("published "):  # the summary: the last thing it says
+                proc.send_signal(sig)
+                break
+        rest = proc.stderr.read()
+        proc.wait(timeout=60)
+        err = "".join(lines) + rest
+        assert proc.returncode == 0, f"{sig.name} after publishing: {proc.returncode}\n{err}"
+        assert out.is_dir(), err
+        no_traceback(err)
