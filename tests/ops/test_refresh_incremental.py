@@ -27,6 +27,8 @@ from harness import (
     write_plain,
 )
 
+from prep.formats import mmidx
+
 N_FILES, PER_FILE = 11, 200
 # Small shards, so both splits have sealed shards to link and a last shard to extend.
 EXTRA = ("--max-file-tokens", "2000", "--val-fraction", "0.1")
@@ -254,11 +256,45 @@ def test_every_format_is_continued_byte_identical(cli, w: World, fmt: str) -> No
     # The last shard is reopened through the format (Megatron's .idx gives its documents).
     out = w.root / "out"
     build(w, out, *EXTRA, "--format", fmt)
+    old_tree = tree(out)
     append_file(w)
     r = refresh(cli, w, out, "--format", fmt)
     assert "refreshing incrementally" in r.err, r.err
+    assert tree(out.with_name("out.previous")) == old_tree  # companions linked, not written
     scratch = w.root / "scratch" / "out"
     assert dir_bytes(out) == from_scratch(w, "--format", fmt)
     for p in scratch.iterdir():  # companions (.idx) too; provenance differs by nature
         if p.name != "_PROVENANCE.json":
             assert (out / p.name).read_bytes() == p.read_bytes(), p.name
+
+
+def _move_a_token_between_documents(idx: Path) -> None:
+    """Rewrite a Megatron ``.idx`` consistently (pointers follow lengths, same totals) with
+    one id moved from its last document to the one before: only its SHA-256 tells."""
+    raw = idx.read_bytes()
+    parsed = mmidx.parse(raw)
+    lengths = [int(n) for n in parsed.lengths]
+    assert len(lengths) >= 2 and mmidx.pack(lengths, parsed.dtype.name) == raw
+    lengths[-2], lengths[-1] = lengths[-2] + 1, lengths[-1] - 1
+    idx.write_bytes(mmidx.pack(lengths, parsed.dtype.name))
+
+
+@pytest.mark.parametrize("which", ["sealed", "last"])
+def test_a_tampered_companion_is_not_reused(cli, w: World, which: str) -> None:
+    # A sealed shard's .idx is hard-linked and the last one's copied: each is checked
+    # against the manifest's SHA-256 like the .bin, or the new version would carry it.
+    out = w.root / "out"
+    build(w, out, *EXTRA, "--format", "megatron")
+    train = sorted(f["name"] for f in manifest(out)["files"] if f["split"] == "train")
+    shard = train[0] if which == "sealed" else train[-1]
+    idx = out / shard.replace(".bin", ".idx")
+    _move_a_token_between_documents(idx)
+    old_tree = tree(out)
+    append_file(w)
+
+    r = refresh(cli, w, out, "--format", "megatron")
+
+    assert f"full rebuild: a published shard cannot be reused: {idx}: SHA-256" in r.err, r.err
+    assert dir_bytes(out) == from_scratch(w, "--format", "megatron")
+    assert tree(out.with_name("out.previous")) == old_tree
+    assert provenance(out)["refresh"]["incremental"] is False

@@ -116,8 +116,6 @@ def plan_increment(
         )
     if manifest.source.prefix_sha256 is None:
         return "the published dataset has no prefix digest (merged from parts)"
-    if recipe.part is not None:
-        return "--part is set: a part's files move when the listing grows"
     if recipe.shuffle_files or recipe.shuffle_buffer:
         return "--shuffle-files or --shuffle-buffer is set: new rows do not only go at the end"
     if settings:
@@ -156,8 +154,9 @@ def _base_text_bytes(manifest: Manifest, split: str) -> int:
 
 
 def _reuse(final: Path, building: Path, entry: ManifestFile, fmt: ShardFormat, link: bool) -> None:
-    """Hard-link (sealed) or copy (to be continued) a published shard into ``building``,
-    then check the result against the manifest: raises ``ReuseRefused``."""
+    """Hard-link (sealed) or copy (to be continued) a published shard and its companions
+    into ``building``, then check every file against the manifest's SHA-256 (the linked
+    inode itself, so what is checked is what is published): raises ``ReuseRefused``."""
     for name in fmt.shard_files(entry.name):
         src, dst = final / name, building / name
         if link:
@@ -167,13 +166,17 @@ def _reuse(final: Path, building: Path, entry: ManifestFile, fmt: ShardFormat, l
             except OSError:  # no hard links here: a copy is as good, only slower
                 pass
         shutil.copyfile(src, dst)
-    sha = file_sha256(building / entry.name)
-    if sha != entry.sha256:
-        raise ReuseRefused(
-            f"{final / entry.name}: SHA-256 {sha[:12]}… is not the manifest's "
-            f"{entry.sha256[:12]}…; the published version was modified (prep verify {final})",
-            path=final / entry.name,
-        )
+    expected = {entry.name: entry.sha256, **{c.name: c.sha256 for c in entry.companions}}
+    for name in fmt.shard_files(entry.name):
+        want = expected.get(name)
+        sha = file_sha256(building / name)
+        if sha != want:
+            listed = f"the manifest's {want[:12]}…" if want else "one the manifest lists"
+            raise ReuseRefused(
+                f"{final / name}: SHA-256 {sha[:12]}… is not {listed}; the published version "
+                f"was modified (prep verify {final})",
+                path=final / name,
+            )
 
 
 def _split_state(
@@ -229,7 +232,10 @@ def start_increment(
             for entry in sealed:
                 _reuse(paths.final, building, entry, fmt, link=True)
             _reuse(paths.final, building, last, fmt, link=False)
-            verified = fmt.continue_sealed(building, last, m, vocab)
+            try:
+                verified = fmt.continue_sealed(building, last, m, vocab)
+            except IntegrityError as e:  # its bytes are the manifest's, yet inconsistent
+                raise ReuseRefused(str(e), path=e.path) from e
             w.restore(_split_state(m, split, sealed, last), fmt.reopen(building, verified, vocab))
             w.sync()
         state.save_checkpoint(building)
