@@ -28,7 +28,11 @@ from prep.state.provenance import RefreshNote
 from prep.state.shards import SplitState
 
 CHECKPOINT_NAME = "checkpoint.json"
-FORMAT = 2
+# 3: the prefix digest became a per-row chain (manifest v3) and a progress may carry the
+# published stream it continues. A format-2 staging directory's digest is the old running
+# hash: resuming it here would report a changed source, so it is refused as another
+# version's instead.
+FORMAT = 3
 
 
 @dataclass(frozen=True)
