@@ -111,21 +111,38 @@ def test_incremental_refresh_killed_then_resumed(g: Grown, tmp_path: Path, case:
 
 
 def test_incremental_refresh_killed_at_random_moments(g: Grown, tmp_path: Path) -> None:
+    """Kills at seeded random points, each gated on an event the run must reach (the Nth
+    published shard reused, the Nth checkpoint of new rows, a seal, either side of the swap),
+    never on how fast the machine is; before each gated one from the second on, a kill after
+    a random few milliseconds lands wherever that run is (start-up, hashing, replay) or, if
+    it finished first, nowhere. Every resume continues the incremental refresh."""
     rng = random.Random(15)
     out = published_old(g, tmp_path)
-    # A checkpoint after every small batch makes the run last long enough (seconds) for
-    # the kills to land anywhere: start-up, hashing, linking, the new rows, the swap.
-    cmd = ["--out", out, *g.args, "--refresh", "--resume", *h.FAST,
-           "--checkpoint-interval", "1e-9"]
-    kills = 0
-    for _ in range(20):
-        proc = h.spawn(cmd)
-        killed = kills < 6 and h.kill_after(proc, rng.uniform(0.3, 2.0))
-        code, err = proc.finish()
-        whole_version(g, out)
-        if not killed:
-            assert code == 0, err
-            break
-        kills += 1
-    assert kills >= 3, f"too few kills landed before the refresh finished:\n{err}"
+    cmd = ["--out", out, *g.args, "--refresh", "--resume", *h.EVERY_BATCH, "--batch-size", "64"]
+    shards = len(h.manifest(g.old)["files"])
+    # Only the first run links (a resume finds staging): its kill point comes first. The
+    # checkpoints stay below the ~190 batches of the new rows, so each of them is reached.
+    points = [
+        kill("prep.run.increment._reuse", nth=rng.randint(1, shards)),
+        *(kill("prep.run.state.RunState.checkpoint", nth=rng.randint(1, 50)) for _ in range(3)),
+        kill("prep.formats.idfile.IdFileWriter.seal", nth=1),
+        kill("prep.refresh.exchange", rng.choice(["before", "after"])),
+    ]
+    fired = 0
+    for n, point in enumerate(points):
+        if n:
+            proc = h.spawn(cmd)
+            killed = h.kill_after(proc, rng.uniform(0.0, 0.3))
+            code, err = proc.finish()
+            whole_version(g, out)
+            if not killed:  # it finished first: nothing is left to kill
+                assert code == 0, err
+                break
+        done = h.run(cmd, faults=point, mark=tmp_path / "fired")
+        assert done.returncode == -signal.SIGKILL, f"{point} did not fire:\n{done.stderr}"
+        h.no_traceback(done.stderr)
+        swapped = point["target"] == "prep.refresh.exchange" and point["when"] == "after"
+        assert whole_version(g, out) == ("new" if swapped else "old")
+        fired += 1
+    assert len((tmp_path / "fired").read_text().splitlines()) == fired
     finish_refresh(g, out)
