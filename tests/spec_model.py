@@ -47,7 +47,7 @@ def spec_is_val(text: str, seed: int, fraction: float) -> bool:
 
 
 def spec_prefix_digest(texts: Iterable[str]) -> str:
-    """The prefix digest (manifest v2): a chain from 32 zero bytes, each visited row's link
+    """The prefix digest (manifest v3): a chain from 32 zero bytes, each visited row's link
     SHA-256(previous link + 8-byte big-endian length of its UTF-8 + those bytes)."""
     link = bytes(32)
     for text in texts:
