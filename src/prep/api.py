@@ -14,8 +14,10 @@ checkpoint: call again with ``resume=True``.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +27,13 @@ from prep.encoders import canonical_tokenizer, set_threads
 from prep.errors import UsageError
 from prep.partition import Part, part_out
 from prep.pipeline import Outcome, run
-from prep.progress import LineReporter, Reporter, Snapshot
+from prep.progress import LineReporter, Reporter, Snapshot, silent
 from prep.recipe import DEFAULTS, RECIPE_FIELDS, REQUIRED, Recipe, RunOptions, validate
 from prep.redact import redact_argv
 from prep.sources import canonical_source
 from prep.state.manifest import Manifest
 
-_RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunOptions)) - {"out", "typed"}
+_RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunOptions)) - {"out"}
 
 
 def _never() -> bool:
@@ -180,8 +182,10 @@ def prepare(
     ``HF_HUB_OFFLINE``); ``token`` defaults to ``HF_TOKEN``.
 
     ``progress(snapshot)`` is called after every committed batch and at the end; without it
-    progress is logged every ``log_interval`` seconds. ``stop()`` is polled between batches:
-    when it returns True the run checkpoints and raises ``Interrupted`` (exit code 75).
+    progress is logged every ``log_interval`` seconds (``quiet=True``: not at all, and the
+    ``prep`` loggers say only warnings and errors during the call). ``stop()`` is polled
+    between batches: when it returns True the run checkpoints and raises ``Interrupted``
+    (exit code 75).
 
     Returns the published (or already complete) dataset's :class:`Manifest`. Raises
     ``UsageError``, ``InputError``, ``OutputError``, ``IntegrityError``, ``LockedError``,
@@ -196,6 +200,22 @@ def prepare(
     run_options["resume"] = resume
     run_options["offline"] = hub_offline_default() if offline is None else offline
     run_options["token"] = token or os.environ.get("HF_TOKEN")
-    reporter = None if progress is None else _Callback(progress)
-    outcome = prepare_outcome(out, typed, run_options, stop=stop or _never, reporter=reporter)
+    quiet = bool(run_options.get("quiet"))
+    reporter = _Callback(progress) if progress else (silent if quiet else None)
+    with _quiet_logs(quiet):
+        outcome = prepare_outcome(out, typed, run_options, stop=stop or _never, reporter=reporter)
     return outcome.manifest if outcome.manifest is not None else Manifest.load(outcome.out)
+
+
+@contextmanager
+def _quiet_logs(quiet: bool) -> Iterator[None]:
+    """``quiet=True``: the ``prep`` loggers say only warnings and errors for the call (their
+    level, restored after; the application's handlers are not touched)."""
+    logger = logging.getLogger("prep")
+    level = logger.level
+    if quiet:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

@@ -28,6 +28,7 @@ from prep.errors import (
     Interrupted,
     PrepError,
     UsageError,
+    os_failure,
 )
 from prep.options import RUN, _int, prepare_parser
 from prep.recipe import RECIPE_FIELDS, RunOptions, validate
@@ -108,8 +109,8 @@ def _boundary(command: Callable[[_Say], int]) -> int:
     except PrepError as e:
         say(f"prep: {'stopped' if e.exit_code == EXIT_TEMPFAIL else 'error'}: {e}")
         return e.exit_code
-    except OSError as e:  # reading for verify or inspect; prepare translates its own
-        say(f"prep: error: {e}")
+    except OSError as e:  # verify or inspect: the same translation a prepare run uses
+        say(f"prep: error: {os_failure(e)}")
         return EXIT_ERROR
     except _Aborted:
         say(

@@ -26,13 +26,16 @@ TIME = "%H:%M:%S"
 @dataclass
 class Console:
     """The stderr of one ``prepare`` run. Use as a context manager: leaving it closes an open
-    bar, so a message printed after a failure starts on a line of its own."""
+    bar, so a message printed after a failure starts on a line of its own, and gives the
+    ``prep`` logger back its previous handlers (a process that runs the CLI in-process, then
+    the library, must not log to a stream the CLI's caller may have closed)."""
 
     stream: TextIO
     quiet: bool
     log_interval: float
     terminal: bool = field(init=False)
     reporter: Reporter = field(init=False)
+    _saved: tuple[list[logging.Handler], int, bool] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.terminal = self.stream.isatty()
@@ -42,6 +45,7 @@ class Console:
         )
         handler.setFormatter(_formatter(TIME if self.terminal else DATE_TIME))
         root = logging.getLogger(LOGGER)
+        self._saved = (root.handlers[:], root.level, root.propagate)
         root.handlers[:] = [handler]
         root.setLevel(logging.WARNING if self.quiet else logging.INFO)
         root.propagate = False
@@ -71,6 +75,11 @@ class Console:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+        root = logging.getLogger(LOGGER)
+        handlers, level, propagate = self._saved
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        root.propagate = propagate
 
 
 def _formatter(datefmt: str) -> logging.Formatter:

@@ -6,6 +6,7 @@ raises these; only ``prep.cli`` turns them into a message and an exit code.
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 EXIT_OK = 0
@@ -76,6 +77,30 @@ class TransientError(PrepError, ConnectionError):
 
 
 class Interrupted(PrepError):
-    """Stopped by a signal after writing a checkpoint: exit 75, rerun with ``--resume``."""
+    """Stopped on request (a signal, or the API's ``stop=`` callback) after writing a
+    checkpoint: exit 75, rerun with ``--resume``."""
 
     exit_code = EXIT_TEMPFAIL
+
+
+def os_failure(e: OSError, final: Path | None = None, staging: Path | None = None) -> PrepError:
+    """The one translation of an OS error no layer below turned into a ``PrepError``: a
+    read or a write that failed (disk full, I/O error, a directory where a file belongs).
+    With ``final`` and ``staging`` (a prepare run's ``--out`` and its staging directory),
+    say what survives and how to continue."""
+    where = e.filename or (staging if staging is not None and staging.exists() else final)
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        what = f"no space left on the device writing {where} ({e.strerror})"
+        fix = "free some space, then rerun"
+    else:  # the errno alone does not say whether it was a read or a write
+        what = f"{where}: {e.strerror or e}" if where else f"{e.strerror or e}"
+        fix = "fix the cause, then rerun"
+    if final is None or staging is None:
+        return OutputError(f"{what}; {fix}", path=where)
+    if staging.exists():
+        state = f"the last checkpoint in {staging} is intact"
+        fix += f" with --resume (prep prepare --out {final} --resume)"
+    else:
+        state = "nothing was committed yet"
+        fix += " the same command"
+    return OutputError(f"{what}; {state}: {fix}", path=where)

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError
+from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError, os_failure
 from prep.formats import get_format
 from prep.fsio import fsync_dir
 from prep.progress import Reporter, silent
-from prep.publish import HeldLock, OutputPaths, hold_lock, publish, write_failure
+from prep.publish import HeldLock, OutputPaths, hold_lock, publish
 from prep.recipe import REQUIRED, Recipe, RunOptions
 from prep.refresh import check_complete, check_fresh, recover_swap, swap_in
 from prep.run.increment import Increment, plan_increment, start_refresh
@@ -83,7 +83,7 @@ def run(
     except PrepError:
         raise
     except OSError as e:  # staging creation, the lock info, publishing: not only the job
-        raise write_failure(e, life.paths) from e
+        raise os_failure(e, life.paths.final, life.paths.staging) from e
 
 
 @dataclass

@@ -9,7 +9,6 @@ renamed), so a staging directory always holds a checkpoint. Publishing renames s
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import logging
 import os
@@ -177,21 +176,3 @@ def publish(paths: OutputPaths) -> None:
     """Rename staging to ``DIR`` (never replacing one), then fsync the parent."""
     rename_noreplace(paths.staging, paths.final)
     fsync_dir(paths.final.parent)
-
-
-def write_failure(e: OSError, paths: OutputPaths) -> OutputError:
-    """An OS error while writing (disk full, quota, I/O error): nothing committed is lost."""
-    where = e.filename or (paths.staging if paths.staging.exists() else paths.final)
-    if e.errno in (errno.ENOSPC, errno.EDQUOT):
-        what = f"no space left on the device writing {where} ({e.strerror})"
-        fix = "free some space, then rerun"
-    else:
-        what = f"writing {where} failed: {e.strerror or e}"
-        fix = "fix the cause, then rerun"
-    if paths.staging.exists():
-        state = f"the last checkpoint in {paths.staging} is intact"
-        fix += f" with --resume (prep prepare --out {paths.final} --resume)"
-    else:
-        state = "nothing was committed yet"
-        fix += " the same command"
-    return OutputError(f"{what}; {state}: {fix}", path=where)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -146,7 +146,6 @@ class RunOptions:
     wait_lock: float = 0.0
     token: str | None = None  # Hugging Face token; never written to any file
     offline: bool = False  # the Hub through the local cache only (--offline, HF_HUB_OFFLINE)
-    typed: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
         if self.batch_size <= 0:

@@ -35,7 +35,7 @@ from prep.fsio import (
 from prep.publish import OutputPaths
 from prep.recipe import Recipe
 from prep.sources import Source, recorded_uri
-from prep.state.changes import fingerprint_changes, flag, recipe_changes
+from prep.state.changes import fingerprint_changes, manifest_conflicts, recipe_changes
 from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest
 from prep.state.provenance import read_source_mtimes
 
@@ -82,56 +82,26 @@ def check_fresh(
     return Freshness(changes + settings, manifest.corpus_manifest_sha256, settings)
 
 
-def _built_with(manifest: Manifest) -> dict[str, Any]:
-    """The recipe settings a published manifest records, keyed like :class:`Recipe`'s fields
-    (all but ``tokenizer``, which it records by its SHA-256)."""
-    src = manifest.source
-    return {
-        "source": recorded_uri(src.uri),
-        "text_column": src.text_column,
-        "split_column": src.split_column,
-        "dataset": manifest.dataset,
-        "tokenizer_id": manifest.tokenizer_id,
-        "doc_sep_id": manifest.doc_sep_id,
-        "no_doc_sep": manifest.doc_sep_id is None,
-        **manifest.recipe,  # val_fraction (absent with a split column), seed, ...
-    }
-
-
 def complete_conflicts(
     manifest: Manifest, typed: dict[str, Any], token: str | None, offline: bool = False
 ) -> list[str]:
-    """Options typed (paths canonical) that contradict a published dataset's manifest; the
-    tokenizer is compared by the SHA-256 of its tokenizer.json."""
-    built = _built_with(manifest)
-    out = []
-    for name, value in sorted(typed.items()):
-        if name == "tokenizer":
-            sha = tokenizer_fingerprint(
-                value,
-                doc_sep_id=None,
-                no_doc_sep=True,
-                tokenizer_id=None,
-                token=token,
-                offline=offline,
-            ).sha256
-            if sha != manifest.tokenizer_sha256:
-                out.append(
-                    f"--tokenizer: typed {value!r} (SHA-256 {sha[:12]}…), the dataset was "
-                    f"built with a tokenizer whose SHA-256 is {manifest.tokenizer_sha256[:12]}…"
-                )
-        elif name == "no_doc_sep":
-            if value and not built["no_doc_sep"]:
-                out.append(
-                    f"--no-doc-sep: typed, the dataset was built with separator "
-                    f"{built['doc_sep_id']}"
-                )
-        elif name == "source":
-            if recorded_uri(value) != built[name]:
-                out.append(f"--source: typed {value!r}, the dataset was built with {built[name]!r}")
-        elif name in built and built[name] != value:
-            out.append(f"{flag(name)}: typed {value!r}, the dataset was built with {built[name]!r}")
-    return out
+    """Options typed (paths canonical) that contradict a published dataset's manifest: the
+    source compared as manifests record it, the tokenizer by the SHA-256 of its
+    tokenizer.json (see :func:`prep.state.changes.manifest_conflicts`)."""
+    typed = dict(typed)
+    if "source" in typed:
+        typed["source"] = recorded_uri(typed["source"])
+    sha = None
+    if "tokenizer" in typed:
+        sha = tokenizer_fingerprint(
+            typed["tokenizer"],
+            doc_sep_id=None,
+            no_doc_sep=True,
+            tokenizer_id=None,
+            token=token,
+            offline=offline,
+        ).sha256
+    return manifest_conflicts(manifest, typed, recorded_uri(manifest.source.uri), sha)
 
 
 def check_complete(

@@ -87,20 +87,35 @@ class _Records(logging.Handler):
         self.records.append(record)
 
 
-def test_progress_goes_to_logging_without_a_callback(corpus: Path, tmp_path: Path) -> None:
-    """The library configures no handler; the application's handlers see prep's lines."""
+def _records(**settings: Any) -> list[logging.LogRecord]:
+    """What ``prep.prepare(**settings)`` logs to an application's INFO handler on ``prep``."""
     logger, handler = logging.getLogger("prep"), _Records()
     level = logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        prep.prepare(source=corpus, tokenizer="byte", out=tmp_path / "out", max_documents=40)
+        prep.prepare(tokenizer="byte", max_documents=40, **settings)
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
-    lines = [r.getMessage() for r in handler.records if r.name == "prep.progress"]
+    return handler.records
+
+
+def test_progress_goes_to_logging_without_a_callback(corpus: Path, tmp_path: Path) -> None:
+    """The library configures no handler; the application's handlers see prep's lines."""
+    records = _records(source=corpus, out=tmp_path / "out")
+    lines = [r.getMessage() for r in records if r.name == "prep.progress"]
     assert lines and "rows 40" in lines[-1]
-    assert any(f"published {tmp_path / 'out'}" in r.getMessage() for r in handler.records)
+    assert any(f"published {tmp_path / 'out'}" in r.getMessage() for r in records)
+
+
+def test_quiet_logs_no_progress(corpus: Path, tmp_path: Path) -> None:
+    """``quiet=True`` is the CLI's ``--quiet``: no progress lines, the same bytes."""
+    quiet, loud = tmp_path / "quiet" / "out", tmp_path / "loud" / "out"
+    records = _records(source=corpus, out=quiet, quiet=True)
+    assert not [r for r in records if r.levelno < logging.WARNING], records
+    assert [r for r in _records(source=corpus, out=loud) if r.name == "prep.progress"]
+    assert _dataset(quiet) == _dataset(loud)
 
 
 def test_errors_are_typed_never_exits(
@@ -176,6 +191,7 @@ def test_a_stop_request_checkpoints_and_resume_continues(
             source=corpus, tokenizer=GPT2_DIR, out=out, batch_size=16, stop=stop, **SETTINGS
         )
     assert e.value.exit_code == 75 and "--resume" in str(e.value)
+    assert "stopped on request" in str(e.value) and "signal" not in str(e.value)
     assert _rows_committed(out) == 6 * 16
     m = prep.prepare(source=corpus, tokenizer=GPT2_DIR, out=out, resume=True, **SETTINGS)
     assert _dataset(out) == _dataset(cli_out)

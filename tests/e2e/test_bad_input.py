@@ -272,6 +272,21 @@ def test_an_unreadable_entry_in_the_source_is_refused(
     _succeeds(cli, out, "--source", spec)
 
 
+def test_a_failed_read_is_not_called_a_write(cli, tmp_path: Path, out: Path) -> None:
+    """An OS error reading (here: the staging "directory" is a file) is reported as what it
+    is, with the path, not as "writing ... failed"."""
+    staging = tmp_path / f"{NAME}.incomplete"
+    staging.write_text("not a directory")
+
+    r = cli("prepare", "--out", out, "--resume")
+
+    assert r.code == 1, r.err
+    assert "Traceback" not in r.err
+    assert f"{staging / 'checkpoint.json'}: Not a directory" in r.err, r.err
+    assert "writing" not in r.err, r.err
+    assert staging.read_text() == "not a directory"
+
+
 # -- usage errors ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("option", "value"), [

@@ -113,5 +113,5 @@ def test_replay_refuses_a_different_prefix(tmp_path: Path) -> None:
     short = iter([("x", None, 0, 0)])
     with pytest.raises(IntegrityError, match=rf"ends after 1 rows, but {rows:,} were"):
         replay(short, prep_rows, cp, never, s.paths.final)
-    with pytest.raises(Interrupted, match=r"stopped by a signal while replaying"):
+    with pytest.raises(Interrupted, match=r"stopped on request while replaying"):
         replay(iter([]), prep_rows, cp, lambda: True, s.paths.final)

@@ -140,7 +140,7 @@ def run_loop(
             if stop_requested():
                 state.checkpoint()
                 raise Interrupted(
-                    f"stopped by a signal; checkpoint at row {state.cursor.rows_visited:,}. "
+                    f"stopped on request; checkpoint at row {state.cursor.rows_visited:,}. "
                     f"Resume with: prep prepare --out {state.paths.final} --resume"
                 )
             if now - last_ckpt >= interval:

@@ -202,7 +202,7 @@ def replay(
     while cursor.rows_visited < progress.rows_visited:
         if stop_requested():
             raise Interrupted(
-                "stopped by a signal while replaying the source; nothing was changed. "
+                "stopped on request while replaying the source; nothing was changed. "
                 f"Resume with: prep prepare --out {final} --resume"
             )
         want = min(_SIGNAL_CHECK_ROWS, progress.rows_visited - cursor.rows_visited)

@@ -18,14 +18,66 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def _conflict(name: str, typed: Any, was: str) -> str:
+    """One wording for every contradicted option: ``was`` says what it contradicts."""
+    return f"{flag(name)}: typed {typed!r}, {was}"
+
+
 def recipe_conflicts(saved: Recipe, typed: dict[str, Any]) -> list[str]:
     """Options typed on the command line that differ from the saved recipe (paths are
     compared in their canonical form, which both sides hold)."""
+    return [
+        _conflict(name, value, f"the run was started with {getattr(saved, name)!r}")
+        for name, value in sorted(typed.items())
+        if getattr(saved, name) != value
+    ]
+
+
+def _built_with(manifest: Manifest, source: str) -> dict[str, Any]:
+    """The recipe settings a published manifest records, keyed like :class:`Recipe`'s fields
+    (all but ``tokenizer``, which it records by its SHA-256)."""
+    src = manifest.source
+    return {
+        "source": source,
+        "text_column": src.text_column,
+        "split_column": src.split_column,
+        "dataset": manifest.dataset,
+        "tokenizer_id": manifest.tokenizer_id,
+        "doc_sep_id": manifest.doc_sep_id,
+        "no_doc_sep": manifest.doc_sep_id is None,
+        **manifest.recipe,  # val_fraction (absent with a split column), seed, ...
+    }
+
+
+def manifest_conflicts(
+    manifest: Manifest, typed: dict[str, Any], source: str, tokenizer_sha: str | None
+) -> list[str]:
+    """Options typed that contradict a published dataset's manifest, worded as
+    :func:`recipe_conflicts` words them. The caller resolves what the manifest records in
+    another form than the command line: ``source`` is the manifest's source and
+    ``typed["source"]`` the typed one, both as manifests record sources; ``tokenizer_sha``
+    is the SHA-256 of the typed tokenizer's tokenizer.json."""
+    built = _built_with(manifest, source)
     out = []
     for name, value in sorted(typed.items()):
-        if getattr(saved, name) != value:
-            was = getattr(saved, name)
-            out.append(f"{flag(name)}: typed {value!r}, the run was started with {was!r}")
+        if name == "tokenizer":
+            if tokenizer_sha != manifest.tokenizer_sha256:
+                out.append(
+                    _conflict(
+                        name,
+                        value,
+                        f"SHA-256 {str(tokenizer_sha)[:12]}…; the dataset was built with a "
+                        f"tokenizer whose SHA-256 is {manifest.tokenizer_sha256[:12]}…",
+                    )
+                )
+        elif name == "no_doc_sep":
+            if value and not built["no_doc_sep"]:
+                out.append(
+                    _conflict(name, value, f"the dataset was built with separator "
+                              f"{built['doc_sep_id']}")
+                )
+        elif name in built and built[name] != value:
+            out.append(_conflict(name, value, f"the dataset was built with {built[name]!r}"))
     return out
 
 
