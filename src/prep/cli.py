@@ -1,13 +1,14 @@
 """The command line: argparse, logging, signals, exit codes. The only place that prints.
 
-``prep prepare ...`` (same as ``python scripts/prepare.py ...``), ``prep verify DIR``,
-``prep inspect PATH``. Exit codes: 0 published / complete, 1 error, 2 usage, 75 stopped
-early but resumable (signal after a checkpoint, or the lock is held).
+``prep prepare ...`` (same as ``python scripts/prepare.py ...``), ``prep merge DIR``,
+``prep verify DIR``, ``prep inspect PATH``. Exit codes: 0 published / complete, 1 error,
+2 usage, 75 stopped early but resumable (signal after a checkpoint, or the lock is held).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import signal
@@ -18,6 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from prep import __version__, options
 from prep.console import Console, summary_line
 from prep.errors import (
     EXIT_ERROR,
@@ -30,14 +32,34 @@ from prep.errors import (
     UsageError,
     os_failure,
 )
-from prep.options import RUN, _int, prepare_parser
-from prep.recipe import RECIPE_FIELDS, RunOptions, validate
+from prep.executors import EXECUTORS
+from prep.formats import DTYPES, FORMAT_NAMES
+from prep.recipe import RECIPE_FIELDS, Recipe, RunOptions, validate
 from prep.redact import RedactingFilter, redact_text
 from prep.startup import take_pending
 
 logger = logging.getLogger("prep")
 
 
+def _defaults(cls: type[Any]) -> dict[str, Any]:
+    """A dataclass's field defaults: the one source of the CLI's defaults."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+RECIPE = _defaults(Recipe)
+RUN = _defaults(RunOptions)
+
+
+def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
+    """The ``prepare`` grammar (prep.options) with the recipe's and run options' defaults."""
+    choices = {"format": FORMAT_NAMES, "dtype": DTYPES, "executor": EXECUTORS}
+    return options.prepare_parser(prog, {**RECIPE, **RUN}, __version__, choices)
 
 
 def _split_args(ns: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -193,16 +215,7 @@ def run_prepare(argv: list[str], prog: str = "prepare.py") -> int:
 def _verify(argv: list[str]) -> int:
     from prep.verify import verify_dataset
 
-    p = argparse.ArgumentParser(prog="prep verify", description="Verify a published dataset.")
-    p.add_argument("dir", type=Path)
-    p.add_argument(
-        "--llmc-batch",
-        nargs=2,
-        type=_int,
-        metavar=("B", "T"),
-        help="also report shards llm.c's DataLoader rejects for batch B x T (B*T+1 tokens each)",
-    )
-    ns = p.parse_args(argv)
+    ns = options.verify_parser().parse_args(argv)
     if not ns.dir.is_dir():
         raise InputError(f"{ns.dir} is not a directory", path=ns.dir)
     problems = verify_dataset(ns.dir, llmc_batch=ns.llmc_batch)
@@ -222,15 +235,12 @@ def run_verify(argv: list[str]) -> int:
 def _inspect(argv: list[str]) -> int:
     from prep.inspector import inspect_path
 
-    p = argparse.ArgumentParser(
-        prog="prep inspect", description="Describe a .bin file, dataset or staging dir."
-    )
-    p.add_argument("path", type=Path)
-    p.add_argument("--first", type=int, default=16, help="ids to show (16)")
-    p.add_argument("--tokenizer", help="decode the ids with this tokenizer.json (or byte)")
-    ns = p.parse_args(argv)
+    ns = options.inspect_parser().parse_args(argv)
     for line in inspect_path(ns.path, first=ns.first, tokenizer=ns.tokenizer):
-        print(line)
+        if line.startswith("warning: "):  # a tokenizer that does not match the file
+            print(f"prep: {line}", file=sys.stderr)
+        else:
+            print(line)
     return EXIT_OK
 
 
@@ -241,14 +251,7 @@ def run_inspect(argv: list[str]) -> int:
 def _merge(say: _Say, argv: list[str]) -> int:
     from prep.merge import merge
 
-    p = argparse.ArgumentParser(
-        prog="prep merge", description="Verify the parts in DIR.parts/ and publish DIR."
-    )
-    p.add_argument("dir", type=Path, help="the dataset the parts were built for (--out DIR)")
-    p.add_argument("--wait-lock", type=float, default=0.0, help="seconds to wait for the lock")
-    p.add_argument("--threads", type=_int, help="parts verified at once (all cores)")
-    p.add_argument("--quiet", action="store_true", help="only errors and the summary")
-    ns = p.parse_args(argv)
+    ns = options.merge_parser().parse_args(argv)
     console = Console(sys.stderr, ns.quiet, RUN["log_interval"])
     say.to = console.message
     with console:
@@ -266,24 +269,34 @@ _COMMANDS = {
 }
 
 
+_OVERVIEW = f"""usage: prep {{prepare,merge,verify,inspect}} ... | prep --version
+
+  prepare  build a dataset (same as scripts/prepare.py); see prep prepare --help
+  merge    join the parts of --part I/N runs into one dataset; see prep merge --help
+  verify   re-check a published dataset (exit 0 or 1)
+  inspect  describe a .bin file, a dataset or a staging directory
+
+{options.EXIT_CODES}"""
+
+
 def main(argv: list[str] | None = None) -> int:
     """``prep COMMAND ...``; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help") or args[0] not in _COMMANDS:
-        print(
-            "usage: prep {prepare,merge,verify,inspect} ...\n"
-            "  prepare  build a dataset (same as scripts/prepare.py)\n"
-            "  merge    join the parts of --part I/N runs into one dataset\n"
-            "  verify   re-check a published dataset\n"
-            "  inspect  describe a .bin file, a dataset or a staging directory",
-            file=sys.stderr,
-        )
-        return EXIT_OK if args and args[0] in ("-h", "--help") else EXIT_USAGE
+    if args and args[0] in ("-h", "--help"):
+        print(_OVERVIEW)  # asked for: stdout, exit 0
+        return EXIT_OK
+    if args and args[0] == "--version":
+        print(f"prep {__version__}")
+        return EXIT_OK
+    if not args:
+        print(_OVERVIEW, file=sys.stderr)
+        return EXIT_USAGE
+    if args[0] not in _COMMANDS:
+        print(options.command_error("prep", args[0], list(_COMMANDS)), file=sys.stderr)
+        return EXIT_USAGE
     if args[0] == "prepare":
         return run_prepare(args[1:], prog="prep prepare")
     return _COMMANDS[args[0]](args[1:])
-
-
 
 
 def main_entry() -> None:

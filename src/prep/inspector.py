@@ -6,11 +6,21 @@ summary, or a staging directory's checkpoint progress. Read-only; returns text l
 
 from __future__ import annotations
 
+import fcntl
+import os
+import shlex
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from prep.errors import InputError
+import numpy.typing as npt
+
+from prep.errors import InputError, PrepError
 from prep.formats import ShardFormat, get_format
+from prep.fsio import file_sha256
+from prep.publish import OutputPaths, describe_holder, out_of_staging
 from prep.state import checkpoint as ckpt
 from prep.state.manifest import MANIFEST_NAME, read_manifest
 
@@ -21,22 +31,70 @@ def inspect_shard(
     line, ids = fmt.describe(path, dtype)
     head = [int(i) for i in ids[:first]]
     lines = [line, f"first {len(head)} ids: {head}"]
-    if tokenizer and tokenizer != "byte":
-        from tokenizers import Tokenizer
-
-        json_path = Path(tokenizer) / "tokenizer.json" if Path(tokenizer).is_dir() else tokenizer
-        try:
-            tok = Tokenizer.from_file(str(json_path))
-        except Exception as e:  # tokenizers raises a bare Exception
-            raise InputError(
-                f"--tokenizer {tokenizer}: cannot load a tokenizer.json ({e}); give the file "
-                "the dataset was made with, or `byte`",
-                path=str(json_path),
-            ) from e
-        lines.append(f"decoded: {tok.decode(head, skip_special_tokens=False)!r}")
-    elif tokenizer == "byte":
-        lines.append(f"decoded: {bytes(i for i in head if i < 256).decode('utf-8', 'replace')!r}")
+    if tokenizer is None:
+        return lines
+    decoder = _decoder(tokenizer)
+    lines += [f"warning: {w}" for w in decoder.mismatches(path, ids)]
+    lines.append(f"decoded: {decoder.decode(head)!r}")
     return lines
+
+
+@dataclass(frozen=True)
+class _Decoder:
+    """A tokenizer given to ``inspect --tokenizer``: its size, its file, how it decodes."""
+
+    spec: str
+    vocab_size: int
+    json_path: Path | None  # None: the byte tokenizer
+    decode: Callable[[list[int]], str]
+
+    def mismatches(self, shard: Path, ids: npt.NDArray[Any]) -> list[str]:
+        """Why the decoded text may be wrong: the dataset beside the file was made with a
+        tokenizer of another vocabulary or another tokenizer.json; or, for a file alone,
+        it holds ids the tokenizer does not have."""
+        try:
+            m = read_manifest(shard.parent)
+        except (OSError, PrepError):
+            m = None
+        if m is None:
+            top = int(ids.max()) if ids.size else -1
+            return [
+                f"{shard.name} holds id {top:,}; --tokenizer {self.spec} has only "
+                f"{self.vocab_size:,}: the decoded text is wrong; give the tokenizer the "
+                "file was made with"
+            ] if top >= self.vocab_size else []
+        if m.vocab_size != self.vocab_size:
+            return [
+                f"{shard.name} was written for a vocabulary of {m.vocab_size:,} ids; "
+                f"--tokenizer {self.spec} has {self.vocab_size:,}: the decoded text is "
+                "probably wrong; give the tokenizer the dataset was made with"
+            ]
+        if self.json_path and m.tokenizer_sha256 != file_sha256(self.json_path):
+            return [
+                f"{shard.parent / MANIFEST_NAME} records another tokenizer.json "
+                f"(SHA-256 {m.tokenizer_sha256[:12]}...) than {self.json_path}"
+            ]
+        return []
+
+
+def _decoder(spec: str) -> _Decoder:
+    if spec == "byte":
+        return _Decoder(spec, 256, None,
+                        lambda ids: bytes(i for i in ids if i < 256).decode("utf-8", "replace"))
+    from tokenizers import Tokenizer
+
+    json_path = Path(spec) / "tokenizer.json" if Path(spec).is_dir() else Path(spec)
+    try:
+        tok = Tokenizer.from_file(str(json_path))
+    except Exception as e:  # tokenizers raises a bare Exception
+        raise InputError(
+            f"--tokenizer {spec}: cannot load a tokenizer.json ({e}); give the file "
+            "the dataset was made with, or `byte`",
+            path=str(json_path),
+        ) from e
+    size = max(tok.get_vocab(with_added_tokens=True).values(), default=-1) + 1
+    return _Decoder(spec, size, json_path,
+                    lambda ids: str(tok.decode(ids, skip_special_tokens=False)))
 
 
 def inspect_manifest(directory: Path) -> list[str]:
@@ -60,9 +118,15 @@ def inspect_staging(directory: Path) -> list[str]:
     cp = ckpt.load(directory)
     age = time.time() - cp.written_at
     p = cp.progress
+    final = OutputPaths.for_out(out_of_staging(directory)).final  # absolute: works anywhere
+    holder = lock_holder(OutputPaths.for_out(final))
+    state = "finished, ready to publish" if p.finished else "in progress"
+    if holder is None:
+        state += ", not running (the lock is free: the run stopped or was killed)"
+    else:
+        state += f", running ({holder})"
     lines = [
-        f"staging {directory}: {'finished, ready to seal' if p.finished else 'in progress'}; "
-        f"checkpoint written {age:,.0f} s ago",
+        f"staging {directory}: {state}; checkpoint written {age:,.0f} s ago",
         f"rows visited {p.rows_visited:,}, documents {p.docs_written:,}, empty skipped "
         f"{p.empty_rows_skipped:,}; resumes so far {cp.run.resumes}",
     ]
@@ -72,7 +136,27 @@ def inspect_staging(directory: Path) -> list[str]:
             f"{split}: {s.n_tokens:,} tokens, {s.n_docs:,} docs, {files} files "
             f"({len(s.sealed)} sealed)"
         )
+    if holder is None:
+        lines.append(f"resume with: prep prepare --out {shlex.quote(str(final))} --resume")
     return lines
+
+
+def lock_holder(paths: OutputPaths) -> str | None:
+    """Who holds ``DIR.lock`` (from ``DIR.lock.json``), or None when it is free. Probes with
+    a shared, non-blocking flock on a read-only descriptor: creates nothing, and holds the
+    probe for an instant only (a run starting in that instant finds the lock busy and exits
+    75, which is safe to rerun)."""
+    try:
+        fd = os.open(paths.lock, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return f"{paths.lock.name} held by {describe_holder(paths)}"
+    finally:
+        os.close(fd)  # closing drops the probe's own lock
+    return None
 
 
 def _format_near(directory: Path) -> tuple[ShardFormat, str | None]:
@@ -99,6 +183,9 @@ def inspect_path(path: Path, *, first: int = 16, tokenizer: str | None = None) -
         return inspect_staging(path)
     if path.is_dir() and (path / MANIFEST_NAME).exists():
         return inspect_manifest(path)
+    inside = OutputPaths.for_out(path).staging  # a mount point --out: staging is inside it
+    if path.is_dir() and (inside / ckpt.CHECKPOINT_NAME).exists():
+        return inspect_staging(inside)
     raise InputError(
         f"{path}: not a .bin file, a dataset directory (with {MANIFEST_NAME}) or a staging "
         "directory (with checkpoint.json)",

@@ -1,8 +1,9 @@
 """The run's lifecycle: take the lock, decide what to do with ``DIR`` and its staging
 directory (start, resume, refuse, refresh), run the job, publish.
 
-Publishing renames the finished staging directory to ``DIR`` (never replacing one); a
-refresh swaps it in atomically instead (see ``prep.refresh``).
+Publishing renames the finished staging directory to ``DIR`` (never replacing one), or
+its files into ``DIR`` when ``DIR`` is a mount point (see ``prep.mountpoint``); a refresh
+swaps it in atomically instead (see ``prep.refresh``).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from typing import Any
 from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError, os_failure
 from prep.formats import get_format
 from prep.fsio import fsync_dir
+from prep.mountpoint import mount_state, publish_into, recover
 from prep.progress import Reporter, silent
-from prep.publish import HeldLock, OutputPaths, hold_lock, publish
+from prep.publish import HeldLock, OutputPaths, hold_lock, is_empty_dir, publish
 from prep.recipe import REQUIRED, Recipe, RunOptions
 from prep.refresh import check_complete, check_fresh, recover_swap, swap_in
 from prep.run.increment import Increment, plan_increment, start_refresh
-from prep.run.inputs import fresh_inputs, recorded
+from prep.run.inputs import Inputs, fresh_inputs, recorded
 from prep.run.loop import StopRequested, execute
 from prep.run.restore import apply_restore, check_recipe, plan_restore
 from prep.run.start import start
@@ -98,29 +100,45 @@ class _Lifecycle:
     argv: list[str] | None
     reporter: Reporter
     t0: float = field(default_factory=time.monotonic)
+    early: Inputs | None = None  # a fresh start's inputs, resolved before the lock
+    early_source: Source | None = None  # a refresh's source, resolved before the lock
     held: HeldLock | None = None
 
     def run(self) -> Outcome:
-        paths = self.paths
-        with hold_lock(paths, self.opts.wait_lock) as self.held:
-            if self.opts.refresh:
+        paths, opts = self.paths, self.opts
+        # Checks that need no lock come first: a refused run leaves no DIR.lock behind.
+        check_out(paths, resume=opts.resume, refresh=opts.refresh)
+        self.resolve_early()
+        with hold_lock(paths, opts.wait_lock) as self.held:
+            if paths.inside:
+                recover(paths)  # what a kill during a publish into a mount point left
+            check_out(paths, resume=opts.resume, refresh=opts.refresh)  # may have changed
+            if opts.refresh:
                 return self.refresh()
-            if paths.final.exists():
-                if self.opts.resume:
-                    check_complete(paths, self.typed, self.opts.token, self.opts.offline)
-                    if paths.staging.exists():
-                        logger.warning(
-                            "%s holds an unfinished refresh; rerun with --refresh to finish it",
-                            paths.staging,
-                        )
-                    logger.info("%s is already complete; nothing to do", paths.final)
-                    return Outcome("already-complete", paths.final)
-                raise OutputError(
-                    f"{paths.final} already exists; prep never overwrites a dataset. Choose "
-                    "another --out, delete it to rebuild, or use --refresh to update it",
-                    path=paths.final,
-                )
+            if out_state(paths) == "dataset":  # with --resume: check_out let it pass
+                check_complete(paths, self.typed, self.opts.token, self.opts.offline)
+                if paths.staging.exists():
+                    logger.warning(
+                        "%s holds an unfinished refresh; rerun with --refresh to finish it",
+                        paths.staging,
+                    )
+                logger.info("%s is already complete; nothing to do", paths.final)
+                return Outcome("already-complete", paths.final)
             return self.publish(self.build())
+
+    def resolve_early(self) -> None:
+        """Before the lock: a fresh start's source and tokenizer (a refresh's source), so a
+        missing file, a bad tokenizer or a missing recipe is refused without creating
+        ``DIR.lock``. A resume resolves nothing here: its checkpoint pins what it reads."""
+        if self.paths.staging.exists():
+            return
+        state = out_state(self.paths)
+        if state in ("absent", "empty"):
+            self.early = fresh_inputs(self.recipe, self.opts)
+        elif state == "dataset" and self.opts.refresh:
+            self.early_source = resolve_source(
+                self.recipe.source, self.opts.token, offline=self.opts.offline
+            )
 
     @property
     def recipe(self) -> Recipe:
@@ -131,7 +149,7 @@ class _Lifecycle:
         what = " and ".join(f"--{n}" for n in REQUIRED if n not in self.typed)
         what += " were" if " and " in what else " was"
         final = self.paths.final
-        if final.exists():  # only a refresh gets here with DIR complete
+        if out_state(self.paths) == "dataset":  # only a refresh gets here with DIR complete
             why = (
                 f"--refresh of {final}: {what} not typed; a refresh compares the typed "
                 "recipe with the published one. Type the recipe in full (--source, "
@@ -169,7 +187,7 @@ class _Lifecycle:
             plan = plan_restore(paths, opts, self.typed, self.stop_requested)
             state, stream = apply_restore(plan, paths, opts), plan.stream
         else:
-            inputs = fresh_inputs(self.recipe, opts, source)
+            inputs = self.early or fresh_inputs(self.recipe, opts, source)
             if refresh is None:
                 state, stream = start(paths, self.recipe, opts, inputs)
             else:
@@ -205,7 +223,7 @@ class _Lifecycle:
         if self.held is not None:
             self.held.check()
         _drop_checkpoint(paths)
-        if self.opts.refresh and paths.final.exists():
+        if self.opts.refresh and out_state(paths) == "dataset":
             swap_in(paths)
             logger.info(
                 "swapped in the new version of %s (previous kept as %s)",
@@ -213,7 +231,10 @@ class _Lifecycle:
                 paths.previous.name,
             )
         else:
-            publish(paths)
+            if paths.inside:
+                publish_into(paths)
+            else:
+                publish(paths)
             logger.info("published %s", paths.final)
         return Outcome("published", paths.final, manifest, time.monotonic() - self.t0, changes)
 
@@ -222,7 +243,7 @@ class _Lifecycle:
         staging and swap it in; the old version stays in place, untouched, until the swap."""
         paths = self.paths
         recover_swap(paths)
-        if not paths.final.exists():
+        if out_state(paths) != "dataset":  # absent or empty: a first build
             return self.publish(self.build())
         source: Source | None = None
         note: RefreshNote | None = None
@@ -230,13 +251,17 @@ class _Lifecycle:
         changes: tuple[str, ...] = ()
         if not paths.staging.exists():
             opts = self.opts
-            source = resolve_source(self.recipe.source, opts.token, offline=opts.offline)
+            source = self.early_source or resolve_source(
+                self.recipe.source, opts.token, offline=opts.offline
+            )
             fresh = check_fresh(paths, self.recipe, source, opts.token, opts.offline)
             if fresh.unchanged:
                 logger.info("%s is up to date", paths.final)
                 return Outcome("up-to-date", paths.final, seconds=time.monotonic() - self.t0)
             changes = tuple(fresh.changes)
             logger.info("%s changed: %s", paths.final, "; ".join(changes))
+            if paths.inside:
+                raise _no_swap_on_mount(paths)
             plan = plan_increment(
                 paths, read_manifest(paths.final), self.recipe, source, fresh.settings
             )
@@ -268,3 +293,53 @@ def _drop_checkpoint(paths: OutputPaths) -> None:
     with contextlib.suppress(FileNotFoundError):
         (paths.staging / ckpt.CHECKPOINT_NAME).unlink()
     fsync_dir(paths.staging)
+
+
+def out_state(paths: OutputPaths) -> str:
+    """What ``--out`` is now: ``absent``; ``empty`` (an empty directory, published onto;
+    for a mount point see ``prep.mountpoint``); ``dataset`` (holds ``_MANIFEST.json``); or
+    ``other``."""
+    final = paths.final
+    if not final.exists() and not final.is_symlink():
+        return "absent"
+    if paths.inside:
+        return mount_state(paths)
+    if final.is_dir() and (final / MANIFEST_NAME).is_file():
+        return "dataset"
+    return "empty" if is_empty_dir(final) else "other"
+
+
+def _no_swap_on_mount(paths: OutputPaths) -> OutputError:
+    final = paths.final
+    return OutputError(
+        f"--refresh of {final}: it is a mount point, and a refresh swaps the new version in "
+        f"by renaming directories, which cannot replace a mount point; {final} is kept as "
+        f"it is. To rebuild it, empty it and rerun without --refresh; to refresh from "
+        f"cron, give a directory inside the mount (e.g. --out {final / final.name})",
+        path=final,
+    )
+
+
+def check_out(paths: OutputPaths, *, resume: bool, refresh: bool) -> None:
+    """Refuse an ``--out`` no run can use, each with the way out: a file or a directory that
+    is not a prep dataset (``--refresh`` cannot help there), or (without --resume or
+    --refresh) a dataset. Read-only: called before the lock is taken, so a refused run
+    leaves no ``DIR.lock``, and again under it."""
+    state, final = out_state(paths), paths.final
+    if state == "other":
+        what = (
+            "a symbolic link" if final.is_symlink()
+            else "a directory that is not empty" if final.is_dir() else "not a directory"
+        )
+        raise OutputError(
+            f"{final} exists and is not a prep dataset ({what}, no {MANIFEST_NAME}); prep "
+            "writes only into a new or an empty directory. Choose another --out, or move "
+            f"{final} away",
+            path=final,
+        )
+    if state == "dataset" and not (resume or refresh):
+        raise OutputError(
+            f"{final} already exists; prep never overwrites a dataset. Choose another "
+            "--out, delete it to rebuild, or use --refresh to update it",
+            path=final,
+        )

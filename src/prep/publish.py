@@ -3,12 +3,15 @@
 ``DIR`` is the dataset, ``DIR.incomplete/`` the staging directory, ``DIR.lock`` the lock.
 Staging is created whole (built under a temporary sibling with its first checkpoint, then
 renamed), so a staging directory always holds a checkpoint. Publishing renames staging to
-``DIR`` without ever replacing an existing ``DIR``.
+``DIR`` without ever replacing an existing ``DIR`` (an empty directory excepted). When
+``DIR`` is a mount point, which no rename can replace, staging is ``DIR/.prep-staging``
+instead and ``prep.mountpoint`` publishes it file by file.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -27,26 +30,35 @@ from prep.fsio import atomic_write_bytes, fsync_dir, rename_noreplace, stray_tem
 logger = logging.getLogger(__name__)
 
 
+STAGING_INSIDE = ".prep-staging"  # staging's name inside a mount point --out
+
+
 @dataclass(frozen=True)
 class OutputPaths:
-    """Every path derived from ``--out``."""
+    """Every path derived from ``--out``. ``inside``: ``--out`` is a mount point, so
+    staging (and where it is built) lives inside it, on the same filesystem."""
 
     final: Path
+    inside: bool = False
 
     @classmethod
     def for_out(cls, out: Path) -> OutputPaths:
         out = Path(os.path.abspath(out))
         if out.name in ("", ".", ".."):
             raise OutputError(f"--out {out} must name a directory to create", path=out)
-        return cls(out)
+        return cls(out, os.path.ismount(out))  # False for a symlink or a missing path
 
     @property
     def staging(self) -> Path:
+        if self.inside:
+            return self.final / STAGING_INSIDE
         return self.final.with_name(self.final.name + ".incomplete")
 
     @property
     def building(self) -> Path:
         """Where a new staging directory is assembled before it is renamed into place."""
+        if self.inside:
+            return self.final / (STAGING_INSIDE + ".new")
         return self.final.with_name("." + self.final.name + ".incomplete.new")
 
     @property
@@ -83,7 +95,7 @@ def hold_lock(paths: OutputPaths, wait: float) -> Iterator[HeldLock]:
             lock.acquire(timeout=0)
             break
         except Timeout:
-            holder = _describe_holder(paths)
+            holder = describe_holder(paths)
             if time.monotonic() >= deadline:
                 raise LockedError(
                     f"another run holds {paths.lock} ({holder}); wait for it to finish, or "
@@ -147,7 +159,8 @@ class HeldLock:
         )
 
 
-def _describe_holder(paths: OutputPaths) -> str:
+def describe_holder(paths: OutputPaths) -> str:
+    """``pid P on HOST, started T`` from ``DIR.lock.json`` (or "holder unknown")."""
     try:
         info = json.loads(paths.lock_info.read_text())
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(info["started"])))
@@ -169,10 +182,40 @@ def create_staging(paths: OutputPaths, populate: Callable[[Path], None]) -> None
     except BaseException:
         shutil.rmtree(paths.building, ignore_errors=True)
         raise
-    fsync_dir(paths.final.parent)
+    fsync_dir(paths.staging.parent)
+
+
+def out_of_staging(staging: Path) -> Path:
+    """The ``--out`` a staging directory belongs to: ``DIR`` for ``DIR.incomplete``, the
+    mount point for ``MOUNT/.prep-staging``."""
+    if staging.name == STAGING_INSIDE and os.path.ismount(staging.parent):
+        return staging.parent
+    return staging.with_name(staging.name.removesuffix(".incomplete"))
 
 
 def publish(paths: OutputPaths) -> None:
-    """Rename staging to ``DIR`` (never replacing one), then fsync the parent."""
-    rename_noreplace(paths.staging, paths.final)
+    """Rename staging to ``DIR``, then fsync the parent. ``DIR`` may be an empty directory
+    (created beforehand, e.g. by a provisioning script): ``rename(2)`` replaces an empty
+    directory atomically and fails on a non-empty one. Anything else at ``DIR`` is never
+    replaced."""
+    if is_empty_dir(paths.final):
+        try:
+            os.rename(paths.staging, paths.final)
+        except OSError as e:
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            raise OutputError(
+                f"{paths.final} is no longer empty; nothing was replaced and "
+                f"{paths.staging} is kept: empty {paths.final} (or choose another --out), "
+                f"then rerun with --resume",
+                path=paths.final,
+            ) from e
+    else:
+        rename_noreplace(paths.staging, paths.final)
     fsync_dir(paths.final.parent)
+
+
+def is_empty_dir(path: Path) -> bool:
+    """A real (not symlinked) empty directory: what ``publish`` may rename onto."""
+    return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
+

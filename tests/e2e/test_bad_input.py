@@ -303,7 +303,7 @@ def test_a_failed_read_is_not_called_a_write(cli, tmp_path: Path, out: Path) -> 
     ("--shuffle-buffer", "-1"),
     ("--checkpoint-interval", "0"),
     ("--seed", "abc"),
-    ("--max-file-tokens", "1e6"),
+    ("--max-file-tokens", "1e-6"),  # 1e6 is a count now (issue 11); 1e-6 is not
     ("--sep-position", "middle"),
 ])
 def test_out_of_range_or_malformed_values_exit_2(
@@ -317,7 +317,7 @@ def test_out_of_range_or_malformed_values_exit_2(
 def test_unknown_option_exits_2(cli, good: Path, out: Path) -> None:
     r = cli("prepare", "--tokenizer", "byte", "--out", out, "--source", good, "--max-tokens", "5")
 
-    _refused(r, 2, out, "unrecognized arguments: --max-tokens")
+    _refused(r, 2, out, "unknown option --max-tokens; did you mean --max-file-tokens?")
 
 
 def test_contradicting_separator_options_exit_2(cli, good: Path, out: Path) -> None:

@@ -123,7 +123,7 @@ def test_parts_with_the_local_executor_equal_the_parts_merged_by_hand(tmp_path: 
         (["--executor", "ray"], "--executor runs the parts of --parts N"),
         (["--parts", "3", "--part", "0/3"], "give one"),
         (["--parts", "3", "--max-documents", "5"], "across independent parts"),
-        (["--parts", "0"], "--parts 0"),
+        (["--parts", "0"], "argument --parts: '0' is too small; give a number >= 1"),
     ],
 )
 def test_parts_usage_errors(tmp_path: Path, cli, extra: list[str], message: str) -> None:

@@ -6,6 +6,7 @@ writer inserts), and the separator as :mod:`~prep.encoders.separator` finds it b
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,34 @@ def resolve_json(path: str, spec: str) -> Path:
     return p
 
 
+# Files that sit beside tokenizer.json in a model directory and are often given instead.
+_COMPANIONS = {
+    "tokenizer_config.json": "tokenizer configuration",
+    "special_tokens_map.json": "special tokens map",
+    "generation_config.json": "generation configuration",
+    "config.json": "model configuration",
+}
+
+
+def not_a_tokenizer(path: Path, raw: bytes) -> str | None:
+    """The message for a valid JSON file that is not a ``tokenizer.json`` (no ``model``),
+    naming what it is when it is a known companion file; None for anything else."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict) or "model" in data or path.name == "tokenizer.json":
+        return None  # a tokenizer.json that is broken: the parser's own message says how
+    what = _COMPANIONS.get(path.name)
+    it_is = f"the {what}, not the tokenizer" if what else "JSON, but not a tokenizer.json"
+    beside = path.parent / "tokenizer.json"
+    where = (
+        f"here: --tokenizer {path.parent}/" if beside.is_file()
+        else f"{path.parent} has no tokenizer.json"
+    )
+    return f"{path}: this is {it_is}; --tokenizer wants tokenizer.json or its directory ({where})"
+
+
 def parse_tokenizer(json_path: Path, raw: bytes) -> Any:
     """A ``tokenizers.Tokenizer`` from a tokenizer.json's bytes; ``InputError`` if unreadable."""
     from tokenizers import Tokenizer
@@ -83,7 +112,8 @@ def parse_tokenizer(json_path: Path, raw: bytes) -> Any:
         return Tokenizer.from_str(raw.decode("utf-8"))
     except Exception as e:  # tokenizers raises a bare Exception for any parse error
         raise InputError(
-            f"{json_path}: not a readable Hugging Face tokenizer.json ({e}); give a valid "
+            not_a_tokenizer(json_path, raw)
+            or f"{json_path}: not a readable Hugging Face tokenizer.json ({e}); give a valid "
             "tokenizer file or `byte`",
             path=json_path,
         ) from e

@@ -79,6 +79,12 @@ def parse_tokenizer_spec(spec: str) -> HubRef:
     given = f"--tokenizer {spec}"
     if not spec.startswith("hf:"):
         raise UsageError(f"{given}: expected {TOKENIZER_FORM}")
+    if spec.startswith("hf://"):
+        repo = spec[5:].removeprefix("models/")
+        raise UsageError(
+            f"{given}: a Hub tokenizer is written {TOKENIZER_FORM} (hf://datasets/... is the "
+            f"form for --source); did you mean --tokenizer hf:{repo}?"
+        )
     repo_id, rev, rest = _split_repo(spec[3:], given, TOKENIZER_FORM)
     if rest:
         raise UsageError(f"{given}: no path after the repository; expected {TOKENIZER_FORM}")

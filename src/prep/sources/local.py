@@ -12,10 +12,11 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from prep.errors import InputError
+from prep.errors import InputError, UsageError
 from prep.fsio import canonical_path, file_sha256
 from prep.globs import fixed_lead, has_glob
 from prep.sources.base import Source, SourceFile
+from prep.sources.parquet import CONVERTERS, not_parquet
 from prep.state.changes import listing_changes
 from prep.state.identity import SourceIdentity
 
@@ -87,6 +88,13 @@ def canonical_source(spec: str, base: Path | None = None) -> str:
         return SAMPLE
     path = os.path.join(here, spec)
     root = str(_glob_root(path)) if has_glob(spec) else path  # a glob: what must exist
+    if not os.path.exists(root) and spec.startswith("hf:"):  # the tokenizer's form
+        raise UsageError(
+            f"--source {spec}: a Hub dataset is written hf://datasets/OWNER/NAME"
+            f"[@REVISION][/GLOB] (hf:OWNER/NAME is the form for --tokenizer); did you "
+            f"mean --source hf://datasets/{spec[3:].lstrip('/')}?",
+            path=spec,
+        )
     if not os.path.exists(root):
         raise InputError(
             f"--source {spec}: no such file or directory (looked for {os.path.abspath(root)}"
@@ -151,9 +159,14 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
             root = p
             paths = _regular_files(p.rglob("*.parquet"), given)
             if not paths:
+                # .json is left out: in a directory it is far more often a config file
+                others = sorted(q for q in p.rglob("*")
+                                if q.suffix.lower() in CONVERTERS and q.suffix != ".json")
+                then = f"and the others like it, then run again with --source {given}"
+                hint = f"; {not_parquet(others[0].name, others[0], then)}" if others else ""
                 raise InputError(
                     f"--source {given}: the directory holds no *.parquet files (searched "
-                    "recursively)",
+                    f"recursively){hint}",
                     path=spec,
                 )
         elif p.is_file():
@@ -165,6 +178,9 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
                 "directory of them, a glob, or hf://datasets/OWNER/NAME",
                 path=spec,
             )
+    for q in paths:  # a text file named outright (or by a glob): say so before any work
+        if q.suffix.lower() in CONVERTERS:
+            raise InputError(str(not_parquet(q.name, Path(os.path.abspath(q)))), path=q)
     root_abs = Path(os.path.abspath(root))
     files = []
     for q in paths:

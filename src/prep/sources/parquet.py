@@ -3,7 +3,10 @@ pyarrow; a whole file is never held in memory."""
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Iterator
+from pathlib import Path
 from typing import IO, Any
 
 import pyarrow as pa
@@ -13,6 +16,38 @@ from prep.errors import InputError, PrepError
 from prep.sources.base import Source, SourceFile, check_unchanged, open_verified
 
 READ_BATCH_ROWS = 4096
+
+
+# Text formats people hand to prep: (what it is, the pyarrow module, its reader call).
+_TSV = "read_csv({path}, parse_options=r.ParseOptions(delimiter=chr(9)))"
+CONVERTERS = {
+    ".jsonl": ("JSON Lines", "pyarrow.json", "read_json({path})"),
+    ".ndjson": ("JSON Lines", "pyarrow.json", "read_json({path})"),
+    ".json": ("JSON (pyarrow reads one object per line)", "pyarrow.json", "read_json({path})"),
+    ".csv": ("CSV", "pyarrow.csv", "read_csv({path})"),
+    ".tsv": ("TSV", "pyarrow.csv", _TSV),
+}
+
+
+def not_parquet(name: str, local: Path, then: str | None = None) -> str | None:
+    """For a JSON Lines, JSON or CSV file (by its suffix): that prep reads Parquet only, a
+    pyarrow one-liner that converts it beside itself, and ``then`` (default: the
+    ``--source`` to give next); None for any other file."""
+    kind = CONVERTERS.get(local.suffix.lower())
+    if kind is None:
+        return None
+    what, module, call = kind
+    target = local.with_suffix(".parquet")
+    code = (
+        f"import {module} as r, pyarrow.parquet as pq; "
+        f"pq.write_table(r.{call.format(path=json.dumps(str(local)))}, "
+        f"{json.dumps(str(target))})"
+    )
+    then = then or f"then give --source {shlex.quote(str(target))}"
+    return (
+        f"{name} is {what}, not Parquet: prep reads Parquet only. Convert it first, e.g.\n"
+        f"  python -c {shlex.quote(code)}\n{then}"
+    )
 
 
 def _is_string(t: pa.DataType) -> bool:
@@ -73,7 +108,8 @@ def _parse(
     except (pa.ArrowException, OSError, ValueError) as e:  # ValueError: names not UTF-8
         check_unchanged(fobj, f)  # a file rewritten under the parser reads as garbage
         raise InputError(
-            f"{f.path}: not a readable Parquet file ({e}); remove or replace the file",
+            not_parquet(f.path, Path(str(fobj.name)))  # the local copy a Hub file is read from
+            or f"{f.path}: not a readable Parquet file ({e}); remove or replace the file",
             path=f.path,
         ) from e
     columns = [text_column] + ([split_column] if split_column else [])
