@@ -27,6 +27,8 @@ Fault keys:
 ``src_contains``    only calls whose first argument names a file containing this text (read
                     before the call: for ``os.replace`` that is the new content)
 ``after_log``       only once the ``prep`` logger has emitted a record containing this text
+``every``           act at every matching call from the ``nth`` on, not only at the ``nth``
+                    (``record`` always does): a ``sleep`` before each batch paces a run
 
 When the fault fires, the driver first appends a line to ``PREP_FAULT_MARK`` (if set), so a
 test can tell that the site was reached.
@@ -93,6 +95,7 @@ def install(fault: dict[str, Any]) -> None:
     if "after_log" in fault:
         log_seen = _LogSeen(fault["after_log"])
         logging.getLogger("prep").addFilter(log_seen)
+    every = bool(fault.get("every", False))
     within = fault.get("within", [])
     within = {within} if isinstance(within, str) else set(within)
     count = 0
@@ -141,7 +144,7 @@ def install(fault: dict[str, Any]) -> None:
         fire = False
         if matches(args):
             count += 1
-            fire = count == nth or action == "record"
+            fire = count == nth or (count > nth and every) or action == "record"
         if fire and action == "return":
             act(args)
             return fault["value"]

@@ -5,7 +5,8 @@ import sites), waiting on them, and reading what they left (trees, checkpoints).
 
 Faults are the driver's (see ``tests/fault_driver.py``): a dict or a list of dicts with a
 ``target`` and an ``action`` (``kill``, ``enospc``, ``sleep``, ``gate``, ``record``,
-``return``). A process's stderr goes to a file, never a pipe that could fill up.
+``return``); ``paced`` adds a sleep after every batch, so a run outlasts random kill delays on
+any machine. A process's stderr goes to a file, never a pipe that could fill up.
 
 Not a ``conftest.py`` on purpose: conftest modules outside packages all import as
 ``conftest`` and would shadow the factories in ``tests/conftest.py`` for other directories.
@@ -350,6 +351,15 @@ def wait_for(cond: Callable[[], bool], what: str, *procs: Proc, timeout: float =
 def reached(proc: Proc, cond: Callable[[], bool]) -> bool:
     """``cond`` held while ``proc`` ran (True), or ``proc`` ended first (False)."""
     return wait_for(cond, "the run to get there", proc, ended_ok=True)
+
+
+def paced(seconds: float) -> Fault:
+    """A sleep of ``seconds`` after every committed batch (before its progress report). A
+    run then needs at least its number of batches times ``seconds`` on any machine, so
+    random kill delays that add up to less than that all land before its end however fast
+    the machine; a slower machine only makes it longer."""
+    return {"target": "prep.run.loop.ProgressReport.__call__", "when": "before",
+            "action": "sleep", "seconds": seconds, "every": True}
 
 
 def gate(target: str, where: Path, *, nth: int = 1, when: str = "after") -> Fault:

@@ -21,7 +21,8 @@ import prep
 SETTINGS = {"val_fraction": 0.2, "seed": 7, "max_file_tokens": 2_000, "dataset": "lib"}
 CLI = ["--val-fraction", "0.2", "--seed", "7", "--max-file-tokens", "2000", "--dataset", "lib"]
 
-# A process that runs prep.prepare and sends itself SIGNAL once ROWS rows are committed.
+# A process that runs prep.prepare and sends itself SIGNAL once ROWS rows are committed
+# (with a checkpoint after every batch, so one precedes the signal on any machine).
 DRIVER = f"""
 import os, signal, sys
 import prep
@@ -31,7 +32,7 @@ def progress(snap):
     if snap.rows >= rows:
         os.kill(os.getpid(), getattr(signal, name))
 prep.prepare(source=src, out=out, tokenizer={str(GPT2_DIR)!r}, batch_size=16,
-             checkpoint_interval=0.001, progress=progress, **settings)
+             checkpoint_interval=1e-9, progress=progress, **settings)
 """
 
 

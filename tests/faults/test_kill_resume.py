@@ -11,6 +11,14 @@ import harness as h
 import pytest
 from harness import World
 
+# The runs killed after random delays are paced: 36,000 documents in batches of 8 take at
+# least 4,500 x 0.5 ms = 2.25 s on any machine, more than the 0.4 + 0.7 + 0.7 s of the
+# longest delays before the three kills a test counts on: a fast machine cannot finish
+# before them (a killed run's commits count at most its delay towards the end). Runs
+# stopped once past a row count are paced too: the 20 % of rows after the last mark take
+# at least 0.45 s, the time the test has to see the checkpoint and send the signal.
+PACE = h.paced(0.0005)
+
 
 @pytest.fixture(scope="module")
 def w(tmp_path_factory: pytest.TempPathFactory) -> World:
@@ -25,7 +33,7 @@ def test_sigkill_at_random_moments_then_resume_alone_is_identical(
     stream, rollovers, finishing, publishing. Each restart is `--out DIR --resume` alone."""
     rng = random.Random(seed)
     out = tmp_path / "out"
-    first = h.spawn(w.fresh_args(out))
+    first = h.spawn(w.fresh_args(out), faults=PACE)
     # `--out DIR --resume` alone needs a staging directory to take the recipe from.
     assert h.reached(first, lambda: h.read_checkpoint(out) is not None)
     assert h.kill_after(first, rng.uniform(0.0, 0.4)), "the first run ended before its kill"
@@ -33,7 +41,7 @@ def test_sigkill_at_random_moments_then_resume_alone_is_identical(
     kills, resumed = 1, 0
     while kills < 7:
         resumed += h.staging_of(out).is_dir()
-        proc = h.spawn(["--out", out, "--resume", *h.FAST])
+        proc = h.spawn(["--out", out, "--resume", *h.FAST], faults=PACE)
         killed = h.kill_after(proc, rng.uniform(0.05, 0.7))
         code, err = proc.finish()
         if not killed:
@@ -57,10 +65,10 @@ def test_sigkill_after_progress_counts_every_resume(w: World, tmp_path: Path) ->
     rng = random.Random(7)
     out = tmp_path / "out"
     marks = sorted(rng.sample(range(500, int(w.total_rows * 0.8)), 5))
-    proc = h.spawn(w.fresh_args(out))
+    proc = h.spawn(w.fresh_args(out), faults=PACE)
     for i, mark in enumerate(marks):
         if i:
-            proc = h.spawn(["--out", out, "--resume", *h.FAST])
+            proc = h.spawn(["--out", out, "--resume", *h.FAST], faults=PACE)
         start = h.rows_committed(out)
         here = max(mark, start + 1)  # rows this run committed itself
         assert h.reached(proc, lambda m=here: h.rows_committed(out) >= m), proc.finish()
@@ -81,14 +89,14 @@ def test_supervisor_repeats_one_command_with_resume_forever(w: World, tmp_path: 
     rng = random.Random(11)
     out = tmp_path / "out"
     cmd = w.fresh_args(out, "--resume")
-    first = h.spawn(cmd)
+    first = h.spawn(cmd, faults=PACE)
     started = h.reached(first, lambda: h.read_checkpoint(out) is not None)
     assert started, first.finish()  # nothing to resume: it started fresh
     assert h.kill_after(first, rng.uniform(0.0, 0.3))
     assert first.finish()[0] == -signal.SIGKILL
     kills = 1
     for _ in range(30):
-        proc = h.spawn(cmd)
+        proc = h.spawn(cmd, faults=PACE)
         killed = kills < 6 and h.kill_after(proc, rng.uniform(0.0, 0.8))
         code, err = proc.finish()
         if not killed:
@@ -123,7 +131,7 @@ def test_sigterm_and_sigint_exit_75_with_a_resume_command(w: World, tmp_path: Pa
     marks = sorted(rng.sample(range(500, int(w.total_rows * 0.8)), 5))
     args: list[str | Path] = list(w.fresh_args(out))
     for i in range(6):
-        proc = h.spawn([*args, *h.FAST] if i else args)
+        proc = h.spawn([*args, *h.FAST] if i else args, faults=PACE)
         if i == 0:
             ready = h.reached(proc, lambda: h.read_checkpoint(out) is not None)
         else:

@@ -15,6 +15,9 @@ import pytest
 from harness import World
 
 FORMATS = ["llmc-llama3", "megatron", "raw"]  # llmc: tests/faults/test_kill_resume.py
+# 4,500 batches of 8 take at least 2.25 s on any machine: more than the 2 x 0.6 s of the
+# longest delays before the two kills the random test counts on.
+PACE = h.paced(0.0005)
 
 
 def world_of(tmp_path_factory: pytest.TempPathFactory, fmt: str, size: h.Corpus) -> World:
@@ -30,7 +33,7 @@ def test_sigkill_at_random_moments_then_resume_is_identical(
     assert json.loads((w.reference_dir / "_MANIFEST.json").read_bytes())["format"] == fmt
     rng = random.Random(fmt)
     out = tmp_path / "out"
-    proc = h.spawn(w.fresh_args(out))
+    proc = h.spawn(w.fresh_args(out), faults=PACE)
     assert h.reached(proc, lambda: h.read_checkpoint(out) is not None)
     kills = 0
     while kills < 5:
@@ -41,7 +44,7 @@ def test_sigkill_at_random_moments_then_resume_is_identical(
             break
         assert code in (-signal.SIGKILL, 0), err
         kills += 1
-        proc = h.spawn(["--out", out, "--resume", *h.FAST])
+        proc = h.spawn(["--out", out, "--resume", *h.FAST], faults=PACE)
     else:
         code, err = proc.finish()  # the last resume runs to the end
         assert code == 0, err

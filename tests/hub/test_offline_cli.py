@@ -52,7 +52,7 @@ def _killed_online(hub: FakeHub, home: Path, out: Path) -> None:
     file is committed (checkpointed), the second and third are not in the cache."""
     gate = hub.gate(ORDER[1])
     args = ["--source", URI, "--out", out, *COMMON, "--batch-size", "16"]
-    proc = spawn([*args, "--checkpoint-interval", "0.001"], hub_env(hub, home))
+    proc = spawn([*args, "--checkpoint-interval", "0.000001"], hub_env(hub, home))  # every batch
     try:
         wait_for(lambda: hub.requests("GET", ORDER[1]) and rows_committed(out) >= 16, proc)
         proc.send_signal(signal.SIGKILL)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import dir_bytes, numbered_docs, write_parquet
-from harness import no_traceback, run, spawn, wait_for
+from harness import gate, no_traceback, run, spawn, wait_for
 
 PREP = Path(sys.executable).parent / "prep"
 STAGING = ".prep-staging"
@@ -114,11 +114,16 @@ def test_a_kill_right_after_the_commit_point(mount: Path, corpus: Path,
 def test_a_live_then_killed_run_is_inspected_and_resumed_by_the_printed_command(
     mount: Path, corpus: Path, reference: dict[str, bytes]
 ) -> None:
+    # Parked after its second checkpoint: alive, holding ds.lock beside the mount point, on
+    # any machine (a SIGSTOP once staging showed up could come after the ~1 s run ended).
+    where = mount.parent.parent / "gate"
+    where.mkdir()
     proc = spawn([*recipe(corpus), "--out", mount, "--batch-size", "1",
-                  "--checkpoint-interval", "1e-9"])
+                  "--checkpoint-interval", "1e-9"],
+                 faults=[gate("prep.run.state.RunState.checkpoint", where, nth=2)])
     try:
-        wait_for(lambda: (mount / STAGING / "checkpoint.json").is_file(), "staging", proc)
-        proc.send_signal(signal.SIGSTOP)  # alive, holding ds.lock beside the mount point
+        wait_for((where / "reached").exists, "a checkpoint", proc)
+        assert (mount / STAGING / "checkpoint.json").is_file()
         live = prep("inspect", mount)
         assert live.returncode == 0 and "running (ds.lock held by pid" in live.stdout, live
         second = run([*recipe(corpus), "--out", mount, "--resume"])

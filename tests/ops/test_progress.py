@@ -3,13 +3,16 @@ terminal (cron logs), each with the date and time; a bar on a terminal that fits
 nothing but the summary, stamped, with ``--quiet``.
 
 Real processes; the terminals are a real tmux pane of 80 x 24 and a real pseudo-terminal.
-With ``--batch-size 8`` a run over 5,000 documents makes 625 batches and lasts a few tenths
-of a second, dozens of ``--log-interval 0.01`` periods (28 lines here); the test asks for
-four. With ``--batch-size 1`` the bar is redrawn every 0.1 s for about half a second.
+The runs whose line or redraw counts are checked are paced (a sleep after every batch), so
+they last long enough on any machine: with ``--batch-size 8`` a run over 5,000 documents
+makes 625 batches of at least 1 ms, dozens of ``--log-interval 0.01`` periods; the test
+asks for four. With ``--batch-size 1`` the bar is redrawn every 0.1 s for at least 1 s
+(5,000 batches of at least 0.2 ms); the test asks for three drawings.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
@@ -20,7 +23,17 @@ from typing import Any
 
 import pytest
 from conftest import PREPARE, REPO, write_parquet
-from harness import World, make_world, manifest, no_traceback, ops_corpus, spawn
+from harness import (
+    DRIVER,
+    World,
+    make_world,
+    manifest,
+    no_traceback,
+    ops_corpus,
+    paced,
+    provenance,
+    spawn,
+)
 from terminal import drawn_segments, run_in_tmux, run_with_pty_stderr, tmux_available
 
 N_DOCS = 5000
@@ -69,14 +82,19 @@ def check_summary(line: str, out: Path) -> None:
         assert num(m[f"{split}_tokens"]) == totals[split]["n_tokens"]
         assert num(m[f"{split}_docs"]) == totals[split]["n_docs"]
         assert int(m[f"{split}_files"]) == totals[split]["n_files"]
-    assert float(m["seconds"].replace(",", "")) > 0
-    assert num(m["rate"]) > 0
+    # Time and rate are the run's active time in _PROVENANCE.json (not "> 0" as printed: a
+    # run under 0.05 s, on a fast machine, prints 0.0 s).
+    active = provenance(out)["active_seconds"]
+    assert active > 0
+    tokens = sum(t["n_tokens"] for t in totals.values())
+    assert (m["seconds"], m["rate"]) == (f"{active:,.1f}", f"{tokens / active:,.0f}"), line
 
 
 def test_periodic_lines_when_stderr_is_not_a_terminal(world: World, tmp_path: Path) -> None:
     out = tmp_path / "out"
     start = time.time()
-    code, err = spawn(world.args(out, "--log-interval", 0.01, *SLOW), tmp_path / "log").finish()
+    code, err = spawn(world.args(out, "--log-interval", 0.01, *SLOW), tmp_path / "log",
+                      paced(0.001)).finish()
     end = time.time()
     assert code == 0, err
     no_traceback(err)
@@ -171,7 +189,8 @@ def test_bar_is_never_wider_than_the_terminal(world: World, tmp_path: Path) -> N
     """The bytes written to a pseudo-terminal of 80 columns: many redraws, every one of them
     drawn from column 0 and at most 80 columns wide, so the terminal never wraps a bar."""
     out = tmp_path / "out"
-    code, raw = run_with_pty_stderr(prepare_command(world, out, "--batch-size", 1), REPO)
+    paced_run = [sys.executable, DRIVER, *world.args(out, "--batch-size", 1)]
+    code, raw = run_with_pty_stderr(paced_run, REPO, env={"PREP_FAULT": json.dumps(paced(2e-4))})
     assert code == 0, raw
     no_traceback(raw)
     bars = [s for s in drawn_segments(raw) if BAR.search(s)]

@@ -12,10 +12,12 @@ import pytest
 from conftest import PREPARE
 from harness import (
     World,
+    gate,
     make_world,
     no_traceback,
     ops_corpus,
     provenance,
+    release,
     run,
     spawn,
     wait_for,
@@ -52,10 +54,14 @@ def test_the_token_is_in_no_file_and_no_output(
     """An interrupted run (checkpoint, log), its resume, and the published dataset."""
     out = tmp_path / "run" / "out"
     args = world.args(out, *flags, "--batch-size", 8, "--checkpoint-interval", 0.000001)
-    first = spawn(args, tmp_path / "logs" / "first.log")
-    staging = out.with_name("out.incomplete")
-    wait_for((staging / "checkpoint.json").exists, "a checkpoint", first)
+    # SIGTERM while parked after a checkpoint: the run cannot have finished first.
+    where = tmp_path / "gate"
+    where.mkdir()
+    first = spawn(args, tmp_path / "logs" / "first.log",
+                  [gate("prep.run.state.RunState.checkpoint", where, nth=2)])
+    wait_for((where / "reached").exists, "a checkpoint", first)
     first.popen.send_signal(signal.SIGTERM)
+    release(where)
     code, err1 = first.finish()
     assert code == 75, err1
     code, err2 = run([*world.args(out, *flags), "--resume"], tmp_path / "logs" / "resume.log")

@@ -3,8 +3,6 @@ must not publish a manifest whose source hash describes other bytes than it toke
 
 from __future__ import annotations
 
-import os
-import signal
 from pathlib import Path
 
 import pytest
@@ -12,9 +10,11 @@ from conftest import dir_bytes
 from harness import (
     World,
     build,
+    gate,
     make_world,
     no_traceback,
     ops_corpus,
+    release,
     rows_committed,
     run,
     spawn,
@@ -35,16 +35,21 @@ def test_a_file_rewritten_in_place_while_read_fails_the_run(world: World, tmp_pa
     path = w.source / "part-00000.parquet"
     original = path.read_bytes()
     out = tmp_path / "out"
+    # Parked after its third checkpoint, the reader a few batches ahead, never at the end of
+    # the file however fast the machine (a pause after a polled row count could come late).
+    where = tmp_path / "gate"
+    where.mkdir()
     proc = spawn(
-        w.args(out, "--batch-size", 8, "--checkpoint-interval", 0.000001), tmp_path / "run.log"
+        w.args(out, "--batch-size", 8, "--checkpoint-interval", 0.000001), tmp_path / "run.log",
+        [gate("prep.run.state.RunState.checkpoint", where, nth=3)],
     )
-    wait_for(lambda: rows_committed(out) >= 16, "rows to be committed", proc)
-    os.kill(proc.pid, signal.SIGSTOP)  # the reader is inside the file: rewrite it under it
-    try:
+    wait_for((where / "reached").exists, "the third checkpoint", proc)
+    assert rows_committed(out) >= 16
+    try:  # the reader is inside the file: rewrite it under it
         write_plain(path, [t.replace("doc", "DOC", 1) for t in w.files[0]])
         assert path.stat().st_size == len(original), "the rewrite must keep the size"
     finally:
-        os.kill(proc.pid, signal.SIGCONT)
+        release(where)
     code, err = proc.finish()
 
     assert code == 1, err

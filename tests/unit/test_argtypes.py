@@ -4,7 +4,7 @@ accepted, and the closest option to a misspelled one."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prep.argtypes import closest_option, format_count, parse_count
@@ -75,11 +75,13 @@ def test_format_count_is_short(value: int, shown: str) -> None:
     assert format_count(value) == shown
 
 
+@settings(deadline=None)  # Hypothesis's 200 ms per example is a timing assertion
 @given(st.integers(min_value=0, max_value=10**20))
 def test_format_count_reads_back(value: int) -> None:
     assert parse_count(format_count(value)) == value
 
 
+@settings(deadline=None)
 @given(st.integers(min_value=0, max_value=10**15))
 def test_plain_and_underscored_forms_agree_with_int(value: int) -> None:
     assert parse_count(str(value)) == value
