@@ -5,6 +5,8 @@ unit, property and end-to-end tests."""
 from __future__ import annotations
 
 import hashlib
+import struct
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -42,3 +44,13 @@ def spec_is_val(text: str, seed: int, fraction: float) -> bool:
     """product.md's content-hash rule."""
     top = int.from_bytes(hashlib.sha256(f"{seed}\0{text}".encode()).digest()[:8], "big")
     return top < int(fraction * 2**64)
+
+
+def spec_prefix_digest(texts: Iterable[str]) -> str:
+    """The prefix digest (manifest v3): a chain from 32 zero bytes, each visited row's link
+    SHA-256(previous link + 8-byte big-endian length of its UTF-8 + those bytes)."""
+    link = bytes(32)
+    for text in texts:
+        data = text.encode("utf-8")
+        link = hashlib.sha256(link + struct.pack(">Q", len(data)) + data).digest()
+    return link.hex()

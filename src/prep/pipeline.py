@@ -24,6 +24,7 @@ from prep.progress import Reporter, silent
 from prep.publish import HeldLock, OutputPaths, hold_lock, is_empty_dir, publish
 from prep.recipe import REQUIRED, Recipe, RunOptions
 from prep.refresh import check_complete, check_fresh, recover_swap, swap_in
+from prep.run.increment import Increment, plan_increment, start_refresh
 from prep.run.inputs import Inputs, fresh_inputs, recorded
 from prep.run.loop import StopRequested, execute
 from prep.run.restore import apply_restore, check_recipe, plan_restore
@@ -165,7 +166,11 @@ class _Lifecycle:
         raise MissingRecipe(why, path=final)
 
     def build(
-        self, *, source: Source | None = None, refresh: RefreshNote | None = None
+        self,
+        *,
+        source: Source | None = None,
+        refresh: RefreshNote | None = None,
+        increment: Increment | None = None,
     ) -> Manifest:
         """Bring staging to "ready to publish" (a verified manifest in it); returns the
         manifest."""
@@ -183,7 +188,10 @@ class _Lifecycle:
             state, stream = apply_restore(plan, paths, opts), plan.stream
         else:
             inputs = self.early or fresh_inputs(self.recipe, opts, source)
-            state, stream = start(paths, self.recipe, opts, inputs, refresh)
+            if refresh is None:
+                state, stream = start(paths, self.recipe, opts, inputs)
+            else:
+                state, stream = start_refresh(paths, self.recipe, opts, inputs, refresh, increment)
         if self.held is not None:
             state.check_lock = self.held.check
         return execute(state, stream, self.stop_requested, self.argv, self.reporter)
@@ -239,6 +247,7 @@ class _Lifecycle:
             return self.publish(self.build())
         source: Source | None = None
         note: RefreshNote | None = None
+        inc: Increment | None = None
         changes: tuple[str, ...] = ()
         if not paths.staging.exists():
             opts = self.opts
@@ -253,11 +262,18 @@ class _Lifecycle:
             logger.info("%s changed: %s", paths.final, "; ".join(changes))
             if paths.inside:
                 raise _no_swap_on_mount(paths)
-            note = RefreshNote(fresh.previous_corpus_sha256, changes)
+            plan = plan_increment(
+                paths, read_manifest(paths.final), self.recipe, source, fresh.settings
+            )
+            if isinstance(plan, Increment):
+                inc, note = plan, plan.note(fresh.previous_corpus_sha256, changes)
+            else:
+                logger.info("full rebuild: %s", plan)
+                note = RefreshNote(fresh.previous_corpus_sha256, changes, fallback=plan)
         else:
             logger.info("continuing the refresh in %s", paths.staging)
         try:
-            manifest = self.build(source=source, refresh=note)
+            manifest = self.build(source=source, refresh=note, increment=inc)
         except IntegrityError as e:
             if source is not None:
                 raise

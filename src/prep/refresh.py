@@ -44,10 +44,12 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class Freshness:
-    """Whether the published version is current; ``changes`` says what differs."""
+    """Whether the published version is current; ``changes`` says what differs, and
+    ``settings`` which of those are the tokenizer's or the recipe's (not the source's)."""
 
     changes: list[str] = field(default_factory=list)
     previous_corpus_sha256: str | None = None
+    settings: list[str] = field(default_factory=list)
 
     @property
     def unchanged(self) -> bool:
@@ -75,9 +77,9 @@ def check_fresh(
         token=token,
         offline=offline,
     )
-    changes += fingerprint_changes(manifest, tok)
-    changes += recipe_changes(manifest, recipe, recipe.dataset or paths.final.name)
-    return Freshness(changes, manifest.corpus_manifest_sha256)
+    settings = fingerprint_changes(manifest, tok)
+    settings += recipe_changes(manifest, recipe, recipe.dataset or paths.final.name)
+    return Freshness(changes + settings, manifest.corpus_manifest_sha256, settings)
 
 
 def complete_conflicts(

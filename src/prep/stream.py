@@ -51,10 +51,17 @@ def ordered_files(files: list[SourceFile], shuffle: bool, seed: int) -> list[Sou
 
 
 def read_rows(
-    source: Source, files: list[SourceFile], text_column: str, split_column: str | None
+    source: Source,
+    files: list[SourceFile],
+    text_column: str,
+    split_column: str | None,
+    first_file: int = 0,
 ) -> Iterator[StreamItem]:
-    """Every row of every file in order; a read error ends the stream with a Failure."""
+    """Every row of every file in order from ``files[first_file]``; a read error ends the
+    stream with a Failure."""
     for index, f in enumerate(files):
+        if index < first_file:
+            continue
         row = 0
         try:
             for texts, splits in iter_batches(source, f, text_column, split_column):
@@ -93,13 +100,18 @@ def shuffle_docs(items: Iterable[StreamItem], buffer: int, seed: int) -> Iterato
 
 
 def document_stream(
-    source: Source, files: list[SourceFile], recipe: Recipe
+    source: Source,
+    files: list[SourceFile],
+    recipe: Recipe,
+    first_file: int = 0,
+    rows_before: int = 0,
 ) -> Iterator[StreamItem]:
-    """Rows leaving step 4, cut after ``max_documents`` visits."""
-    rows = read_rows(source, files, recipe.text_column, recipe.split_column)
+    """Rows leaving step 4, cut after ``max_documents`` visits. A continued stream (no
+    document shuffle) starts at ``files[first_file]`` after ``rows_before`` visited rows."""
+    rows = read_rows(source, files, recipe.text_column, recipe.split_column, first_file)
     items = shuffle_docs(rows, recipe.shuffle_buffer, recipe.seed)
     if recipe.max_documents is not None:
-        items = itertools.islice(items, recipe.max_documents)
+        items = itertools.islice(items, max(0, recipe.max_documents - rows_before))
     return items
 
 
@@ -113,10 +125,13 @@ def read_order(files: list[SourceFile], recipe: Recipe) -> list[SourceFile]:
     return ordered[picked.start : picked.stop]
 
 
-def open_stream(source: Source, recipe: Recipe) -> tuple[list[SourceFile], Iterator[StreamItem]]:
-    """The files in read order and the document stream over them, from the first row."""
+def open_stream(
+    source: Source, recipe: Recipe, first_file: int = 0, rows_before: int = 0
+) -> tuple[list[SourceFile], Iterator[StreamItem]]:
+    """The files in read order and the document stream over them, from the first row (or,
+    continuing a published stream, from ``files[first_file]`` after ``rows_before`` rows)."""
     files = read_order(source.files, recipe)
-    return files, document_stream(source, files, recipe)
+    return files, document_stream(source, files, recipe, first_file, rows_before)
 
 
 # Row kinds in a prepared batch.
@@ -207,23 +222,33 @@ class Preparer:
         return b
 
 
-class Cursor:
-    """What has been visited: rows, empty rows skipped, and the prefix digest
-    (8-byte big-endian length, then the UTF-8 bytes, per visited row)."""
+GENESIS_SHA256 = "0" * 64  # the prefix digest of an empty stream
 
-    def __init__(self) -> None:
-        self.rows_visited = 0
-        self.empty_rows_skipped = 0
-        self._digest = hashlib.sha256()
+
+class Cursor:
+    """What has been visited: rows, empty rows skipped, and the prefix digest.
+
+    The digest is a chain, one link per visited row: ``c = SHA-256(c || 8-byte big-endian
+    length || UTF-8 bytes)`` from 32 zero bytes. Its hex value is all the state there is, so
+    a stream can be continued from what a manifest or checkpoint recorded (``Cursor(rows,
+    empty, digest)``) without reading the rows before it again."""
+
+    def __init__(
+        self, rows_visited: int = 0, empty_rows_skipped: int = 0, digest: str = GENESIS_SHA256
+    ) -> None:
+        self.rows_visited = rows_visited
+        self.empty_rows_skipped = empty_rows_skipped
+        self._chain = bytes.fromhex(digest)
 
     def visit(self, utf8: bytes) -> None:
-        self._digest.update(len(utf8).to_bytes(8, "big"))
-        self._digest.update(utf8)
+        self._chain = hashlib.sha256(
+            b"".join((self._chain, len(utf8).to_bytes(8, "big"), utf8))
+        ).digest()
         self.rows_visited += 1
 
     @property
     def prefix_sha256(self) -> str:
-        return self._digest.hexdigest()
+        return self._chain.hex()
 
 
 def batches(stream: Iterator[StreamItem], preparer: Preparer, size: int) -> Iterator[Batch]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import bin_ids, split_bins
-from spec_model import spec_is_val
+from spec_model import spec_is_val, spec_prefix_digest
 
 MAGIC = 20240520
 HEADER_BYTES = 1024
@@ -46,14 +46,7 @@ def file_lengths(out: Path, split: str) -> list[int]:
     return [len(bin_ids(p)) for p in split_bins(out, split)]
 
 
-def prefix_sha256(texts: Iterable[str]) -> str:
-    """stream.md step 5: 8-byte big-endian length of each text's UTF-8, then the bytes."""
-    h = hashlib.sha256()
-    for text in texts:
-        data = text.encode("utf-8")
-        h.update(len(data).to_bytes(8, "big"))
-        h.update(data)
-    return h.hexdigest()
+prefix_sha256 = spec_prefix_digest
 
 
 is_val = spec_is_val

@@ -111,10 +111,12 @@ def test_changed_content_swaps_in_new_version_and_keeps_the_old(cli, w: World, o
     assert r.err.splitlines()[-1].startswith(f"published {out}: train ")
     assert tree(out.with_name("out.previous")) == v1
     assert dir_bytes(out) == build(w, w.root / "ref-v2")
-    assert provenance(out)["refresh"] == {
-        "previous_corpus_manifest_sha256": v1_corpus,
-        "changes": ["part-00001.parquet: content changed"],
-    }
+    note = provenance(out)["refresh"]
+    assert note["previous_corpus_manifest_sha256"] == v1_corpus
+    assert note["changes"] == ["part-00001.parquet: content changed"]
+    assert note["incremental"] is False
+    assert note["fallback"] == "part-00001.parquet changed (its SHA-256 differs)"
+    assert note["read_rows"] == manifest(out)["source"]["rows_visited"]
     assert leftovers(out) == set()
 
     # A second refresh replaces DIR.previous with what DIR held just before it.

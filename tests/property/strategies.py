@@ -6,12 +6,11 @@ the spec names it, hashlib, plain lists); it never calls prep.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
 from hypothesis import strategies as st
-from spec_model import spec_is_val, spec_shuffle
+from spec_model import spec_is_val, spec_prefix_digest, spec_shuffle
 
 # Texts that str.strip() empties, including Unicode whitespace.
 WHITESPACE = ["", " ", "\t\n", "\r\n  ", "\u3000", "\u00a0", " \u2028 ", "\x1c"]
@@ -82,12 +81,10 @@ def spec_model(
     rows = [(corpus[f][r], keys[f][r]) for f in order for r in range(len(corpus[f]))]
     rows = spec_shuffle(rows, shuffle_buffer, seed)
 
-    digest = hashlib.sha256()
     empty = 0
     splits = {"train": SplitModel(), "val": SplitModel()}
     for text, key in rows:
         data = text.encode("utf-8")
-        digest.update(len(data).to_bytes(8, "big") + data)
         if text.strip() == "":
             empty += 1
             continue
@@ -110,4 +107,4 @@ def spec_model(
             cur_docs.append(key)
         s.files.append(cur)  # the last (possibly the only, possibly empty) file
         s.file_docs.append(cur_docs)
-    return Model(len(rows), empty, digest.hexdigest(), splits)
+    return Model(len(rows), empty, spec_prefix_digest(t for t, _ in rows), splits)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from prep.errors import IntegrityError
 from prep.recipe import Recipe
 from prep.state import checkpoint as ckpt
-from prep.state.checkpoint import Checkpoint, Progress, RunFacts
+from prep.state.checkpoint import Checkpoint, Progress, RunFacts, StreamBase
 from prep.state.identity import FileIdentity, SourceIdentity, TokenizerIdentity
 from prep.state.shards import FileRecord, OpenFile, SplitState
 
@@ -48,7 +49,7 @@ def test_to_json_from_json_round_trip() -> None:
 
 def test_to_json_records_the_format_version() -> None:
     d = sample().to_json()
-    assert d["format"] == 2
+    assert d["format"] == 3
     assert d["splits"]["train"]["open"]["ids_sha256"] == "b" * 64
     assert d["recipe"]["max_file_tokens"] == 1000
 
@@ -72,7 +73,9 @@ def test_save_replaces_the_previous_checkpoint(tmp_path: Path) -> None:
     assert ckpt.load(tmp_path).progress.rows_visited == 99
 
 
-@pytest.mark.parametrize("fmt", [1, 0, "2", None])
+# 2 is a staging directory of a prep before manifest v3, whose prefix digest was one
+# running hash: refused as another version's, not replayed into a "source changed".
+@pytest.mark.parametrize("fmt", [2, 1, 0, "3", None])
 def test_unknown_format_is_rejected(tmp_path: Path, fmt: object) -> None:
     d = sample().to_json()
     d["format"] = fmt
@@ -80,7 +83,7 @@ def test_unknown_format_is_rejected(tmp_path: Path, fmt: object) -> None:
     with pytest.raises(IntegrityError) as info:
         ckpt.load(tmp_path)
     msg = str(info.value)
-    assert f"checkpoint format {fmt!r} is not the supported 2" in msg
+    assert f"checkpoint format {fmt!r} is not the supported 3" in msg
     assert "another version of prep" in msg
     assert "delete the staging directory" in msg
 
@@ -88,7 +91,7 @@ def test_unknown_format_is_rejected(tmp_path: Path, fmt: object) -> None:
 def test_missing_format_is_rejected() -> None:
     d = sample().to_json()
     del d["format"]
-    with pytest.raises(IntegrityError, match="checkpoint format None is not the supported 2"):
+    with pytest.raises(IntegrityError, match="checkpoint format None is not the supported 3"):
         Checkpoint.from_json(d)
 
 
@@ -172,6 +175,16 @@ def test_wrong_shape_mapping_is_corrupt(tmp_path: Path, key: str, value: object)
     (tmp_path / "checkpoint.json").write_text(json.dumps(d))
     with pytest.raises(IntegrityError, match=r"checkpoint\.json is corrupt"):
         ckpt.load(tmp_path)
+
+
+def test_stream_base_round_trips_and_old_checkpoints_have_none() -> None:
+    base = StreamBase(files=11, rows_visited=2200, empty_rows_skipped=3, prefix_sha256="ab" * 32)
+    cp = replace(sample(), progress=replace(sample().progress, base=base))
+    assert Checkpoint.from_json(json.loads(json.dumps(cp.to_json()))) == cp
+    # A checkpoint written before incremental refreshes has no "base": a plain run.
+    d = sample().to_json()
+    del d["progress"]["base"]
+    assert Checkpoint.from_json(d).progress.base is None
 
 
 @pytest.mark.parametrize(

@@ -199,3 +199,46 @@ def test_check_shard_and_describe(tmp_path: Path, name: str) -> None:
     assert [int(i) for i in got] == [0, 4, 5, 0, 6]
     (tmp_path / fmt.shard_files(shard)[0]).unlink()
     assert fmt.check_shard(tmp_path, good, m) == [f"{shard}: missing"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_sealed_shard_continued_equals_one_never_sealed(tmp_path: Path, name: str) -> None:
+    # An incremental refresh takes a (copied) published shard back as open and extends it:
+    # the result must be the bytes of a shard written in one go.
+    fmt = get_format(name)
+    shard = fmt.shard_name("train", 3)
+    w = fmt.create(tmp_path, shard, VOCAB)
+    put(w, 0, 5, 6)
+    put(w, 0, 7)
+    sha, companions = w.seal()
+    entry = ManifestFile(shard, "train", 5, 2, sha, companions)
+    before = {f: (tmp_path / f).read_bytes() for f in fmt.shard_files(shard)}
+    checked = fmt.continue_sealed(tmp_path, entry, manifest_for([entry], name), VOCAB)
+    assert checked.n == 5
+    assert {f: (tmp_path / f).read_bytes() for f in before} == before, "it must only read"
+    again = fmt.reopen(tmp_path, checked, VOCAB)
+    assert again.ids_sha256 == hashlib.sha256(id_bytes([0, 5, 6, 0, 7], name)).hexdigest()
+    put(again, 0, 299)
+    sealed = again.seal()
+    other = tmp_path / "one-go"
+    other.mkdir()
+    fresh = fmt.create(other, shard, VOCAB)
+    put(fresh, 0, 5, 6)
+    put(fresh, 0, 7)
+    put(fresh, 0, 299)
+    assert fresh.seal() == sealed
+    for f in fmt.shard_files(shard):
+        assert (tmp_path / f).read_bytes() == (other / f).read_bytes(), f
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_continue_sealed_refuses_a_shard_that_is_not_its_entry(tmp_path: Path, name: str) -> None:
+    fmt = get_format(name)
+    shard = fmt.shard_name("val", 0)
+    w = fmt.create(tmp_path, shard, VOCAB)
+    put(w, 0, 1, 2)
+    sha, companions = w.seal()
+    longer = ManifestFile(shard, "val", 4, 1, sha, companions)
+    with pytest.raises(IntegrityError, match=r"cannot be continued|manifest lists"):
+        fmt.continue_sealed(tmp_path, longer, manifest_for([longer], name), VOCAB)
+

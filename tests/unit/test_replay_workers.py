@@ -1,5 +1,5 @@
 """Resume's replay read by worker processes: the same prefix digest as hashing the rows
-one by one (hashlib, spec stream.md), the same recount as the replay in this process, and
+one by one (hashlib, spec stream.md's chain), the same recount as the replay in this process, and
 the same refusals when the source changed."""
 
 from __future__ import annotations
@@ -21,11 +21,13 @@ RECIPE = Recipe(source="x", tokenizer="byte", val_fraction=0.3)
 
 
 def digest(texts: list[str]) -> str:
-    h = hashlib.sha256()
+    """stream.md's prefix digest: a chain, c = SHA-256(c || 8-byte length || UTF-8), from 32
+    zero bytes."""
+    chain = bytes(32)
     for t in texts:
         data = t.encode()
-        h.update(len(data).to_bytes(8, "big") + data)
-    return h.hexdigest()
+        chain = hashlib.sha256(chain + len(data).to_bytes(8, "big") + data).digest()
+    return chain.hex()
 
 
 def source(root: Path, files: list[list[object]]) -> Source:
@@ -36,7 +38,7 @@ def source(root: Path, files: list[list[object]]) -> Source:
 
 def in_workers(src: Source, rows: int) -> tuple[Cursor, ReplayCounts]:
     cursor, counts = Cursor(), ReplayCounts()
-    for batch in replay_in_workers(src, src.files, RECIPE, rows, 2):
+    for batch in replay_in_workers(src, src.files, RECIPE, 0, rows, 2):
         _visit(batch, cursor, counts)
     return cursor, counts
 

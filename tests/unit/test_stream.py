@@ -16,7 +16,7 @@ import pytest
 from conftest import write_parquet
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from spec_model import spec_shuffle
+from spec_model import spec_prefix_digest, spec_shuffle
 
 from prep.errors import InputError
 from prep.recipe import Recipe
@@ -172,17 +172,9 @@ def test_read_error_travels_as_failure_in_order(tmp_path: Path) -> None:
 # -- step 5: visiting -------------------------------------------------------------------------
 
 
-def spec_prefix_digest(texts: list[str]) -> str:
-    h = hashlib.sha256()
-    for t in texts:
-        b = t.encode("utf-8")
-        h.update(len(b).to_bytes(8, "big") + b)
-    return h.hexdigest()
-
-
 def test_cursor_digest_of_nothing() -> None:
     c = Cursor()
-    assert c.prefix_sha256 == hashlib.sha256(b"").hexdigest()
+    assert c.prefix_sha256 == "0" * 64
     assert c.rows_visited == 0
 
 
@@ -191,13 +183,30 @@ def test_cursor_digest_by_hand() -> None:
     c.visit(b"Hi")
     c.visit("é".encode())
     c.visit(b"")
-    raw = (
-        b"\x00\x00\x00\x00\x00\x00\x00\x02Hi"
-        + b"\x00\x00\x00\x00\x00\x00\x00\x02\xc3\xa9"
-        + b"\x00" * 8
-    )
-    assert c.prefix_sha256 == hashlib.sha256(raw).hexdigest()
+    link = bytes(32)
+    for raw in (b"\x00\x00\x00\x00\x00\x00\x00\x02Hi",
+                b"\x00\x00\x00\x00\x00\x00\x00\x02\xc3\xa9", b"\x00" * 8):
+        link = hashlib.sha256(link + raw).digest()
+    assert c.prefix_sha256 == link.hex()
     assert c.rows_visited == 3
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.text(max_size=30), max_size=12), st.integers(0, 12))
+def test_cursor_continues_from_a_recorded_digest(texts: list[str], cut: int) -> None:
+    # What a manifest records (rows, empties, hex digest) is the whole state: a cursor
+    # rebuilt from it and fed the rest ends where one cursor over every row ends.
+    whole = Cursor()
+    for t in texts:
+        whole.visit(t.encode())
+    head = Cursor()
+    for t in texts[:cut]:
+        head.visit(t.encode())
+    tail = Cursor(head.rows_visited, 0, head.prefix_sha256)
+    for t in texts[cut:]:
+        tail.visit(t.encode())
+    assert tail.prefix_sha256 == whole.prefix_sha256 == spec_prefix_digest(texts)
+    assert tail.rows_visited == len(texts)
 
 
 @settings(max_examples=50, deadline=None)

@@ -142,6 +142,15 @@ class ShardFormat(Protocol):
         """Continue a checked open shard at its commit point (cuts anything after it)."""
         ...
 
+    def continue_sealed(
+        self, directory: Path, entry: ManifestFile, manifest: Manifest, vocab_size: int
+    ) -> VerifiedOpen:
+        """A published shard taken back as open with all its ids, to continue a published
+        dataset (pass it to :meth:`reopen`, which makes it an open shard again). Call it on
+        a private copy whose SHA-256 the caller checked; reads only. Raises
+        ``IntegrityError`` when the shard does not match its manifest entry."""
+        ...
+
     def check_shard(self, directory: Path, entry: ManifestFile, manifest: Manifest) -> list[str]:
         """Every problem of a published shard against its manifest entry (reads only)."""
         ...

@@ -90,6 +90,20 @@ def map_file(layout: Layout, path: Path, dtype_name: str, n: int) -> npt.NDArray
     return np.memmap(path, dtype=le_dtype(dtype_name), mode="r", offset=start, shape=(n,))
 
 
+def _continue_sealed(
+    fmt: FlatFormat, directory: Path, entry: ManifestFile, manifest: Manifest, vocab_size: int
+) -> IdFileOpen:
+    """:meth:`ShardFormat.continue_sealed` for a flat layout."""
+    path, width = directory / entry.name, fmt._dtype(vocab_size).itemsize
+    try:
+        fmt.map_ids(directory, entry, manifest)  # sizes and header agree with the entry
+        start = len(fmt._header(vocab_size)(0))
+        hasher = hash_ids_prefix(path, entry.n_tokens, width, start)
+    except (FormatError, OSError) as e:
+        raise IntegrityError(f"{e}; it cannot be continued", path=path) from e
+    return IdFileOpen(entry.name, entry.n_tokens, hasher.inner)
+
+
 class FlatFormat:
     """A :class:`~prep.formats.base.ShardFormat` of one id file per shard."""
 
@@ -196,6 +210,8 @@ class FlatFormat:
             self._header(vocab_size),
             _resume=(verified.n, verified.hasher),
         )
+
+    continue_sealed = _continue_sealed  # defined as a function to keep this class small
 
     # -- reading -------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from prep.formats import mmidx
 from prep.formats.flat import FlatFormat, Layout
 from prep.formats.idfile import IdFileOpen, IdFileWriter, no_header
 from prep.fsio import Hasher, atomic_write_bytes, file_sha256
-from prep.state.manifest import ManifestFile
+from prep.state.manifest import Manifest, ManifestFile
 from prep.state.shards import Companion, OpenFile
 
 # Megatron has no uint32 code: wide ids are int32 (code 4), enough for any V < 2**31.
@@ -113,6 +114,24 @@ class MegatronFormat(FlatFormat):
             verified.doc_lengths or (),
             _resume=(verified.n, verified.hasher),
         )
+
+    def continue_sealed(
+        self, directory: Path, entry: ManifestFile, manifest: Manifest, vocab_size: int
+    ) -> IdFileOpen:
+        """Also the documents' lengths, from the shard's ``.idx`` (the writer needs them)."""
+        checked = super().continue_sealed(directory, entry, manifest, vocab_size)
+        name = idx_name(entry.name)
+        try:
+            idx = mmidx.parse((directory / name).read_bytes(), where=name)
+        except (FormatError, OSError) as e:
+            raise IntegrityError(f"{e}; {entry.name} cannot be continued", path=name) from e
+        if idx.n_docs != entry.n_docs or idx.n_tokens != entry.n_tokens:
+            raise IntegrityError(
+                f"{name}: does not index {entry.name}'s {entry.n_docs:,} documents; "
+                f"{entry.name} cannot be continued",
+                path=directory / name,
+            )
+        return replace(checked, doc_lengths=tuple(int(n) for n in idx.lengths))
 
     def _index_problems(self, directory: Path, entry: ManifestFile, n: int) -> list[str]:
         name = idx_name(entry.name)

@@ -64,17 +64,19 @@ def empty_train(cursor: Cursor) -> InputError:
 def provenance(
     state: RunState, totals: dict[str, SplitTotals], argv: list[str] | None
 ) -> Provenance:
-    """This run's facts, now."""
+    """This run's facts, now (throughput over what this run wrote, not what it reused)."""
+    note, seconds = state.facts.refresh, state.elapsed()
+    reused = note.reused_tokens if note else 0
     return Provenance(
         started_at=state.facts.started_at,
         finished_at=time.time(),
-        active_seconds=state.elapsed(),
+        active_seconds=seconds,
         resumes=state.facts.resumes,
-        tokens=sum(t.n_tokens for t in totals.values()),
+        tokens=sum(t.n_tokens for t in totals.values()) - reused,
         text_bytes=sum(t.text_bytes for t in totals.values()),
         argv=argv,
         source_mtimes_ns=state.facts.source_mtimes,
-        refresh=state.facts.refresh,
+        refresh=note.report(state.cursor.rows_visited, len(state.files), seconds) if note else None,
         engine=state.engine,
         cross_check=state.crosscheck.stats() if state.crosscheck is not None else None,
         main_cpu_seconds=state.main_cpu,

@@ -23,7 +23,7 @@ from prep.run.recount import ReplayCounts
 from prep.run.tasks import RowGroupTask, open_task, row_group_tasks
 from prep.sources import Source, SourceFile
 from prep.split import SPLITS
-from prep.state.checkpoint import Checkpoint
+from prep.state.checkpoint import Checkpoint, StreamBase
 from prep.stream import DOC, EMPTY, ERROR, Batch, Cursor, Failure, Preparer, StreamItem, batches
 from prep.workers import OrderedPool
 
@@ -47,14 +47,15 @@ def replay(
     ``parallel`` (the source, the files in read order and a worker count; only for an
     unshuffled stream) worker processes read the rows and ``stream`` is not read. Raises
     ``IntegrityError`` when the source changed, ``Interrupted`` on a stop request."""
-    rows = cp.progress.rows_visited
-    cursor, counts = Cursor(), ReplayCounts()
+    rows, base = cp.progress.rows_visited, cp.progress.base
+    cursor, counts = base_cursor(base), base_counts(base)
+    start = cursor.rows_visited
     t = time.monotonic()
     if parallel is None:
-        prepared = _serial(stream, preparer, rows)
+        prepared = _serial(stream, preparer, rows - start)
     else:
         source, files, workers = parallel
-        prepared = replay_in_workers(source, files, cp.recipe, rows, workers)
+        prepared = replay_in_workers(source, files, cp.recipe, start, rows, workers)
     with closing(prepared):  # leaving early ends the workers now, not at garbage collection
         while True:
             if stop_requested():
@@ -79,10 +80,24 @@ def replay(
         )
     logger.info(
         "replayed %s rows in %.1f s; prefix digest matches",
-        f"{rows:,}",
+        f"{rows - start:,}",
         time.monotonic() - t,
     )
     return cursor, counts
+
+
+def base_cursor(base: StreamBase | None) -> Cursor:
+    """A cursor at the start of a stream, or after the published stream it continues."""
+    if base is None:
+        return Cursor()
+    return Cursor(base.rows_visited, base.empty_rows_skipped, base.prefix_sha256)
+
+
+def base_counts(base: StreamBase | None) -> ReplayCounts:
+    """What the rows before a continued stream's start count (they are not replayed)."""
+    if base is None:
+        return ReplayCounts()
+    return ReplayCounts(base.empty_rows_skipped, dict(base.docs), dict(base.text_bytes))
 
 
 def _serial(
@@ -163,15 +178,16 @@ def replay_task(task: RowGroupTask) -> Iterator[Replayed]:
 
 
 def replay_in_workers(
-    source: Source, files: list[SourceFile], recipe: Recipe, rows: int, workers: int
+    source: Source, files: list[SourceFile], recipe: Recipe, skip: int, rows: int, workers: int
 ) -> Generator[Batch, None, None]:
-    """The first ``rows`` rows of the (unshuffled) stream over ``files``, prepared in
-    batches by ``workers`` processes, in order; the files a worker hashed get their digest
-    in ``files``."""
+    """Rows ``skip``..``rows`` of the (unshuffled) stream over ``files`` (``skip``: the rows
+    of a published stream this one continues, whose files it does not read again), prepared
+    in batches by ``workers`` processes, in order; the files a worker hashed get their
+    digest in ``files``."""
     global _replay_state
     _replay_state = (source.local_view(), [replace(f) for f in files], recipe)
     with OrderedPool(replay_task, workers) as pool:
-        for piece in pool.map(row_group_tasks(source, files, 0, rows)):
+        for piece in pool.map(row_group_tasks(source, files, skip, rows)):
             if piece.file_sha256 is not None:
                 files[piece.file_sha256[0]].sha256 = piece.file_sha256[1]
             yield piece.batch

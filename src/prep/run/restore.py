@@ -190,7 +190,11 @@ def plan_restore(
     inputs = Inputs(source, encoder)
     fmt = output_format(cp.recipe, encoder.identity.vocab_size)
     opened = check_shards(staging, cp, fmt, encoder)
-    files, stream = open_stream(source, cp.recipe)
+    base = cp.progress.base
+    if base is None:
+        files, stream = open_stream(source, cp.recipe)
+    else:
+        files, stream = open_stream(source, cp.recipe, base.files, base.rows_visited)
     if cp.progress.finished:
         cursor, live = Cursor(), None
         cursor.rows_visited = cp.progress.rows_visited
@@ -255,4 +259,5 @@ def apply_restore(plan: RestorePlan, paths: OutputPaths, opts: RunOptions) -> Ru
         finished=finished,
         fresh=False,
         final_digest=cp.progress.prefix_sha256 if finished else None,
+        base=cp.progress.base,
     )

@@ -15,12 +15,18 @@ from prep.publish import OutputPaths, create_staging
 from prep.recipe import Recipe, RunOptions
 from prep.run.inputs import Inputs
 from prep.run.state import RunState, make_writers, output_format
+from prep.sources import Source
 from prep.state.changes import output_versions
 from prep.state.checkpoint import RunFacts
 from prep.state.provenance import RefreshNote
 from prep.stream import StreamItem, open_stream
 
 logger = logging.getLogger(__name__)
+
+
+def run_facts(source: Source, refresh: RefreshNote | None) -> RunFacts:
+    """A new run's facts: the source's mtimes (for the next refresh) and what it refreshes."""
+    return RunFacts(source_mtimes={f.path: f.mtime_ns for f in source.files}, refresh=refresh)
 
 
 def start(
@@ -34,7 +40,7 @@ def start(
     ``refresh`` says what changed, for a refresh build."""
     source, encoder = inputs.source, inputs.encoder
     fmt = output_format(recipe, encoder.identity.vocab_size)
-    facts = RunFacts(source_mtimes={f.path: f.mtime_ns for f in source.files}, refresh=refresh)
+    facts = run_facts(source, refresh)
     files, stream = open_stream(source, recipe)
     writers = make_writers(paths.building, recipe, encoder.identity, fmt)
     state = RunState(

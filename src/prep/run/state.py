@@ -22,7 +22,7 @@ from prep.recipe import Recipe, RunOptions
 from prep.sources import Source, SourceFile
 from prep.split import SPLITS
 from prep.state import checkpoint as ckpt
-from prep.state.checkpoint import Checkpoint, Progress, RunFacts
+from prep.state.checkpoint import Checkpoint, Progress, RunFacts, StreamBase
 from prep.state.identity import TokenizerIdentity
 from prep.stream import Cursor
 from prep.writer import SplitWriter
@@ -80,6 +80,7 @@ class RunState:
     finished: bool = False
     fresh: bool = True
     final_digest: str | None = None
+    base: StreamBase | None = None  # the published stream an incremental refresh continues
     committed_rows: int = 0  # rows of the last checkpoint this process wrote
     engine: str | None = None  # how the ids were computed (provenance only)
     crosscheck: Any = None  # the run-time cross-check of a fast engine, if any
@@ -104,6 +105,7 @@ class RunState:
             empty_rows_skipped=self.cursor.empty_rows_skipped,
             prefix_sha256=self.prefix_sha256,
             finished=self.finished,
+            base=self.base,
         )
         return Checkpoint(
             recipe=self.recipe,

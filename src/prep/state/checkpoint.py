@@ -28,18 +28,61 @@ from prep.state.provenance import RefreshNote
 from prep.state.shards import SplitState
 
 CHECKPOINT_NAME = "checkpoint.json"
-FORMAT = 2
+# 3: the prefix digest became a per-row chain (manifest v3) and a progress may carry the
+# published stream it continues. A format-2 staging directory's digest is the old running
+# hash: resuming it here would report a changed source, so it is refused as another
+# version's instead.
+FORMAT = 3
+
+
+@dataclass(frozen=True)
+class StreamBase:
+    """Where a continued stream starts (an incremental refresh continues the published
+    version): after the first ``files`` files of the read order, ``rows_visited`` rows
+    (``empty_rows_skipped`` of them empty) whose prefix digest is ``prefix_sha256``. A
+    resume replays only the rows after it; the files before it are checked by SHA-256."""
+
+    files: int
+    rows_visited: int
+    empty_rows_skipped: int
+    prefix_sha256: str
+    docs: dict[str, int] = field(default_factory=dict)  # per split, at the base
+    text_bytes: dict[str, int] = field(default_factory=dict)  # per split, as restored
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "rows_visited": self.rows_visited,
+            "empty_rows_skipped": self.empty_rows_skipped,
+            "prefix_sha256": self.prefix_sha256,
+            "docs": self.docs,
+            "text_bytes": self.text_bytes,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> StreamBase | None:
+        if d is None:
+            return None
+        return cls(
+            int(d["files"]),
+            int(d["rows_visited"]),
+            int(d["empty_rows_skipped"]),
+            str(d["prefix_sha256"]),
+            {str(k): int(v) for k, v in d.get("docs", {}).items()},
+            {str(k): int(v) for k, v in d.get("text_bytes", {}).items()},
+        )
 
 
 @dataclass(frozen=True)
 class Progress:
-    """How far the stream was committed."""
+    """How far the stream was committed (from ``base`` when the run continues one)."""
 
     rows_visited: int = 0
     docs_written: int = 0
     empty_rows_skipped: int = 0
     prefix_sha256: str = ""
     finished: bool = False
+    base: StreamBase | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -48,6 +91,7 @@ class Progress:
             "empty_rows_skipped": self.empty_rows_skipped,
             "prefix_sha256": self.prefix_sha256,
             "finished": self.finished,
+            "base": self.base.to_json() if self.base else None,
         }
 
     @classmethod
@@ -58,6 +102,7 @@ class Progress:
             empty_rows_skipped=int(d["empty_rows_skipped"]),
             prefix_sha256=str(d["prefix_sha256"]),
             finished=bool(d["finished"]),
+            base=StreamBase.from_json(d.get("base")),
         )
 
 

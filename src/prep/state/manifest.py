@@ -27,8 +27,10 @@ MANIFEST_NAME = "_MANIFEST.json"
 PROVENANCE_NAME = "_PROVENANCE.json"
 # v2 added ``format`` and ``dtype`` (and ``companions`` on a shard of several files); a v1
 # manifest is llm.c .bin with the dtype its bin_version says, and still reads and verifies.
-MANIFEST_VERSION = "v2"
-READABLE_VERSIONS = ("v1", MANIFEST_VERSION)
+# v3 made the prefix digest a per-row chain, which a refresh can continue from the manifest;
+# v1 and v2 datasets still read and verify (a refresh rebuilds them once).
+MANIFEST_VERSION = "v3"
+READABLE_VERSIONS = ("v1", "v2", MANIFEST_VERSION)
 _V1_DTYPES = {1: "uint16", 2: "uint32"}
 
 

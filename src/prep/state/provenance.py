@@ -18,22 +18,59 @@ from prep.state.manifest import PROVENANCE_NAME, package_versions
 
 @dataclass(frozen=True)
 class RefreshNote:
-    """Why a refresh rebuilt: the published corpus hash it replaces and what changed."""
+    """Why a refresh rebuilt: the published corpus hash it replaces and what changed; then
+    whether it continued the published version (``incremental``, reusing ``reused_*`` of
+    it) or rebuilt from scratch, and why (``fallback``)."""
 
     previous_corpus_manifest_sha256: str | None
     changes: tuple[str, ...]
+    incremental: bool = False
+    fallback: str | None = None
+    reused_files: int = 0
+    reused_rows: int = 0
+    reused_shards: int = 0
+    reused_tokens: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "previous_corpus_manifest_sha256": self.previous_corpus_manifest_sha256,
             "changes": list(self.changes),
+            "incremental": self.incremental,
+            "fallback": self.fallback,
+            "reused_files": self.reused_files,
+            "reused_rows": self.reused_rows,
+            "reused_shards": self.reused_shards,
+            "reused_tokens": self.reused_tokens,
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any] | None) -> RefreshNote | None:
         if d is None:
             return None
-        return cls(d.get("previous_corpus_manifest_sha256"), tuple(d.get("changes", ())))
+        return cls(
+            d.get("previous_corpus_manifest_sha256"),
+            tuple(d.get("changes", ())),
+            bool(d.get("incremental", False)),
+            d.get("fallback"),
+            int(d.get("reused_files", 0)),
+            int(d.get("reused_rows", 0)),
+            int(d.get("reused_shards", 0)),
+            int(d.get("reused_tokens", 0)),
+        )
+
+    def report(self, rows_visited: int, n_files: int, seconds: float) -> dict[str, Any]:
+        """The note with what the run read, and the time an incremental refresh saved:
+        the reused rows at this run's own seconds per row read (an estimate)."""
+        rows_read = rows_visited - self.reused_rows
+        saved = None
+        if self.incremental and rows_read > 0:
+            saved = round(self.reused_rows * seconds / rows_read, 1)
+        return {
+            **self.to_json(),
+            "read_files": n_files - self.reused_files,
+            "read_rows": rows_read,
+            "seconds_saved_estimate": saved,
+        }
 
 
 @dataclass(frozen=True)
@@ -48,7 +85,7 @@ class Provenance:
     text_bytes: int
     argv: list[str] | None
     source_mtimes_ns: dict[str, int]
-    refresh: RefreshNote | None = None
+    refresh: dict[str, Any] | None = None  # RefreshNote.report
     engine: str | None = None  # how the ids were computed (not part of the recipe)
     cross_check: dict[str, Any] | None = None  # what the run-time cross-check re-encoded
     main_cpu_seconds: float | None = None  # this process's CPU while committing
@@ -69,7 +106,7 @@ class Provenance:
             "packages": self.packages,
             "argv": self.argv,
             "source_mtimes_ns": self.source_mtimes_ns,
-            "refresh": self.refresh.to_json() if self.refresh else None,
+            "refresh": self.refresh,
             "engine": self.engine,
             "cross_check": self.cross_check,
             "text_bytes": self.text_bytes,
@@ -91,6 +128,15 @@ def read_source_mtimes(directory: Path) -> dict[str, int]:
         return {str(k): int(v) for k, v in prov.get("source_mtimes_ns", {}).items()}
     except (OSError, ValueError):
         return {}
+
+
+def read_packages(directory: Path) -> dict[str, str] | None:
+    """The package versions a published version recorded (None when unreadable)."""
+    try:
+        prov = json.loads((directory / PROVENANCE_NAME).read_bytes())
+        return {str(k): str(v) for k, v in prov["packages"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def read_active_seconds(directory: Path) -> float | None:

@@ -1,0 +1,280 @@
+"""An incremental refresh: the new version continues the published one.
+
+A published dataset is the final state of a stream. When the recipe, the tokenizer and the
+output-affecting package versions are unchanged, no shuffle is set, no budget stopped the
+published run early, and the source's ordered listing extends the published one (every
+published file unchanged and in place, new files only after them), a from-scratch build
+over the new listing passes through exactly the published state. So staging starts there:
+each split's sealed shards are hard links to the published ones (never opened for writing),
+its last shard is a private copy reopened as the open shard, and the stream continues at the
+first new file from the published counts and prefix digest. Every reused shard is checked
+against the published manifest's SHA-256 before it is trusted. Anything else is a full
+rebuild, for the reason :func:`plan_increment` returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from prep.errors import IntegrityError
+from prep.formats import ShardFormat
+from prep.fsio import file_sha256
+from prep.publish import OutputPaths, create_staging
+from prep.recipe import Recipe, RunOptions
+from prep.run.inputs import Inputs
+from prep.run.start import run_facts, start
+from prep.run.state import RunState, make_writers, output_format
+from prep.sources import Source, hash_and_check
+from prep.state.changes import output_versions, version_changes
+from prep.state.checkpoint import StreamBase
+from prep.state.manifest import MANIFEST_VERSION, Manifest, ManifestFile
+from prep.state.provenance import RefreshNote, read_packages
+from prep.state.shards import EMPTY_SHA256, FileRecord, OpenFile, SplitState
+from prep.stream import Cursor, StreamItem, open_stream
+
+logger = logging.getLogger(__name__)
+
+
+class ReuseRefused(IntegrityError):
+    """A published shard does not match its manifest: it cannot be reused."""
+
+
+@dataclass(frozen=True)
+class Increment:
+    """The published version a refresh continues, and how much of the listing it covers."""
+
+    manifest: Manifest
+    files: int  # the published files: the first ``files`` of the new read order
+
+    def note(self, previous: str | None, changes: tuple[str, ...]) -> RefreshNote:
+        """The provenance note of a refresh that continues this version."""
+        m = self.manifest
+        return RefreshNote(
+            previous,
+            changes,
+            incremental=True,
+            reused_files=self.files,
+            reused_rows=m.source.rows_visited,
+            reused_shards=sum(t.n_files - 1 for t in m.totals.values()),
+            reused_tokens=sum(t.n_tokens for t in m.totals.values()),
+        )
+
+    def base(self) -> StreamBase:
+        m = self.manifest
+        s = m.source
+        return StreamBase(
+            self.files,
+            s.rows_visited,
+            s.empty_rows_skipped,
+            str(s.prefix_sha256),  # plan_increment refuses a manifest without one
+            {split: t.n_docs for split, t in m.totals.items()},
+            {split: _base_text_bytes(m, split) for split in m.totals},
+        )
+
+
+def _budget_stop(manifest: Manifest, recipe: Recipe) -> str | None:
+    if recipe.max_documents is not None and manifest.source.rows_visited >= recipe.max_documents:
+        return "--max-documents stopped the published run before the end of its files"
+    if recipe.train_tokens is not None and manifest.totals["train"].n_tokens >= recipe.train_tokens:
+        return "--train-tokens stopped the published run before the end of its files"
+    return None
+
+
+def _listing_break(manifest: Manifest, source: Source) -> str | None:
+    """Why the source's listing does not extend the published one (None when it does).
+    Hashes the published files (their bytes decide, not their mtimes)."""
+    now = source.files
+    paths = {f.path for f in now}
+    for i, was in enumerate(manifest.source.files):
+        if i >= len(now) or now[i].path != was.path:
+            if was.path not in paths:
+                return f"{was.path} was removed"
+            return f"{now[i].path} was inserted before the end of the published files"
+        if now[i].size != was.size:
+            return f"{was.path} changed (size {was.size:,} -> {now[i].size:,} bytes)"
+    for f, was in zip(now, manifest.source.files, strict=False):
+        hash_and_check(source, f)
+        if f.sha256 != was.sha256:
+            return f"{was.path} changed (its SHA-256 differs)"
+    return None
+
+
+def plan_increment(
+    paths: OutputPaths, manifest: Manifest, recipe: Recipe, source: Source, settings: list[str]
+) -> Increment | str:
+    """The published version to continue, or the one-line reason for a full rebuild
+    (``settings``: how the tokenizer and recipe differ from the published ones)."""
+    if manifest.version != MANIFEST_VERSION:
+        return (
+            f"the published manifest is {manifest.version}, whose prefix digest cannot be "
+            f"continued ({MANIFEST_VERSION} can)"
+        )
+    if manifest.source.prefix_sha256 is None:
+        return "the published dataset has no prefix digest (merged from parts)"
+    if recipe.shuffle_files or recipe.shuffle_buffer:
+        return "--shuffle-files or --shuffle-buffer is set: new rows do not only go at the end"
+    if settings:
+        return "the tokenizer or recipe changed (" + "; ".join(settings) + ")"
+    was = read_packages(paths.final)
+    if was is None:
+        return "the published _PROVENANCE.json does not say which package versions built it"
+    versions = version_changes(was, output_versions())
+    if versions:
+        return "package versions that decide the output changed (" + "; ".join(versions) + ")"
+    reason = _budget_stop(manifest, recipe) or _listing_break(manifest, source)
+    if reason is None and manifest.val_bytes_per_token is not None:
+        val = manifest.totals["val"]
+        if _text_bytes(val.n_tokens, val.n_docs, manifest) is None:
+            reason = "the published val split's byte count cannot be recovered exactly"
+    return reason or Increment(manifest, len(manifest.source.files))
+
+
+def _text_bytes(n_tokens: int, n_docs: int, manifest: Manifest) -> int | None:
+    """The val split's UTF-8 bytes, recovered from β and checked to give it back exactly."""
+    beta = manifest.val_bytes_per_token
+    text_tokens = n_tokens - (n_docs if manifest.doc_sep_id is not None else 0)
+    if beta is None or text_tokens == 0:
+        return 0
+    text_bytes = round(beta * text_tokens)
+    return text_bytes if text_bytes / text_tokens == beta else None
+
+
+def _base_text_bytes(manifest: Manifest, split: str) -> int:
+    """A split's text bytes as the continued run counts them: val's exactly (they give β);
+    train's are not recorded, so only bytes read from now on count."""
+    if split != "val":
+        return 0
+    t = manifest.totals[split]
+    return _text_bytes(t.n_tokens, t.n_docs, manifest) or 0
+
+
+def _reuse(final: Path, building: Path, entry: ManifestFile, fmt: ShardFormat, link: bool) -> None:
+    """Hard-link (sealed) or copy (to be continued) a published shard and its companions
+    into ``building``, then check every file against the manifest's SHA-256 (the linked
+    inode itself, so what is checked is what is published): raises ``ReuseRefused``."""
+    for name in fmt.shard_files(entry.name):
+        src, dst = final / name, building / name
+        if link:
+            try:
+                os.link(src, dst)
+                continue
+            except OSError:  # no hard links here: a copy is as good, only slower
+                pass
+        shutil.copyfile(src, dst)
+    expected = {entry.name: entry.sha256, **{c.name: c.sha256 for c in entry.companions}}
+    for name in fmt.shard_files(entry.name):
+        want = expected.get(name)
+        sha = file_sha256(building / name)
+        if sha != want:
+            listed = f"the manifest's {want[:12]}…" if want else "one the manifest lists"
+            raise ReuseRefused(
+                f"{final / name}: SHA-256 {sha[:12]}… is not {listed}; the published version "
+                f"was modified (prep verify {final})",
+                path=final / name,
+            )
+
+
+def _split_state(
+    manifest: Manifest, split: str, sealed: list[ManifestFile], last: ManifestFile
+) -> SplitState:
+    """The split's committed state at the end of the published stream, ``last`` open."""
+    t = manifest.totals[split]
+    text_tokens = t.n_tokens - (t.n_docs if manifest.doc_sep_id is not None else 0)
+    text_bytes = _base_text_bytes(manifest, split)
+    return SplitState(
+        sealed=tuple(
+            FileRecord(f.name, f.n_tokens, f.n_docs, f.sha256, f.companions) for f in sealed
+        ),
+        open=OpenFile(last.name, last.n_tokens, last.n_docs, EMPTY_SHA256),  # ids: reopen's
+        n_tokens=t.n_tokens,
+        n_docs=t.n_docs,
+        text_bytes=text_bytes,
+        text_tokens=text_tokens,
+    )
+
+
+def start_increment(
+    paths: OutputPaths,
+    recipe: Recipe,
+    opts: RunOptions,
+    inputs: Inputs,
+    inc: Increment,
+    note: RefreshNote,
+) -> tuple[RunState, Iterator[StreamItem]]:
+    """Create staging from the published version (see the module docstring) with its first
+    checkpoint; returns the run's state and the stream from the first new file. Raises
+    ``ReuseRefused`` (staging not created) when a published shard fails its check."""
+    source, encoder, m = inputs.source, inputs.encoder, inc.manifest
+    vocab = encoder.identity.vocab_size
+    fmt = output_format(recipe, vocab)
+    base = inc.base()
+    files, stream = open_stream(source, recipe, base.files, base.rows_visited)
+    writers = make_writers(paths.building, recipe, encoder.identity, fmt)
+    cursor = Cursor(base.rows_visited, base.empty_rows_skipped, base.prefix_sha256)
+    facts = run_facts(source, note)
+    state = RunState(
+        paths, recipe, opts, source, encoder, fmt, facts, output_versions(), writers, files
+    )
+    state.cursor, state.base = cursor, base
+
+    def order(f: ManifestFile) -> int:
+        parsed = fmt.parse_name(f.name)
+        return parsed[1] if parsed else -1
+
+    def populate(building: Path) -> None:
+        for split, w in writers.items():
+            *sealed, last = sorted((f for f in m.files if f.split == split), key=order)
+            for entry in sealed:
+                _reuse(paths.final, building, entry, fmt, link=True)
+            _reuse(paths.final, building, last, fmt, link=False)
+            try:
+                verified = fmt.continue_sealed(building, last, m, vocab)
+            except IntegrityError as e:  # its bytes are the manifest's, yet inconsistent
+                raise ReuseRefused(str(e), path=e.path) from e
+            w.restore(_split_state(m, split, sealed, last), fmt.reopen(building, verified, vocab))
+            w.sync()
+        state.save_checkpoint(building)
+
+    try:
+        create_staging(paths, populate)
+    except BaseException:
+        state.close()
+        raise
+    for w in writers.values():
+        w.moved_to(paths.staging)
+    n_sealed = sum(len(w.sealed) for w in writers.values())
+    logger.info(
+        "refreshing incrementally: reusing %d of %d source files (%s rows) and %d sealed "
+        "shards; reading %d new files",
+        base.files,
+        len(files),
+        f"{base.rows_visited:,}",
+        n_sealed,
+        len(files) - base.files,
+    )
+    return state, stream
+
+
+def start_refresh(
+    paths: OutputPaths,
+    recipe: Recipe,
+    opts: RunOptions,
+    inputs: Inputs,
+    note: RefreshNote,
+    inc: Increment | None,
+) -> tuple[RunState, Iterator[StreamItem]]:
+    """Create staging for a refresh: continuing the published version (``inc``) or, when
+    there is none or one of its shards fails its check, from scratch."""
+    if inc is not None:
+        try:
+            return start_increment(paths, recipe, opts, inputs, inc, note)
+        except ReuseRefused as e:
+            reason = f"a published shard cannot be reused: {e}"
+            logger.warning("full rebuild: %s", reason)
+            note = RefreshNote(note.previous_corpus_manifest_sha256, note.changes, fallback=reason)
+    return start(paths, recipe, opts, inputs, note)
