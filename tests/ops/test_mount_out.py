@@ -139,7 +139,11 @@ def test_a_live_then_killed_run_is_inspected_and_resumed_by_the_printed_command(
     resume = shlex.split(lines[-1].removeprefix("resume with: "))
     assert resume == ["prep", "prepare", "--out", str(mount), "--resume"]
 
-    done = subprocess.run(resume, capture_output=True, text=True, timeout=300, check=False)
+    # The printed command as typed, run with this environment's prep (the one on PATH may
+    # belong to another install when the venv is not activated).
+    here = str(Path(sys.executable).with_name("prep"))
+    done = subprocess.run([here, *resume[1:]], capture_output=True, text=True, timeout=300,
+                          check=False)
     assert done.returncode == 0, done.stderr
     assert dir_bytes(mount) == reference
 
