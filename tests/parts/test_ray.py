@@ -50,4 +50,6 @@ def test_a_sigkilled_worker_is_retried_and_the_bytes_match_a_hand_merge(
     assert got == expected
     part1 = json.loads((out.with_name("ds.parts") / "1-of-3" / "_PROVENANCE.json").read_text())
     assert part1["resumes"] >= 1  # it continued from its checkpoint, not from scratch
+    argv = part1["argv"]  # the part keeps to the one core Ray reserved, not every core
+    assert argv[argv.index("--workers") + 1] == "1" and argv[argv.index("--threads") + 1] == "1"
     assert cli("verify", out).code == 0

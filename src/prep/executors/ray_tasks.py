@@ -98,7 +98,7 @@ class RayExecutor:
             task = ray.remote(run_part_task).options(
                 num_cpus=cpus, max_retries=PART_RETRIES, retry_exceptions=[PartStopped]
             )
-            full = [*argv, "--threads", str(cpus)]
+            full = [*argv, *part_cores(argv, cpus)]
             refs = {task.remote(job, full, p, str(root), token): p for p in parts}
             failed: dict[str, int] = {}
             for ref, part in refs.items():
@@ -116,6 +116,16 @@ class RayExecutor:
             check.unlink(missing_ok=True)
             if started_here:
                 ray.shutdown()
+
+
+def part_cores(argv: Sequence[str], cpus: int) -> list[str]:
+    """The options that keep a part within the ``cpus`` cores Ray reserved for it: as many
+    worker processes with one tokenizer thread each (a part's ``--workers`` defaults to
+    every core of the node, so several parts on one node would oversubscribe it), unless
+    the user chose ``--workers`` themselves."""
+    if any(a == "--workers" or a.startswith("--workers=") for a in argv):
+        return ["--threads", str(cpus)]
+    return ["--workers", str(cpus), "--threads", "1"]
 
 
 def _is(e: BaseException, kind: type[BaseException]) -> bool:
