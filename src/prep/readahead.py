@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
-_DONE = object()
+DONE = object()  # the producer's last item when the source ended
 
 
 class ReadAhead(Generic[T]):
@@ -20,11 +20,11 @@ class ReadAhead(Generic[T]):
 
     Use as a context manager (or call :meth:`close`) so an early exit stops the thread."""
 
-    def __init__(self, source: Iterator[T], depth: int = 2) -> None:
+    def __init__(self, source: Iterator[T], depth: int = 2, name: str = "prep-reader") -> None:
         self._source = source
         self._queue: queue.Queue[object] = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="prep-reader", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def _put(self, item: object) -> bool:
@@ -42,9 +42,9 @@ class ReadAhead(Generic[T]):
                 if not self._put(item):
                     return
         except BaseException as e:
-            self._put(_Raised(e))
+            self._put(Raised(e))
             return
-        self._put(_DONE)
+        self._put(DONE)
 
     def __iter__(self) -> Iterator[T]:
         while True:
@@ -54,9 +54,9 @@ class ReadAhead(Generic[T]):
                 if self._stop.is_set():  # closed: the producer will put nothing more
                     return
                 continue
-            if item is _DONE:
+            if item is DONE:
                 return
-            if isinstance(item, _Raised):
+            if isinstance(item, Raised):
                 raise item.error
             yield item  # type: ignore[misc]
 
@@ -73,6 +73,8 @@ class ReadAhead(Generic[T]):
         self.close()
 
 
-class _Raised:
+class Raised:
+    """The producer's last item when the source raised ``error``."""
+
     def __init__(self, error: BaseException) -> None:
         self.error = error

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from prep.errors import PrepError
+from prep.readahead import DONE, Raised, ReadAhead
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -91,34 +92,13 @@ def _serve(fn: Callable[[Any], Iterable[Any]], init: Callable[..., None] | None,
         results.put((_END, None))
 
 
-class _Planner:
+class _Planner(ReadAhead[Any]):
     """Iterates the tasks in a thread, at most ``depth`` ahead; ``take`` hands them out."""
 
     def __init__(self, tasks: Iterable[Any], depth: int) -> None:
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=max(depth, 1))
-        self._stop = threading.Event()
         self._error: BaseException | None = None
         self._ended = False
-        self._thread = threading.Thread(target=self._run, args=(tasks,), daemon=True)
-        self._thread.start()
-
-    def _put(self, item: Any) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._queue.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _run(self, tasks: Iterable[Any]) -> None:
-        try:
-            for task in tasks:
-                if not self._put(task):
-                    return
-        except BaseException as e:
-            self._error = e
-        self._put(_MISSING)
+        super().__init__(iter(tasks), max(depth, 1), name="prep-planner")
 
     def take(self, block: bool) -> Any:
         """The next task; ``_MISSING`` when there is none yet (``block`` False) or none
@@ -128,16 +108,17 @@ class _Planner:
                 task = self._queue.get() if block else self._queue.get_nowait()
             except queue.Empty:
                 return _MISSING
-            if task is not _MISSING:
+            if task is not DONE and not isinstance(task, Raised):
                 return task
             self._ended = True
+            self._error = task.error if isinstance(task, Raised) else None
         if block and self._error is not None:  # nothing in flight any more: its turn
             error, self._error = self._error, None
             raise error
         return _MISSING
 
     def close(self) -> None:
-        self._stop.set()
+        self._stop.set()  # no join: the thread may be in a slow step (a download)
 
 
 class OrderedPool(Generic[T, R]):

@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "readahead": set(),
     "progress": set(),
     "argtypes": set(),
-    "workers": set(),
+    "workers": {"readahead"},
     "redact": set(),
     "options": {"argtypes"},
     "startup": set(),

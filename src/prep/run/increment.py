@@ -24,10 +24,10 @@ from pathlib import Path
 from prep.errors import IntegrityError
 from prep.formats import ShardFormat
 from prep.fsio import file_sha256
-from prep.publish import OutputPaths, create_staging
+from prep.publish import OutputPaths
 from prep.recipe import Recipe, RunOptions
 from prep.run.inputs import Inputs
-from prep.run.start import run_facts, start
+from prep.run.start import run_facts, stage, start
 from prep.run.state import RunState, make_writers, output_format
 from prep.sources import Source, hash_and_check
 from prep.state.changes import output_versions, version_changes
@@ -240,13 +240,7 @@ def start_increment(
             w.sync()
         state.save_checkpoint(building)
 
-    try:
-        create_staging(paths, populate)
-    except BaseException:
-        state.close()
-        raise
-    for w in writers.values():
-        w.moved_to(paths.staging)
+    stage(state, populate)
     n_sealed = sum(len(w.sealed) for w in writers.values())
     logger.info(
         "refreshing incrementally: reusing %d of %d source files (%s rows) and %d sealed "

@@ -8,7 +8,7 @@ checkpoint. The shards stay open across the rename and the run continues writing
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from prep.publish import OutputPaths, create_staging
@@ -53,14 +53,20 @@ def start(
             w.sync()
         state.save_checkpoint(building)
 
-    try:
-        create_staging(paths, populate)
-    except BaseException:
-        state.close()
-        raise
-    for w in writers.values():
-        w.moved_to(paths.staging)
+    stage(state, populate)
     logger.info(
         "started %s from %s (%d source files)", paths.staging, recipe.source, len(source.files)
     )
     return state, stream
+
+
+def stage(state: RunState, populate: Callable[[Path], None]) -> None:
+    """Create the staging directory with ``populate(building)`` (its first files and
+    checkpoint), then point the writers at it; on any failure the run's files are closed."""
+    try:
+        create_staging(state.paths, populate)
+    except BaseException:
+        state.close()
+        raise
+    for w in state.writers.values():
+        w.moved_to(state.paths.staging)
