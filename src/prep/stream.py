@@ -241,9 +241,10 @@ class Cursor:
         self._chain = bytes.fromhex(digest)
 
     def visit(self, utf8: bytes) -> None:
-        self._chain = hashlib.sha256(
-            b"".join((self._chain, len(utf8).to_bytes(8, "big"), utf8))
-        ).digest()
+        link = hashlib.sha256(self._chain)  # fed in parts: no copy of the row's bytes
+        link.update(len(utf8).to_bytes(8, "big"))
+        link.update(utf8)
+        self._chain = link.digest()
         self.rows_visited += 1
 
     @property

@@ -31,7 +31,7 @@ def batch_of(texts: list[str], path: str, rows: list[int]) -> Batch:
 
 
 def engine_ids(texts: list[str]) -> list[Any]:
-    engine = load_gigatoken_file(Path(GPT2), Reference(GPT2, None))
+    engine = load_gigatoken_file(Path(GPT2), Reference(GPT2))
     return engine.encode_flat(texts, [t.encode() for t in texts]).split()
 
 
@@ -45,7 +45,7 @@ def test_the_sample_is_one_document_in_rate_and_deterministic() -> None:
 def test_matching_ids_pass_and_are_counted() -> None:
     rows = sampled_rows("a.parquet", 3)
     texts = numbered_docs(3)
-    check = CrossCheck("gigatoken", Reference(GPT2, None), "/out")
+    check = CrossCheck("gigatoken", Reference(GPT2), "/out")
     check.check(batch_of(texts, "a.parquet", rows), engine_ids(texts))
     assert check.docs == 3 and check.bytes == sum(len(t) for t in texts)
 
@@ -55,7 +55,7 @@ def test_a_difference_names_the_document_and_how_to_continue(tmp_path: Path) -> 
     other = str(bpe_tokenizer(tmp_path / "other", numbered_docs(200)) / "tokenizer.json")
     rows = sampled_rows("b.parquet", 2)
     texts = numbered_docs(2)
-    check = CrossCheck("gigatoken", Reference(other, None), "/data/out")
+    check = CrossCheck("gigatoken", Reference(other), "/data/out")
     with pytest.raises(EngineMismatch) as err:
         check.check(batch_of(texts, "b.parquet", rows), engine_ids(texts))
     msg = str(err.value)
@@ -68,7 +68,7 @@ def test_unsampled_and_huge_documents_are_not_re_encoded(tmp_path: Path) -> None
     other = str(bpe_tokenizer(tmp_path / "other", numbered_docs(200)) / "tokenizer.json")
     row = sampled_rows("c.parquet", 1)[0]
     texts = ["x " * (MAX_BYTES // 2 + 1), "not sampled"]
-    check = CrossCheck("gigatoken", Reference(other, None), "/out")
+    check = CrossCheck("gigatoken", Reference(other), "/out")
     check.check(batch_of(texts, "c.parquet", [row, row + 1]), engine_ids(texts))
     assert check.docs == 0
     assert np.asarray(engine_ids(["not sampled"])[0]).size > 0

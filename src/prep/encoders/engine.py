@@ -54,9 +54,8 @@ class Reference:
     """The ``tokenizers`` reference for a tokenizer.json, loaded on first use (a worker on
     the fast path may never need it)."""
 
-    def __init__(self, json_path: str, threads: int | None) -> None:
+    def __init__(self, json_path: str) -> None:
         self._path = json_path
-        self._threads = threads
         self._encode: Any = None
 
     def __call__(self, texts: list[str], utf8: list[bytes]) -> FlatIds:
@@ -85,7 +84,7 @@ def build_encoder(spec: EngineSpec) -> Any:
     """The engine ``spec`` names, in this process (an encoder with ``encode_flat``)."""
     if spec.json_path is None:
         return ByteEncoder(spec.identity)
-    reference = Reference(spec.json_path, spec.threads)
+    reference = Reference(spec.json_path)
     if spec.engine == HF:
         return ReferenceEncoder(reference)
     return load_gigatoken(Path(spec.json_path).read_bytes(), reference, probe=False,

@@ -51,6 +51,11 @@ class CrossCheck:
         self.bytes = 0
         self.seconds = 0.0
 
+    def wants(self, batch: Batch) -> bool:
+        """Whether any document of ``batch`` is sampled (most batches have none, and need
+        not be split into documents for :meth:`check`)."""
+        return any(sampled(path, row) for path, row in batch.doc_where)
+
     def check(self, batch: Batch, ids: list[Any]) -> None:
         """Compare the batch's sampled documents; ``ids`` holds one array per document."""
         t = time.thread_time()  # CPU: wall time on a shared machine says little

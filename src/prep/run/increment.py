@@ -27,6 +27,7 @@ from prep.fsio import file_sha256
 from prep.publish import OutputPaths
 from prep.recipe import Recipe, RunOptions
 from prep.run.inputs import Inputs
+from prep.run.prefix import base_cursor
 from prep.run.start import run_facts, stage, start
 from prep.run.state import RunState, make_writers, output_format
 from prep.sources import Source, hash_and_check
@@ -35,7 +36,7 @@ from prep.state.checkpoint import StreamBase
 from prep.state.manifest import MANIFEST_VERSION, Manifest, ManifestFile
 from prep.state.provenance import RefreshNote, read_packages
 from prep.state.shards import EMPTY_SHA256, FileRecord, OpenFile, SplitState
-from prep.stream import Cursor, StreamItem, open_stream
+from prep.stream import StreamItem, open_stream
 
 logger = logging.getLogger(__name__)
 
@@ -215,7 +216,7 @@ def start_increment(
     base = inc.base()
     files, stream = open_stream(source, recipe, base.files, base.rows_visited)
     writers = make_writers(paths.building, recipe, encoder.identity, fmt)
-    cursor = Cursor(base.rows_visited, base.empty_rows_skipped, base.prefix_sha256)
+    cursor = base_cursor(base)
     facts = run_facts(source, note)
     state = RunState(
         paths, recipe, opts, source, encoder, fmt, facts, output_versions(), writers, files

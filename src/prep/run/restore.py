@@ -190,11 +190,9 @@ def plan_restore(
     inputs = Inputs(source, encoder)
     fmt = output_format(cp.recipe, encoder.identity.vocab_size)
     opened = check_shards(staging, cp, fmt, encoder)
-    base = cp.progress.base
-    if base is None:
-        files, stream = open_stream(source, cp.recipe)
-    else:
-        files, stream = open_stream(source, cp.recipe, base.files, base.rows_visited)
+    base = cp.progress.base  # a continued stream opens after the published files
+    start = () if base is None else (base.files, base.rows_visited)
+    files, stream = open_stream(source, cp.recipe, *start)
     if cp.progress.finished:
         cursor, live = Cursor(), None
         cursor.rows_visited = cp.progress.rows_visited

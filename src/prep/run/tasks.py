@@ -225,7 +225,7 @@ def _cross_check(check: CrossCheck | None, batch: Batch, ids: Ids
     """Run the cross-check on a batch here, in the worker (the reference's cost is spread
     over the workers instead of serialised in the main process): what it re-encoded, and
     the mismatch it found, if any."""
-    if check is None:
+    if check is None or not check.wants(batch):
         return (0, 0, 0.0), None
     before = (check.docs, check.bytes, check.seconds)
     error = None
