@@ -118,8 +118,9 @@ def inspect_staging(directory: Path) -> list[str]:
     cp = ckpt.load(directory)
     age = time.time() - cp.written_at
     p = cp.progress
-    final = OutputPaths.for_out(out_of_staging(directory)).final  # absolute: works anywhere
-    holder = lock_holder(OutputPaths.for_out(final))
+    paths = OutputPaths.for_out(out_of_staging(directory))
+    final = paths.final  # absolute: the printed command works from anywhere
+    holder = lock_holder(paths)
     state = "finished, ready to publish" if p.finished else "in progress"
     if holder is None:
         state += ", not running (the lock is free: the run stopped or was killed)"

@@ -262,9 +262,7 @@ class _Lifecycle:
             logger.info("%s changed: %s", paths.final, "; ".join(changes))
             if paths.inside:
                 raise _no_swap_on_mount(paths)
-            plan = plan_increment(
-                paths, read_manifest(paths.final), self.recipe, source, fresh.settings
-            )
+            plan = plan_increment(paths, fresh.manifest, self.recipe, source, fresh.settings)
             if isinstance(plan, Increment):
                 inc, note = plan, plan.note(fresh.previous_corpus_sha256, changes)
             else:

@@ -44,16 +44,21 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class Freshness:
-    """Whether the published version is current; ``changes`` says what differs, and
-    ``settings`` which of those are the tokenizer's or the recipe's (not the source's)."""
+    """Whether the published version (``manifest``, read once for the whole refresh) is
+    current; ``changes`` says what differs, and ``settings`` which of those are the
+    tokenizer's or the recipe's (not the source's)."""
 
+    manifest: Manifest
     changes: list[str] = field(default_factory=list)
-    previous_corpus_sha256: str | None = None
     settings: list[str] = field(default_factory=list)
 
     @property
     def unchanged(self) -> bool:
         return not self.changes
+
+    @property
+    def previous_corpus_sha256(self) -> str:
+        return self.manifest.corpus_manifest_sha256
 
 
 def _manifest_sha(directory: Path) -> str | None:
@@ -79,7 +84,7 @@ def check_fresh(
     )
     settings = fingerprint_changes(manifest, tok)
     settings += recipe_changes(manifest, recipe, recipe.dataset or paths.final.name)
-    return Freshness(changes + settings, manifest.corpus_manifest_sha256, settings)
+    return Freshness(manifest, changes + settings, settings)
 
 
 def complete_conflicts(
