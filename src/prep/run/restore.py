@@ -124,13 +124,7 @@ def check_shards(
     for split, state in cp.splits.items():
         check_totals(staging, split, state, sep, cp.recipe.max_file_tokens)
         for rec in state.sealed:
-            path = staging / rec.name
-            if not path.is_file():
-                raise IntegrityError(
-                    f"{path} is missing but the checkpoint lists it as sealed; staging was "
-                    f"tampered with. Delete {staging} to start over",
-                    path=path,
-                )
+            _require_sealed(staging, staging / rec.name)
             seps = fmt.check_sealed(staging, rec.name, rec.n_tokens, rec.sha256, vocab, sep)
             check_docs(staging, rec.name, rec.n_docs, seps, sep, exclusive)
             for c in rec.companions:
@@ -145,13 +139,17 @@ def check_shards(
     return opened
 
 
-def _check_sealed(staging: Path, path: Path, sha256: str) -> None:
+def _require_sealed(staging: Path, path: Path) -> None:
     if not path.is_file():
         raise IntegrityError(
             f"{path} is missing but the checkpoint lists it as sealed; staging was "
             f"tampered with. Delete {staging} to start over",
             path=path,
         )
+
+
+def _check_sealed(staging: Path, path: Path, sha256: str) -> None:
+    _require_sealed(staging, path)
     sha = file_sha256(path)
     if sha != sha256:
         raise IntegrityError(
