@@ -26,7 +26,7 @@ from prep.errors import InputError, PrepError
 from prep.partition import Part, part_range
 from prep.recipe import Recipe
 from prep.sources import Source, SourceFile, iter_batches
-from prep.split import column_split, hash_split, seed_prefix, val_threshold
+from prep.split import column_split, hash_split_seeded, seeded_hash, val_threshold
 
 # A raw row: (text value, split value or None, index into the ordered files, row in file).
 RawRow = tuple[Any, Any, int, int]
@@ -191,7 +191,7 @@ class Preparer:
         self.files = files
         self.text_column = recipe.text_column
         self.split_column = recipe.split_column
-        self.prefix = seed_prefix(recipe.seed)
+        self.seeded = seeded_hash(recipe.seed)
         self.threshold = val_threshold(recipe.val_fraction)
 
     def _where(self, item: RawRow) -> str:
@@ -227,7 +227,7 @@ class Preparer:
                 b.utf8.append(data)
                 continue
             if self.split_column is None:
-                split = hash_split(data, self.prefix, self.threshold)
+                split = hash_split_seeded(data, self.seeded, self.threshold)
             else:
                 found = column_split(item[1])
                 if found is None:
