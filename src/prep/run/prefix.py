@@ -20,11 +20,11 @@ from pathlib import Path
 from prep.errors import IntegrityError, Interrupted, PrepError
 from prep.recipe import Recipe
 from prep.run.recount import ReplayCounts
-from prep.run.tasks import RowGroupTask, open_task, row_group_tasks
+from prep.run.tasks import RowGroupTask, row_group_tasks, task_items
 from prep.sources import Source, SourceFile
 from prep.split import SPLITS
 from prep.state.checkpoint import Checkpoint, StreamBase
-from prep.stream import Batch, Cursor, Failure, Preparer, StreamItem, batches
+from prep.stream import Batch, Cursor, Preparer, StreamItem, batches
 from prep.workers import OrderedPool
 
 logger = logging.getLogger(__name__)
@@ -159,12 +159,7 @@ def replay_task(task: RowGroupTask) -> Iterator[Replayed]:
     if _replay_state is None:
         raise RuntimeError("worker not initialised")
     source, files, recipe = _replay_state
-    sha = None
-    items: Iterator[StreamItem]
-    try:
-        items, sha = open_task(source, files, (recipe.text_column, recipe.split_column), task)
-    except PrepError as e:
-        items = iter([Failure(e)])
+    items, sha = task_items(source, files, recipe, task)
     sent = False
     for batch in batches(items, Preparer(recipe, files), _SIGNAL_CHECK_ROWS):
         yield Replayed(batch.shed(), None if sent else sha)

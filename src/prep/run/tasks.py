@@ -169,6 +169,18 @@ def open_task(source: Source, files: list[SourceFile], columns: tuple[str, str |
     return items(), sha
 
 
+def task_items(source: Source, files: list[SourceFile], recipe: Recipe, task: Task
+               ) -> tuple[Iterator[StreamItem], tuple[int, str] | None]:
+    """In a worker: the task's stream items and, when the task hashes its file, ``(file
+    index, digest)``; a file that cannot be opened becomes a Failure at its place."""
+    if isinstance(task, ItemsTask):
+        return iter(task.items), None
+    try:
+        return open_task(source, files, (recipe.text_column, recipe.split_column), task)
+    except PrepError as e:
+        return iter([Failure(e)]), None
+
+
 def tokenize(encoder: Any, batch: Batch) -> Ids:
     """The batch's ids; a document the tokenizer cannot encode becomes an ``InputError``
     after the ids of the documents before it."""
@@ -202,17 +214,7 @@ def run_task(task: Task) -> Iterator[Piece]:
     w = _state
     if w is None:
         raise RuntimeError("worker not initialised")
-    sha = None
-    items: Iterator[StreamItem]
-    if isinstance(task, ItemsTask):
-        items = iter(task.items)
-    else:
-        recipe = w.settings.recipe
-        try:
-            items, sha = open_task(w.settings.source, w.files,
-                                   (recipe.text_column, recipe.split_column), task)
-        except PrepError as e:
-            items = iter([Failure(e)])
+    items, sha = task_items(w.settings.source, w.files, w.settings.recipe, task)
     sent = False
     for batch in batches(items, w.preparer, w.settings.batch_size):
         yield _piece(w, batch, None if sent else sha)
