@@ -79,6 +79,7 @@ class RunResult:
     peak_rss_kib: int
     seconds: float
     tree_peak_pss_kib: int = 0
+    cpu_seconds: float = 0.0  # user + system of the child and every process it waited for
 
 
 class TreeSampler:
@@ -148,7 +149,8 @@ def run_measured(cmd: list[str], log: Path) -> RunResult:
     tree_kib = sampler.stop()
     exit_code = os.waitstatus_to_exitcode(status)
     proc.returncode = exit_code  # already reaped: keep Popen from waiting on a stale pid
-    return RunResult(exit_code, usage.ru_maxrss, time.perf_counter() - start, tree_kib)
+    return RunResult(exit_code, usage.ru_maxrss, time.perf_counter() - start, tree_kib,
+                     usage.ru_utime + usage.ru_stime)
 
 
 def manifest_tokens(out: Path) -> int:
