@@ -5,7 +5,6 @@ unit, property and end-to-end tests."""
 from __future__ import annotations
 
 import hashlib
-import struct
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
@@ -47,10 +46,9 @@ def spec_is_val(text: str, seed: int, fraction: float) -> bool:
 
 
 def spec_prefix_digest(texts: Iterable[str]) -> str:
-    """The prefix digest (manifest v3): a chain from 32 zero bytes, each visited row's link
-    SHA-256(previous link + 8-byte big-endian length of its UTF-8 + those bytes)."""
+    """The prefix digest (manifest v4): a chain from 32 zero bytes, each visited row's link
+    SHA-256(previous link + SHA-256 of the row's UTF-8)."""
     link = bytes(32)
     for text in texts:
-        data = text.encode("utf-8")
-        link = hashlib.sha256(link + struct.pack(">Q", len(data)) + data).digest()
+        link = hashlib.sha256(link + hashlib.sha256(text.encode("utf-8")).digest()).digest()
     return link.hex()

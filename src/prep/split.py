@@ -8,6 +8,7 @@ takes ``train``/``val`` from a column; any other value is an error.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 TRAIN = 0
 VAL = 1
@@ -25,6 +26,19 @@ def hash_split(utf8: bytes, seed_prefix: bytes, threshold: int) -> int:
     ``f"{seed}\\0".encode()`` (see :func:`seed_prefix`), ``utf8`` the text's UTF-8 bytes."""
     digest = hashlib.sha256(seed_prefix + utf8).digest()
     return VAL if int.from_bytes(digest[:8], "big") < threshold else TRAIN
+
+
+def seeded_hash(seed: int) -> Any:
+    """A SHA-256 already fed ``f"{seed}\\0"``: :func:`hash_split_seeded` copies it for each
+    document instead of hashing the prefix again (or copying the text behind it)."""
+    return hashlib.sha256(seed_prefix(seed))
+
+
+def hash_split_seeded(utf8: bytes, seeded: Any, threshold: int) -> int:
+    """:func:`hash_split` with the seed prefix already hashed (:func:`seeded_hash`)."""
+    h = seeded.copy()
+    h.update(utf8)
+    return VAL if int.from_bytes(h.digest()[:8], "big") < threshold else TRAIN
 
 
 def seed_prefix(seed: int) -> bytes:

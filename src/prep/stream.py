@@ -26,7 +26,7 @@ from prep.errors import InputError, PrepError
 from prep.partition import Part, part_range
 from prep.recipe import Recipe
 from prep.sources import Source, SourceFile, iter_batches
-from prep.split import column_split, hash_split, seed_prefix, val_threshold
+from prep.split import column_split, hash_split_seeded, seeded_hash, val_threshold
 
 # A raw row: (text value, split value or None, index into the ordered files, row in file).
 RawRow = tuple[Any, Any, int, int]
@@ -140,23 +140,48 @@ EMPTY = 1
 ERROR = 2
 
 
+ROW_DIGEST_BYTES = 32
+GENESIS_SHA256 = "0" * 64  # the prefix digest of an empty stream
+_NO_DIGEST = bytes(ROW_DIGEST_BYTES)  # an error row's place (it is never visited)
+
+
+def row_digest(utf8: bytes) -> bytes:
+    """A visited row's own digest, SHA-256 of its UTF-8 bytes: what the prefix chain links
+    (computed where the row is prepared, so the committing process never hashes text)."""
+    return hashlib.sha256(utf8).digest()
+
+
 @dataclass
 class Batch:
     """Rows prepared for tokenizing and committing, in stream order.
 
-    ``kinds[i]`` is DOC, EMPTY or ERROR; ``utf8[i]`` the row's text bytes (None for an
-    error row); ``docs`` the DOC rows' texts in order and ``doc_splits`` their splits;
-    ``errors`` maps an ERROR row's position to its exception."""
+    ``kinds[i]`` is DOC, EMPTY or ERROR; ``digests`` holds each row's :func:`row_digest`
+    (32 bytes per row, zeros for an error row); ``utf8[i]`` the row's text bytes (None for
+    an error row); ``docs`` the DOC rows' texts in order, ``doc_splits`` their splits and
+    ``doc_sizes`` their UTF-8 lengths; ``errors`` maps an ERROR row's position to its
+    exception. A batch sent to the committing process is :meth:`shed` of its texts."""
 
     kinds: list[int] = field(default_factory=list)
+    digests: bytearray = field(default_factory=bytearray)
     utf8: list[bytes | None] = field(default_factory=list)
     docs: list[str] = field(default_factory=list)
     doc_splits: list[int] = field(default_factory=list)
+    doc_sizes: list[int] = field(default_factory=list)
     doc_where: list[tuple[str, int]] = field(default_factory=list)  # (file, row) per DOC row
     errors: dict[int, PrepError] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.kinds)
+
+    def digest(self, i: int) -> bytes:
+        """Row ``i``'s digest."""
+        return bytes(self.digests[i * ROW_DIGEST_BYTES : (i + 1) * ROW_DIGEST_BYTES])
+
+    def shed(self) -> Batch:
+        """Drop the texts (the committing process needs their digests and sizes only):
+        the batch crosses a pipe without a copy of the text."""
+        self.utf8, self.docs = [], []
+        return self
 
 
 class Preparer:
@@ -166,7 +191,7 @@ class Preparer:
         self.files = files
         self.text_column = recipe.text_column
         self.split_column = recipe.split_column
-        self.prefix = seed_prefix(recipe.seed)
+        self.seeded = seeded_hash(recipe.seed)
         self.threshold = val_threshold(recipe.val_fraction)
 
     def _where(self, item: RawRow) -> str:
@@ -178,6 +203,7 @@ class Preparer:
             if isinstance(item, Failure):
                 b.errors[len(b.kinds)] = item.error
                 b.kinds.append(ERROR)
+                b.digests += _NO_DIGEST
                 b.utf8.append(None)
                 continue
             text = item[0]
@@ -191,15 +217,17 @@ class Preparer:
                     row=item[3],
                 )
                 b.kinds.append(ERROR)
+                b.digests += _NO_DIGEST
                 b.utf8.append(None)
                 continue
             data = text.encode()
-            if text.strip() == "":
+            if not text or text.isspace():  # empty after str.strip(), without the copy
                 b.kinds.append(EMPTY)
+                b.digests += row_digest(data)
                 b.utf8.append(data)
                 continue
             if self.split_column is None:
-                split = hash_split(data, self.prefix, self.threshold)
+                split = hash_split_seeded(data, self.seeded, self.threshold)
             else:
                 found = column_split(item[1])
                 if found is None:
@@ -211,27 +239,30 @@ class Preparer:
                         row=item[3],
                     )
                     b.kinds.append(ERROR)
+                    b.digests += _NO_DIGEST
                     b.utf8.append(data)
                     continue
                 split = found
             b.kinds.append(DOC)
+            b.digests += row_digest(data)
             b.utf8.append(data)
             b.docs.append(text)
             b.doc_splits.append(split)
+            b.doc_sizes.append(len(data))
             b.doc_where.append((self.files[item[2]].path, item[3]))
         return b
 
-
-GENESIS_SHA256 = "0" * 64  # the prefix digest of an empty stream
 
 
 class Cursor:
     """What has been visited: rows, empty rows skipped, and the prefix digest.
 
-    The digest is a chain, one link per visited row: ``c = SHA-256(c || 8-byte big-endian
-    length || UTF-8 bytes)`` from 32 zero bytes. Its hex value is all the state there is, so
-    a stream can be continued from what a manifest or checkpoint recorded (``Cursor(rows,
-    empty, digest)``) without reading the rows before it again."""
+    The digest is a chain, one link per visited row: ``c = SHA-256(c || SHA-256(UTF-8
+    bytes))`` from 32 zero bytes. Its hex value is all the state there is, so a stream can
+    be continued from what a manifest or checkpoint recorded (``Cursor(rows, empty,
+    digest)``) without reading the rows before it again; and a row's own digest can be
+    computed wherever the row is read (:func:`row_digest`), leaving 64 bytes per row to
+    hash in order."""
 
     def __init__(
         self, rows_visited: int = 0, empty_rows_skipped: int = 0, digest: str = GENESIS_SHA256
@@ -241,11 +272,22 @@ class Cursor:
         self._chain = bytes.fromhex(digest)
 
     def visit(self, utf8: bytes) -> None:
-        link = hashlib.sha256(self._chain)  # fed in parts: no copy of the row's bytes
-        link.update(len(utf8).to_bytes(8, "big"))
-        link.update(utf8)
-        self._chain = link.digest()
+        """Visit one row by its text."""
+        self.link(row_digest(utf8))
+
+    def link(self, digest: bytes) -> None:
+        """Visit one row by its :func:`row_digest`."""
+        self._chain = hashlib.sha256(self._chain + digest).digest()
         self.rows_visited += 1
+
+    def link_all(self, digests: bytes | bytearray) -> None:
+        """Visit rows by their digests, concatenated in order."""
+        chain, sha256, n = self._chain, hashlib.sha256, ROW_DIGEST_BYTES
+        view = memoryview(digests)
+        for i in range(0, len(view), n):
+            chain = sha256(chain + view[i : i + n]).digest()
+        self._chain = chain
+        self.rows_visited += len(view) // n
 
     @property
     def prefix_sha256(self) -> str:

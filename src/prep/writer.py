@@ -9,6 +9,7 @@ precedes a non-empty one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,12 +20,55 @@ import numpy.typing as npt
 from prep.errors import InputError
 from prep.formats import ShardFormat, ShardWriter
 from prep.formats.base import MAX_TOKENS
+from prep.split import SPLITS
 from prep.state.shards import FileRecord, OpenFile, SplitState
 
 
 def needs_rollover(open_tokens: int, doc_tokens: int, max_file_tokens: int) -> bool:
     """Whether a document of ``doc_tokens`` (separator included) must start a new file."""
     return open_tokens > 0 and open_tokens + doc_tokens > max_file_tokens
+
+
+@dataclass(frozen=True)
+class Laid:
+    """Documents of one split as they will be appended: their ids with the separators in
+    place, each document's length with its separator, and their texts' UTF-8 length."""
+
+    ids: npt.NDArray[Any]
+    lengths: npt.NDArray[np.int64]
+    text_bytes: int
+
+
+def lay_out(ids: npt.NDArray[Any], lengths: npt.NDArray[np.int64], text_bytes: int,
+            sep_id: int | None, append_sep: bool) -> Laid:
+    """Documents given as one buffer of their ids and their lengths, with ``sep_id`` after
+    (``append_sep``) or before each one; what :meth:`SplitWriter.add_laid` takes. A pure
+    function of its arguments, so worker processes lay out batches in parallel."""
+    if sep_id is None or len(lengths) == 0:
+        return Laid(ids, lengths, text_bytes)
+    ends = np.cumsum(lengths)
+    at = ends if append_sep else ends - lengths
+    return Laid(np.insert(ids, at, sep_id), lengths + 1, text_bytes)
+
+
+def lay_out_splits(ids: npt.NDArray[Any], offsets: npt.NDArray[np.int64],
+                   splits: Sequence[int], sizes: Sequence[int], sep_id: int | None,
+                   append_sep: bool) -> tuple[Laid, ...]:
+    """A batch's documents (document ``i``'s ids ``ids[offsets[i]:offsets[i + 1]]``, its
+    split ``splits[i]`` and its text's UTF-8 length ``sizes[i]``), laid out per split in
+    split order (``SPLITS``), their order kept within each split."""
+    lengths = np.diff(offsets)
+    split_of = np.asarray(splits, dtype=np.int8)
+    size = np.asarray(sizes, dtype=np.int64)
+    laid = []
+    for split in range(len(SPLITS)):
+        pick = split_of == split
+        if pick.all():
+            laid.append(lay_out(ids, lengths, int(size.sum()), sep_id, append_sep))
+        else:
+            laid.append(lay_out(ids[np.repeat(pick, lengths)], lengths[pick],
+                                int(size[pick].sum()), sep_id, append_sep))
+    return tuple(laid)
 
 
 @dataclass
@@ -99,6 +143,38 @@ class SplitWriter:
         self.n_docs += 1
         self.text_bytes += n_bytes
         self.text_tokens += int(ids.size)
+
+    def add_laid(self, docs: Laid) -> None:
+        """Append documents :func:`lay_out` prepared: :meth:`add` for each, in a few array
+        operations whatever their number."""
+        n, ids, lengths = len(docs.lengths), docs.ids, docs.lengths
+        if n == 0:
+            return
+        if int(lengths.max()) > MAX_TOKENS:
+            raise InputError(
+                f"a {self.split} document of {int(lengths.max()):,} tokens cannot fit one "
+                "file (2**31-1 ids at most); split such documents before preparing"
+            )
+        ends = np.cumsum(lengths)
+        pos, base = 0, 0
+        while pos < n:
+            room = self.max_file_tokens - self._file_tokens
+            fit = max(pos, int(np.searchsorted(ends, base + room, side="right")))
+            if fit == pos:  # the next document does not fit the open shard
+                if self._file_tokens > 0:
+                    self._roll()
+                    continue
+                fit = pos + 1  # an empty shard takes a document of any size alone
+            end = int(ends[fit - 1])
+            self._pending.append(ids[base:end])
+            self._pending_lengths.extend(lengths[pos:fit].tolist())
+            self._file_tokens += end - base
+            self._file_docs += fit - pos
+            pos, base = fit, end
+        self.n_tokens += base
+        self.n_docs += n
+        self.text_bytes += docs.text_bytes
+        self.text_tokens += base - (n if self._sep is not None else 0)
 
     def flush(self) -> None:
         """Write buffered documents to the open file (not yet durable)."""

@@ -299,7 +299,7 @@ def test_manifest_fields_recomputed(cli, tmp_path: Path) -> None:
     assert raw == (json.dumps(m, indent=2, ensure_ascii=False) + "\n").encode()
     assert list(m) == MANIFEST_KEYS
     assert list(m["source"]) == SOURCE_KEYS
-    assert m["version"] == "v3"
+    assert m["version"] == "v4"
     s = m["source"]
     assert (s["kind"], s["uri"], s["revision"]) == ("parquet", str(src), None)
     assert (s["text_column"], s["split_column"]) == ("text", None)

@@ -64,7 +64,7 @@ def test_appended_file_is_continued_byte_identical_to_a_full_build(cli, w: World
     old = build(w, out, *EXTRA)
     old_tree = tree(out)
     m_old = manifest(out)
-    assert m_old["version"] == "v3"
+    assert m_old["version"] == "v4"
     assert all(t["n_files"] >= 2 for t in m_old["totals"].values()), m_old["totals"]
     append_file(w)
 
@@ -126,8 +126,15 @@ def _new_tokenizer(w: World, out: Path) -> str:
 def _v2_manifest(w: World, out: Path) -> str:
     # A dataset published before v3: its prefix digest was one running SHA-256.
     path = out / "_MANIFEST.json"
-    path.write_text(path.read_text().replace('"version": "v3"', '"version": "v2"', 1))
+    path.write_text(path.read_text().replace('"version": "v4"', '"version": "v2"', 1))
     return "the published manifest is v2, whose prefix digest cannot be continued"
+
+
+def _v3_manifest(w: World, out: Path) -> str:
+    # A dataset published before v4: its chain linked each row's bytes, not their digest.
+    path = out / "_MANIFEST.json"
+    path.write_text(path.read_text().replace('"version": "v4"', '"version": "v3"', 1))
+    return "the published manifest is v3, whose prefix digest cannot be continued (v4 can)"
 
 
 def _package_version(w: World, out: Path) -> str:
@@ -153,6 +160,7 @@ FALLBACKS: dict[str, Callable[[World, Path], str]] = {
     "last file grew": _grown_file,
     "new tokenizer": _new_tokenizer,
     "v2 manifest": _v2_manifest,
+    "v3 manifest": _v3_manifest,
     "output package version": _package_version,
     "damaged published shard": _damaged_shard,
 }

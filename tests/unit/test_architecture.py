@@ -34,7 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "encoders": {"fsio", "hub", "state"},
     "formats": {"fsio", "state"},
     "stream": {"partition", "recipe", "sources", "split"},
-    "writer": {"formats", "state"},
+    "writer": {"formats", "split", "state"},
     "publish": {"fsio"},
     "run": {
         "encoders", "formats", "fsio", "partition", "progress", "publish", "readahead",

@@ -49,7 +49,7 @@ def test_to_json_from_json_round_trip() -> None:
 
 def test_to_json_records_the_format_version() -> None:
     d = sample().to_json()
-    assert d["format"] == 3
+    assert d["format"] == 4
     assert d["splits"]["train"]["open"]["ids_sha256"] == "b" * 64
     assert d["recipe"]["max_file_tokens"] == 1000
 
@@ -73,9 +73,9 @@ def test_save_replaces_the_previous_checkpoint(tmp_path: Path) -> None:
     assert ckpt.load(tmp_path).progress.rows_visited == 99
 
 
-# 2 is a staging directory of a prep before manifest v3, whose prefix digest was one
-# running hash: refused as another version's, not replayed into a "source changed".
-@pytest.mark.parametrize("fmt", [2, 1, 0, "3", None])
+# 2 and 3 are staging directories of a prep before manifest v4, whose prefix digest was
+# another hash: refused as another version's, not replayed into a "source changed".
+@pytest.mark.parametrize("fmt", [3, 2, 1, 0, "4", None])
 def test_unknown_format_is_rejected(tmp_path: Path, fmt: object) -> None:
     d = sample().to_json()
     d["format"] = fmt
@@ -83,7 +83,7 @@ def test_unknown_format_is_rejected(tmp_path: Path, fmt: object) -> None:
     with pytest.raises(IntegrityError) as info:
         ckpt.load(tmp_path)
     msg = str(info.value)
-    assert f"checkpoint format {fmt!r} is not the supported 3" in msg
+    assert f"checkpoint format {fmt!r} is not the supported 4" in msg
     assert "another version of prep" in msg
     assert "delete the staging directory" in msg
 
@@ -91,7 +91,7 @@ def test_unknown_format_is_rejected(tmp_path: Path, fmt: object) -> None:
 def test_missing_format_is_rejected() -> None:
     d = sample().to_json()
     del d["format"]
-    with pytest.raises(IntegrityError, match="checkpoint format None is not the supported 3"):
+    with pytest.raises(IntegrityError, match="checkpoint format None is not the supported 4"):
         Checkpoint.from_json(d)
 
 

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import FIXTURES, GPT2_DIR
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from parity_corpus import parity_texts, parity_tokenizers
 
 from prep.encoders.gigatoken import (
@@ -21,6 +23,8 @@ from prep.encoders.gigatoken import (
     GigatokenEncoder,
     load_gigatoken,
     load_gigatoken_file,
+    parse_members,
+    specials_removed,
 )
 
 # Which parity tokenizers the engine takes: a silent decline would make parity trivially
@@ -168,3 +172,50 @@ def test_declines_when_a_probe_differs_from_the_reference(tokenizers: dict[str, 
 
 def test_engine_name_is_stable() -> None:
     assert GigatokenEncoder.name == "gigatoken"
+
+
+# -- reading tokenizer.json once ---------------------------------------------------------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
+                                                                max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=6),
+       st.sampled_from(["", " ", "\n  ", "\t\r\n"]), st.booleans())
+def test_parse_members_is_json_loads_with_spans(obj: dict[str, Any], pad: str,
+                                                ascii_only: bool) -> None:
+    # json.loads is the oracle for the values; each span, cut out and parsed alone, must
+    # give its member's value again.
+    text = pad + json.dumps(obj, ensure_ascii=ascii_only, indent=None if pad else 2) + pad
+    members, spans = parse_members(text)
+    assert members == json.loads(text)
+    for key, (start, end) in spans.items():
+        assert json.loads(text[start:end]) == members[key]
+
+
+@pytest.mark.parametrize("text", ['[1]', '{"a": 1,}', '{"a" 1}', '{"a": 1} x', '{"a": 1',
+                                  '{1: 2}', ""])
+def test_parse_members_refuses_what_is_not_one_object(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_members(text)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bpe-trained", "cl100k"])
+def test_specials_removed_in_place_equals_serialising_again(
+    name: str, tokenizers: dict[str, Path]
+) -> None:
+    # Replacing added_tokens in the file's own text is only a faster way to write the
+    # whole configuration again without the special tokens: both parse the same.
+    text = tokenizers[name].read_text(encoding="utf-8")
+    config, spans = parse_members(text)
+    fast = json.loads(specials_removed(text, config, spans))
+    whole = json.loads(text)
+    whole["added_tokens"] = [t for t in whole["added_tokens"] if not t["special"]]
+    assert fast == whole
+    assert not any(t.get("special") for t in fast.get("added_tokens") or [])

@@ -142,7 +142,7 @@ def test_recipe_with_split_column_replaces_val_fraction() -> None:
 
 def test_values() -> None:
     m = built()
-    assert m["version"] == "v3"
+    assert m["version"] == "v4"
     assert m["dataset"] == "ds"
     assert (m["vocab_size"], m["doc_sep_id"], m["bin_version"]) == (256, 0, 1)
     assert (m["format"], m["dtype"]) == ("llmc", "uint16")
@@ -245,9 +245,9 @@ def test_real_manifest_matches_spec(tmp_path: Path, cli: Any) -> None:
     # visiting: every row, empties counted, prefix digest over all of them
     assert m["source"]["rows_visited"] == 7
     assert m["source"]["empty_rows_skipped"] == 2
-    link = bytes(32)  # the v3 chain, by hand
+    link = bytes(32)  # the v4 chain, by hand
     for t in texts:
-        link = hashlib.sha256(link + len(t.encode()).to_bytes(8, "big") + t.encode()).digest()
+        link = hashlib.sha256(link + hashlib.sha256(t.encode()).digest()).digest()
     assert m["source"]["prefix_sha256"] == link.hex()
 
     # splits by the hash rule; totals, β and file entries recomputed
@@ -355,13 +355,13 @@ def test_read_manifest_corrupt(tmp_path: Path) -> None:
     assert "_MANIFEST.json is not valid JSON" in str(info.value)
 
 
-@pytest.mark.parametrize(("content", "shown"), [('{"version": "v4"}', "'v4'"), ("[1]", "None"),
+@pytest.mark.parametrize(("content", "shown"), [('{"version": "v5"}', "'v5'"), ("[1]", "None"),
                                                 ("{}", "None")])
 def test_read_manifest_unknown_version(tmp_path: Path, content: str, shown: str) -> None:
     (tmp_path / "_MANIFEST.json").write_text(content)
     with pytest.raises(IntegrityError) as info:
         read_manifest(tmp_path)
-    assert f"manifest version {shown} is not one of v1, v2, v3" in str(info.value)
+    assert f"manifest version {shown} is not one of v1, v2, v3, v4" in str(info.value)
 
 
 @pytest.mark.parametrize(("bin_version", "dtype"), [(1, "uint16"), (2, "uint32")])

@@ -21,12 +21,11 @@ RECIPE = Recipe(source="x", tokenizer="byte", val_fraction=0.3)
 
 
 def digest(texts: list[str]) -> str:
-    """stream.md's prefix digest: a chain, c = SHA-256(c || 8-byte length || UTF-8), from 32
-    zero bytes."""
+    """The prefix digest (docs/format.md, manifest v4): a chain, c = SHA-256(c ||
+    SHA-256(UTF-8)), from 32 zero bytes."""
     chain = bytes(32)
     for t in texts:
-        data = t.encode()
-        chain = hashlib.sha256(chain + len(data).to_bytes(8, "big") + data).digest()
+        chain = hashlib.sha256(chain + hashlib.sha256(t.encode()).digest()).digest()
     return chain.hex()
 
 

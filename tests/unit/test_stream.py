@@ -184,11 +184,30 @@ def test_cursor_digest_by_hand() -> None:
     c.visit("é".encode())
     c.visit(b"")
     link = bytes(32)
-    for raw in (b"\x00\x00\x00\x00\x00\x00\x00\x02Hi",
-                b"\x00\x00\x00\x00\x00\x00\x00\x02\xc3\xa9", b"\x00" * 8):
-        link = hashlib.sha256(link + raw).digest()
+    # each link is SHA-256(previous link + SHA-256 of the row); the empty row's SHA-256 is
+    # the well-known constant e3b0c442...b855
+    empty = bytes.fromhex("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    for row in (hashlib.sha256(b"Hi").digest(), hashlib.sha256(b"\xc3\xa9").digest(), empty):
+        link = hashlib.sha256(link + row).digest()
     assert c.prefix_sha256 == link.hex()
     assert c.rows_visited == 3
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.text(max_size=30), max_size=40))
+def test_linking_row_digests_equals_visiting_texts(texts: list[str]) -> None:
+    # A worker sends each row's digest; the committing process links them in one call.
+    # That must end where visiting the texts one by one ends.
+    one = Cursor()
+    for t in texts:
+        one.visit(t.encode())
+    files = [SourceFile(path="a.parquet", local=Path("/nowhere"), size=0)]
+    batch = Preparer(Recipe(source="x", tokenizer="byte"), files).prepare(
+        [(t, None, 0, i) for i, t in enumerate(texts)]
+    )
+    linked = Cursor()
+    linked.link_all(batch.shed().digests)
+    assert (linked.rows_visited, linked.prefix_sha256) == (one.rows_visited, one.prefix_sha256)
 
 
 @settings(max_examples=50, deadline=None)

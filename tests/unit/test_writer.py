@@ -9,18 +9,21 @@ duplicated or reordered document shows in the bytes. File contents are read back
 from __future__ import annotations
 
 import hashlib
+import itertools
 import struct
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import GPT2_DIR, bin_ids
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from prep.encoders import load_encoder
 from prep.errors import InputError
 from prep.formats import get_format
 from prep.state.shards import EMPTY_SHA256, SplitState
-from prep.writer import SplitWriter, needs_rollover
+from prep.writer import SplitWriter, lay_out_splits, needs_rollover
 
 FMT = get_format("llmc")
 
@@ -298,3 +301,52 @@ def test_restore_continues_identically(tmp_path: Path) -> None:
         p.name: p.read_bytes() for p in files_of(b_dir)
     }
     assert (b2.n_tokens, b2.n_docs, b2.text_tokens) == (a.n_tokens, a.n_docs, a.text_tokens)
+
+
+# -- many documents in one call ---------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=st.lists(st.tuples(st.integers(0, 40), st.booleans()), max_size=40),
+    cuts=st.lists(st.integers(0, 40), max_size=6),
+    limit=st.integers(1, 60),
+    sep=st.sampled_from([None, ("append", 255), ("prepend", 254)]),
+)
+def test_laid_out_batches_write_what_add_writes_document_by_document(
+    tmp_path_factory: pytest.TempPathFactory, docs: list[tuple[int, bool]], cuts: list[int],
+    limit: int, sep: tuple[str, int] | None,
+) -> None:
+    # Workers lay a batch out per split (lay_out_splits) and the committing process appends
+    # it whole (add_laid); the per-document add is the rule as tokens-bin.md states it.
+    # Cut into any batches, with documents of both splits mixed, the files, their hashes
+    # and every count must be the same.
+    root = tmp_path_factory.mktemp("w")
+    sep_id, append = (None, False) if sep is None else (sep[1], sep[0] == "append")
+    ids = [doc(k % 200, n) for k, (n, _) in enumerate(docs)]
+    splits = [int(val) for _, val in docs]
+    writers = {}
+    for how in ("one", "many"):
+        for split in ("train", "val"):
+            (root / how / split).mkdir(parents=True)
+            writers[how, split] = make_writer(root / how / split, sep=sep_id, append=append,
+                                              limit=limit, split=split)
+    for k, d in enumerate(ids):
+        writers["one", ("train", "val")[splits[k]]].add(d, 3 * k)
+    bounds = sorted({0, len(ids), *(c for c in cuts if c <= len(ids))})
+    for lo, hi in itertools.pairwise(bounds):
+        part = ids[lo:hi]
+        flat = np.concatenate(part) if part else np.zeros(0, dtype=np.uint32)
+        offsets = np.concatenate([[0], np.cumsum([len(d) for d in part])]).astype(np.int64)
+        laid = lay_out_splits(flat, offsets, splits[lo:hi], [3 * k for k in range(lo, hi)],
+                              sep_id, append)
+        for split, docs_of_split in zip(("train", "val"), laid, strict=True):
+            writers["many", split].add_laid(docs_of_split)
+    for split in ("train", "val"):
+        one, many = writers["one", split], writers["many", split]
+        one.sync()
+        many.sync()
+        assert many.state() == one.state()
+        assert [p.read_bytes() for p in files_of(root / "many" / split, split)] == [
+            p.read_bytes() for p in files_of(root / "one" / split, split)]
+        assert many.finish() == one.finish()

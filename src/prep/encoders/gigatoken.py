@@ -87,11 +87,57 @@ def added_texts(config: dict[str, Any]) -> list[str]:
             if t.get("content") and not t.get("special")]
 
 
-def without_specials(config: dict[str, Any]) -> bytes:
-    """The tokenizer.json for gigatoken: the same file with its special tokens removed
-    from ``added_tokens``, so their text is ordinary text (the ids in ``model`` stay)."""
-    kept = [t for t in config.get("added_tokens") or [] if not t.get("special")]
-    return json.dumps({**config, "added_tokens": kept}).encode("utf-8")
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _skip(text: str, i: int) -> int:
+    """The first offset at or after ``i`` that is not JSON whitespace."""
+    m = _SPACE.match(text, i)
+    return m.end() if m else i
+
+
+def parse_members(text: str) -> tuple[dict[str, Any], dict[str, tuple[int, int]]]:
+    """A JSON object's members and where each value lies in ``text`` (character offsets):
+    ``json.loads`` of the same text, plus the spans, in the same single pass. Raises
+    ``ValueError`` when ``text`` is not one JSON object."""
+    decode, space = json.JSONDecoder().raw_decode, _skip
+    members: dict[str, Any] = {}
+    spans: dict[str, tuple[int, int]] = {}
+    i = space(text, 0)
+    if text[i : i + 1] != "{":
+        raise ValueError("not a JSON object")
+    i = space(text, i + 1)
+    while text[i : i + 1] != "}":
+        key, i = decode(text, i)
+        i = space(text, i)
+        if not isinstance(key, str) or text[i : i + 1] != ":":
+            raise ValueError(f"expected a member name and ':' at character {i}")
+        start = space(text, i + 1)
+        members[key], i = decode(text, start)
+        spans[key] = (start, i)
+        i = space(text, i)
+        if text[i : i + 1] == ",":
+            i = space(text, i + 1)
+            if text[i : i + 1] == "}":
+                raise ValueError(f"a trailing comma at character {i}")
+        elif text[i : i + 1] != "}":
+            raise ValueError(f"expected ',' or '}}' at character {i}")
+    if text[space(text, i + 1) :]:
+        raise ValueError("extra data after the object")
+    return members, spans
+
+
+def specials_removed(text: str, config: dict[str, Any],
+                     spans: dict[str, tuple[int, int]]) -> bytes:
+    """The tokenizer.json for gigatoken: the file's own text (``parse_members`` of it)
+    with its special tokens removed from ``added_tokens``, so their text is ordinary text
+    (the ids in ``model`` stay). Only that value is written again, not the whole file."""
+    added = config.get("added_tokens")
+    if not isinstance(added, list) or not any(t.get("special") for t in added):
+        return text.encode("utf-8")
+    start, end = spans["added_tokens"]
+    kept = json.dumps([t for t in added if not t.get("special")])
+    return (text[:start] + kept + text[end:]).encode("utf-8")
 
 
 Reference = Callable[[list[str], list[bytes]], FlatIds]
@@ -164,8 +210,9 @@ def load_gigatoken(raw: bytes, reference: Reference, *, probe: bool = True,
     reproduce, gigatoken is not installed or refuses the file, or (``probe``) a probe text
     encodes differently from ``reference``."""
     try:
-        config = json.loads(raw)
-    except ValueError as e:
+        text = raw.decode("utf-8")
+        config, spans = parse_members(text)
+    except ValueError as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise Declined(f"tokenizer.json is not JSON ({e})") from e
     gate(config)
     try:
@@ -173,7 +220,7 @@ def load_gigatoken(raw: bytes, reference: Reference, *, probe: bool = True,
     except ImportError as e:
         raise Declined(f"gigatoken is not installed ({e}); pip install gigatoken") from e
     try:
-        backend = load_hf_json(without_specials(config))
+        backend = load_hf_json(specials_removed(text, config, spans))
     except Exception as e:  # the Rust side raises RuntimeError with a multi-line report
         raise Declined(f"gigatoken refused the file: {str(e).splitlines()[0]}") from e
     engine = GigatokenEncoder(backend, added_texts(config), reference, parallel)

@@ -19,7 +19,7 @@ from prep.errors import InputError, Interrupted, PrepError
 from prep.progress import Reporter, Snapshot, silent
 from prep.run.finish import finish
 from prep.run.state import RunState
-from prep.run.tasks import open_workers
+from prep.run.tasks import open_workers, per_document
 from prep.split import SPLITS, TRAIN
 from prep.state.manifest import Manifest
 from prep.stream import DOC, EMPTY, Batch, StreamItem
@@ -27,11 +27,26 @@ from prep.stream import DOC, EMPTY, Batch, StreamItem
 logger = logging.getLogger(__name__)
 
 StopRequested = Callable[[], bool]
-Ids = Any  # a numpy id array, or the InputError of a document that cannot be encoded
 
 
-def commit_batch(state: RunState, batch: Batch, ids: list[Ids]) -> bool:
-    """Visit the batch's rows in order; True when ``--train-tokens`` is reached."""
+def commit_batch(state: RunState, batch: Batch, ids: Any) -> bool:
+    """Visit the batch's rows in order; True when ``--train-tokens`` is reached. ``ids``:
+    the documents laid out per split by a worker (``Laid`` per split, see
+    :func:`prep.writer.lay_out_splits`), or their ids (:class:`FlatIds`, or one array per
+    document ending with the ``InputError`` of a document that cannot be encoded) for a
+    batch committed row by row."""
+    if isinstance(ids, tuple):
+        state.cursor.link_all(batch.digests)
+        state.cursor.empty_rows_skipped += len(batch.kinds) - len(batch.doc_splits)
+        for name, laid in zip(SPLITS, ids, strict=True):
+            state.writers[name].add_laid(laid)
+        return False
+    return _commit_rows(state, batch, per_document(ids))
+
+
+def _commit_rows(state: RunState, batch: Batch, ids: list[Any]) -> bool:
+    """Visit the batch's rows one by one: raises a row's error at its place, stops at the
+    token budget."""
     cursor, writers = state.cursor, state.writers
     train_budget = state.recipe.train_tokens
     train = writers["train"]
@@ -40,15 +55,14 @@ def commit_batch(state: RunState, batch: Batch, ids: list[Ids]) -> bool:
         if kind == DOC:
             if isinstance(ids[d], PrepError):
                 raise ids[d]
-            data = batch.utf8[i]
-            cursor.visit(data)  # type: ignore[arg-type]
+            cursor.link(batch.digest(i))
             split = batch.doc_splits[d]
-            writers[SPLITS[split]].add(ids[d], len(data))  # type: ignore[arg-type]
+            writers[SPLITS[split]].add(ids[d], batch.doc_sizes[d])
             d += 1
             if split == TRAIN and train_budget is not None and train.n_tokens >= train_budget:
                 return True
         elif kind == EMPTY:
-            cursor.visit(batch.utf8[i])  # type: ignore[arg-type]
+            cursor.link(batch.digest(i))
             cursor.empty_rows_skipped += 1
         else:
             raise batch.errors[i]

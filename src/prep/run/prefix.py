@@ -24,7 +24,7 @@ from prep.run.tasks import RowGroupTask, open_task, row_group_tasks
 from prep.sources import Source, SourceFile
 from prep.split import SPLITS
 from prep.state.checkpoint import Checkpoint, StreamBase
-from prep.stream import DOC, EMPTY, ERROR, Batch, Cursor, Failure, Preparer, StreamItem, batches
+from prep.stream import Batch, Cursor, Failure, Preparer, StreamItem, batches
 from prep.workers import OrderedPool
 
 logger = logging.getLogger(__name__)
@@ -117,15 +117,12 @@ def _serial(
 def _visit(batch: Batch, cursor: Cursor, counts: ReplayCounts) -> None:
     """Feed a replayed batch to the digest and the counts; a row that fails now was
     committed when it read, so the source changed."""
-    for i, kind in enumerate(batch.kinds):
-        if kind == ERROR:
-            raise _changed_row(batch.errors[i])
-        cursor.visit(batch.utf8[i])  # type: ignore[arg-type]
-        if kind == EMPTY:
-            counts.empty_rows += 1
-    doc_bytes = (b for b, k in zip(batch.utf8, batch.kinds, strict=True) if k == DOC)
-    for data, split in zip(doc_bytes, batch.doc_splits, strict=True):
-        counts.add_doc(SPLITS[split], len(data))  # type: ignore[arg-type]
+    if batch.errors:
+        raise _changed_row(batch.errors[min(batch.errors)])
+    cursor.link_all(batch.digests)
+    counts.empty_rows += len(batch.kinds) - len(batch.doc_splits)
+    for split, size in zip(batch.doc_splits, batch.doc_sizes, strict=True):
+        counts.add_doc(SPLITS[split], size)
 
 
 def _changed_row(err: PrepError) -> IntegrityError:
@@ -146,7 +143,7 @@ def _changed_row(err: PrepError) -> IntegrityError:
 
 @dataclass
 class Replayed:
-    """A task's rows, prepared (without their texts: the bytes are enough), and on its
+    """A task's rows, prepared (without their texts: digests and sizes are enough), and on its
     first piece the digest of the file it hashed."""
 
     batch: Batch
@@ -170,8 +167,7 @@ def replay_task(task: RowGroupTask) -> Iterator[Replayed]:
         items = iter([Failure(e)])
     sent = False
     for batch in batches(items, Preparer(recipe, files), _SIGNAL_CHECK_ROWS):
-        batch.docs = []
-        yield Replayed(batch, None if sent else sha)
+        yield Replayed(batch.shed(), None if sent else sha)
         sent = True
     if not sent:
         yield Replayed(Batch(), sha)

@@ -40,6 +40,7 @@ from prep.sources import (
 )
 from prep.stream import DOC, Batch, Failure, Preparer, StreamItem, batches
 from prep.workers import OrderedPool, default_workers
+from prep.writer import Laid, lay_out_splits
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,16 @@ class Piece:
     piece of a task that hashed its file."""
 
     batch: Batch
-    ids: Ids
+    ids: Ids | None  # None when the documents come laid out
     file_sha256: tuple[int, str] | None = None
     checked: tuple[int, int, float] = (0, 0, 0.0)  # cross-check: documents, bytes, seconds
     error: PrepError | None = None  # raised before anything of the batch is committed
+    laid: tuple[Laid, ...] | None = None  # the documents per split, ready to append
+
+    @property
+    def payload(self) -> Ids | tuple[Laid, ...]:
+        """What the committing process appends: the laid-out documents, or the ids."""
+        return self.laid if self.laid is not None else self.ids  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -207,17 +214,28 @@ def run_task(task: Task) -> Iterator[Piece]:
         except PrepError as e:
             items = iter([Failure(e)])
     sent = False
-    vocab = w.settings.engine.identity.vocab_size
     for batch in batches(items, w.preparer, w.settings.batch_size):
-        ids = tokenize(w.encoder, batch)
-        checked, error = _cross_check(w.check, batch, ids)
-        if isinstance(ids, FlatIds):
-            ids = ids.narrowed(vocab)
-        batch.docs = []  # the main process needs the bytes only: do not send the text twice
-        yield Piece(batch, ids, None if sent else sha, checked, error)
+        yield _piece(w, batch, None if sent else sha)
         sent = True
     if not sent:
         yield Piece(Batch(), FlatIds.of([]), sha)
+
+
+def _piece(w: _Worker, batch: Batch, sha: tuple[int, str] | None) -> Piece:
+    """A prepared batch tokenized, checked and, when nothing in it needs a row-by-row
+    commit (an error, a token budget), laid out per split with its separators: that work
+    is done here, in parallel, and the committing process only appends."""
+    ids = tokenize(w.encoder, batch)
+    checked, error = _cross_check(w.check, batch, ids)
+    if not isinstance(ids, FlatIds):
+        return Piece(batch.shed(), ids, sha, checked, error)
+    identity, recipe = w.settings.engine.identity, w.settings.recipe
+    ids = ids.narrowed(identity.vocab_size)
+    if error is not None or batch.errors or recipe.train_tokens is not None:
+        return Piece(batch.shed(), ids, sha, checked, error)
+    laid = lay_out_splits(ids.ids, ids.offsets, batch.doc_splits, batch.doc_sizes,
+                          identity.doc_sep_id, recipe.sep_position == "append")
+    return Piece(batch.shed(), None, sha, checked, None, laid)
 
 
 def _cross_check(check: CrossCheck | None, batch: Batch, ids: Ids
@@ -280,8 +298,8 @@ def item_tasks(stream: Iterator[StreamItem], size: int) -> Iterator[ItemsTask]:
 
 
 def text_bytes(piece: Piece) -> int:
-    """The UTF-8 text a piece carried: what ``--recycle-workers`` counts."""
-    return sum(len(b) for b in piece.batch.utf8 if b is not None)
+    """The UTF-8 bytes of the documents in a piece: what ``--recycle-workers`` counts."""
+    return sum(piece.batch.doc_sizes)
 
 
 def _pool(settings: WorkerSettings, workers: int, engine: Any, recycle: int | None
@@ -303,13 +321,14 @@ def _pool(settings: WorkerSettings, workers: int, engine: Any, recycle: int | No
 @contextmanager
 def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
                   files: list[SourceFile], engine: Any, check: CrossCheck | None = None,
-                  recycle: int | None = None) -> Iterator[Iterable[tuple[Batch, list[Any]]]]:
-    """Prepared batches with one id array per document, in stream order, computed by
+                  recycle: int | None = None) -> Iterator[Iterable[tuple[Batch, Any]]]:
+    """Prepared batches (shed of their texts) with their :attr:`Piece.payload`, in stream
+    order, computed by
     ``workers`` processes; a batch the workers' cross-check refused raises here, before it
     is handed on (``check`` adds up what was re-encoded). The files a worker hashed get
     their digest in ``files`` (the main process's list)."""
 
-    def pieces() -> Iterator[tuple[Batch, list[Any]]]:
+    def pieces() -> Iterator[tuple[Batch, Any]]:
         for piece in pool.map(tasks):
             if piece.file_sha256 is not None:
                 index, sha = piece.file_sha256
@@ -318,7 +337,7 @@ def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
                 check.add(*piece.checked)
             if piece.error is not None:
                 raise piece.error
-            yield piece.batch, per_document(piece.ids)
+            yield piece.batch, piece.payload
 
     pool = _pool(settings, workers, engine, recycle)
     # Leaving early (a stop, an error, the train budget) ends the workers first: the

@@ -31,8 +31,8 @@ CHECKPOINT_NAME = "checkpoint.json"
 # 3: the prefix digest became a per-row chain (manifest v3) and a progress may carry the
 # published stream it continues. A format-2 staging directory's digest is the old running
 # hash: resuming it here would report a changed source, so it is refused as another
-# version's instead.
-FORMAT = 3
+# version's instead. 4: the chain links each row's SHA-256 (manifest v4); same reason.
+FORMAT = 4
 
 
 @dataclass(frozen=True)

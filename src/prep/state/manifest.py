@@ -29,8 +29,10 @@ PROVENANCE_NAME = "_PROVENANCE.json"
 # manifest is llm.c .bin with the dtype its bin_version says, and still reads and verifies.
 # v3 made the prefix digest a per-row chain, which a refresh can continue from the manifest;
 # v1 and v2 datasets still read and verify (a refresh rebuilds them once).
-MANIFEST_VERSION = "v3"
-READABLE_VERSIONS = ("v1", "v2", MANIFEST_VERSION)
+# v4 links each row's own SHA-256 into the chain instead of its bytes (the rows are hashed
+# where they are read, in parallel); v1-v3 datasets read and verify, a refresh rebuilds.
+MANIFEST_VERSION = "v4"
+READABLE_VERSIONS = ("v1", "v2", "v3", MANIFEST_VERSION)
 _V1_DTYPES = {1: "uint16", 2: "uint32"}
 
 
