@@ -25,12 +25,13 @@ Run from anywhere (defaults: N = 10, the GPT-2 ``tokenizer.json`` fixture, a tem
 work directory removed at the end)::
 
     python benchmarks/memory.py [--mb N] [--tokenizer PATH] [--workdir DIR] [--keep]
+                                [--recycle-workers BYTES]
 
 Progress goes to stderr; stdout gets one JSON line::
 
-    {"bench": "memory", "small_mb", "large_mb", "small_peak_rss_mib", "large_peak_rss_mib",
-     "ratio", "small_tree_pss_mib", "large_tree_pss_mib", "tree_ratio", "small_tokens",
-     "large_tokens"}
+    {"bench": "memory", "recycle_workers", "small_mb", "large_mb", "small_peak_rss_mib",
+     "large_peak_rss_mib", "ratio", "small_tree_pss_mib", "large_tree_pss_mib", "tree_ratio",
+     "small_tokens", "large_tokens"}
 
 With worker processes (the default: one per core) the figure that counts is the whole
 tree's: ``tree_ratio`` is large / small peak of the summed PSS of prepare and its workers,
@@ -79,6 +80,7 @@ class RunResult:
     peak_rss_kib: int
     seconds: float
     tree_peak_pss_kib: int = 0
+    cpu_seconds: float = 0.0  # user + system of the child and every process it waited for
 
 
 class TreeSampler:
@@ -160,7 +162,8 @@ def run_measured(cmd: list[str], log: Path) -> RunResult:
     tree_kib = sampler.stop()
     exit_code = os.waitstatus_to_exitcode(status)
     proc.returncode = exit_code  # already reaped: keep Popen from waiting on a stale pid
-    return RunResult(exit_code, usage.ru_maxrss, time.perf_counter() - start, tree_kib)
+    return RunResult(exit_code, usage.ru_maxrss, time.perf_counter() - start, tree_kib,
+                     usage.ru_utime + usage.ru_stime)
 
 
 def manifest_tokens(out: Path) -> int:
@@ -212,7 +215,7 @@ def _tail(log: Path) -> str:
     return "\n".join(lines[-TAIL_LINES:])
 
 
-def measure(mb: float, tokenizer: str, workdir: Path) -> tuple[RunResult, int]:
+def measure(mb: float, tokenizer: str, workdir: Path, *extra: str) -> tuple[RunResult, int]:
     """Build an ``mb`` MB corpus in ``workdir``, prepare it, return the run and its tokens.
 
     Raises ``BenchmarkError`` if a target path already exists, or the run exits non-zero
@@ -235,7 +238,7 @@ def measure(mb: float, tokenizer: str, workdir: Path) -> tuple[RunResult, int]:
         f"floor (this process's peak RSS) {own_peak_rss_mib():,.1f} MiB",
         file=sys.stderr,
     )
-    cmd = prepare_command(corpus, tokenizer, out)
+    cmd = prepare_command(corpus, tokenizer, out, *extra)
     result = run_measured(cmd, log)
     if result.exit_code != 0:
         raise BenchmarkError(
@@ -287,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         help="where corpora and outputs go (default: a new temporary directory)",
     )
     parser.add_argument("--keep", action="store_true", help="keep corpora and outputs")
+    parser.add_argument("--recycle-workers", metavar="BYTES", default=None,
+                        help="pass --recycle-workers BYTES to both runs (default: not given)")
     args = parser.parse_args(argv)
     if not args.mb > 0:
         parser.error("--mb must be > 0")
@@ -306,8 +311,10 @@ def main(argv: list[str] | None = None) -> int:
     created = [workdir] if args.workdir is None else []
     try:
         small_mb, large_mb = args.mb, 10 * args.mb
-        small, small_tokens = measure(small_mb, tokenizer, workdir)
-        large, large_tokens = measure(large_mb, tokenizer, workdir)
+        extra = () if args.recycle_workers is None else ("--recycle-workers",
+                                                         args.recycle_workers)
+        small, small_tokens = measure(small_mb, tokenizer, workdir, *extra)
+        large, large_tokens = measure(large_mb, tokenizer, workdir, *extra)
     except BenchmarkError as exc:
         print(f"memory: {exc}\nmemory: work directory kept: {workdir}", file=sys.stderr)
         return 1
@@ -326,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(
             {
                 "bench": "memory",
+                "recycle_workers": args.recycle_workers,
                 "small_mb": small_mb,
                 "large_mb": large_mb,
                 "small_peak_rss_mib": round(small_mib, 1),

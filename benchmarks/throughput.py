@@ -15,10 +15,13 @@ nothing beyond tokenizing. Alternating pairs in one run cancel most of the machi
 With ``--checkpoint`` it also compares ``--checkpoint-interval 1`` with ``600`` (the
 overhead of checkpointing every second), and with ``--resume`` it stops a run with SIGTERM
 once ~90 % of the rows are committed, then times the resume's verification and replay
-(parsed from its log line) against the time the whole run took.
+(parsed from its log line) against the time the whole run took. With ``--recycle BYTES``
+it compares ``--recycle-workers BYTES`` with the default (workers never replaced), in wall
+and in CPU seconds of the whole process tree (``os.wait4``).
 
     python benchmarks/throughput.py [--mb 200] [--pairs 3] [--batch-size 512]
-                                    [--threads N] [--checkpoint] [--resume] [--workdir D]
+                                    [--threads N] [--checkpoint] [--resume]
+                                    [--recycle BYTES] [--workdir D]
 
 Prints one JSON line per measurement on stdout; progress on stderr.
 """
@@ -42,6 +45,7 @@ from memory import (
     DEFAULT_TOKENIZER,
     PREPARE,
     REPO,
+    RunResult,
     manifest_tokens,
     prepare_command,
     reusable_corpus,
@@ -66,6 +70,14 @@ def run_e2e(
     corpus: Path, tok: Path, out: Path, batch: int, extra: list[str], threads: int | None
 ) -> tuple[float, int, int]:
     """(seconds, peak RSS KiB, tokens) of one prepare run into a fresh ``out``."""
+    res = run_e2e_measured(corpus, tok, out, batch, extra, threads)
+    return res.seconds, res.peak_rss_kib, manifest_tokens(out)
+
+
+def run_e2e_measured(
+    corpus: Path, tok: Path, out: Path, batch: int, extra: list[str], threads: int | None
+) -> RunResult:
+    """One prepare run into a fresh ``out``: its wall and CPU seconds and peak memory."""
     shutil.rmtree(out, ignore_errors=True)
     cmd = prepare_command(
         corpus, tok, out, "--quiet", "--batch-size", str(batch), "--dataset", "bench", *extra
@@ -75,7 +87,7 @@ def run_e2e(
     res = run_measured(cmd, out.with_suffix(".log"))
     if res.exit_code != 0:
         raise SystemExit(f"prepare failed ({res.exit_code}); see {out.with_suffix('.log')}")
-    return res.seconds, res.peak_rss_kib, manifest_tokens(out)
+    return res
 
 
 def run_baseline(corpus: Path, tok: Path, batch: int, threads: int | None) -> tuple[float, int]:
@@ -164,6 +176,33 @@ def checkpoint_overhead(args: argparse.Namespace, corpus: Path, work: Path) -> N
     )
 
 
+def recycle_cost(args: argparse.Namespace, corpus: Path, work: Path) -> None:
+    """``--recycle-workers BYTES`` against the default (never), alternating: the cost of
+    replacing workers, in wall and in CPU seconds (the whole tree's), medians."""
+    runs: dict[str, list[RunResult]] = {"on": [], "off": []}
+    for i in range(args.pairs):
+        for key, extra in (("on", ["--recycle-workers", args.recycle]), ("off", [])):
+            runs[key].append(run_e2e_measured(corpus, args.tokenizer, work / "out",
+                                              args.batch_size, extra, args.threads))
+        on, off = runs["on"][-1], runs["off"][-1]
+        log(f"pair {i + 1}: recycled {on.seconds:.2f} s ({on.cpu_seconds:.2f} CPU s), "
+            f"default {off.seconds:.2f} s ({off.cpu_seconds:.2f} CPU s)")
+    med = {f"{k}_{m}": statistics.median(getattr(r, m) for r in v)
+           for k, v in runs.items() for m in ("seconds", "cpu_seconds")}
+    print(
+        json.dumps(
+            {
+                "bench": "recycle",
+                "recycle_workers": args.recycle,
+                **{k: round(v, 3) for k, v in med.items()},
+                "wall_ratio": round(med["on_seconds"] / med["off_seconds"], 4),
+                "cpu_ratio": round(med["on_cpu_seconds"] / med["off_cpu_seconds"], 4),
+            }
+        ),
+        flush=True,
+    )
+
+
 _RESUMED = re.compile(r"verified and replayed in ([0-9.]+) s")
 
 
@@ -239,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tokenizer", type=Path, default=DEFAULT_TOKENIZER)
     p.add_argument("--checkpoint", action="store_true", help="also measure checkpoint overhead")
     p.add_argument("--resume", action="store_true", help="also measure resume cost at ~90%%")
+    p.add_argument("--recycle", metavar="BYTES", default=None,
+                   help="also measure the cost of --recycle-workers BYTES")
     p.add_argument("--skip-throughput", action="store_true")
     p.add_argument("--workdir", type=Path, default=None, help="kept; the corpus is reused")
     args = p.parse_args(argv)
@@ -250,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint_overhead(args, corpus, work)
     if args.resume:
         resume_cost(args, corpus, work)
+    if args.recycle:
+        recycle_cost(args, corpus, work)
     if args.workdir is None:
         shutil.rmtree(work, ignore_errors=True)
     return 0

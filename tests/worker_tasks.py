@@ -39,3 +39,13 @@ def pid(_: object) -> Iterator[int]:
 
 def failing_init() -> None:
     raise RuntimeError("cannot load the tokenizer")
+
+
+def numbered(n: int) -> Iterator[tuple[int, int]]:
+    """``n`` results for task ``n``, each ``(n, this worker's pid)``."""
+    for _ in range(n):
+        yield n, os.getpid()
+
+
+def weight(_: object) -> int:
+    return 1

@@ -254,6 +254,12 @@ def _run_control(g: Group, d: Mapping[str, Any]) -> None:
     g.add_argument("--workers", type=count(1), metavar="N",
                    help="worker processes reading and tokenizing (default: one per core)")
     g.add_argument(
+        "--recycle-workers", type=count(1), metavar="BYTES",
+        help="replace each worker with a fresh one after it has read BYTES of text (e.g. "
+        "10M): bounds what the workers' caches and allocators keep, at ~50 ms of CPU per "
+        "replacement (default: never)",
+    )
+    g.add_argument(
         "--engine", choices=d["choices"]["engine"],
         help="how ids are computed, never which: auto (the fastest engine that reproduces "
         "the tokenizer exactly, else hf), hf (tokenizers, the reference) or gigatoken "

@@ -138,6 +138,7 @@ class RunOptions:
     batch_size: int = DEFAULT_BATCH_SIZE
     threads: int | None = None  # tokenizer threads per worker (None: 1)
     workers: int | None = None  # worker processes (None: one per core)
+    recycle_workers: int | None = None  # bytes of text after which a worker is replaced
     engine: str = "auto"  # how ids are computed, never which (prep.encoders.engine)
     checkpoint_interval: float = 60.0
     resume: bool = False
@@ -156,6 +157,8 @@ class RunOptions:
             raise UsageError(f"--threads {self.threads} must be > 0")
         if self.workers is not None and self.workers <= 0:
             raise UsageError(f"--workers {self.workers} must be > 0")
+        if self.recycle_workers is not None and self.recycle_workers <= 0:
+            raise UsageError(f"--recycle-workers {self.recycle_workers} must be > 0")
         for name, value in (
             ("--checkpoint-interval", self.checkpoint_interval),
             ("--log-interval", self.log_interval),

@@ -17,24 +17,25 @@ elsewhere they notice within a second).
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import queue
-import signal
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from prep.errors import PrepError
+from prep.launch import Handle, Launcher, Spawner, Zygote, adopt
 from prep.readahead import DONE, Raised, ReadAhead
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-ORPHAN_CHECK_SECONDS = 1.0
+logger = logging.getLogger(__name__)
+
 POLL_SECONDS = 0.5
+RETIRE_SECONDS = 5.0
 DIED = (
     "a worker process ended without a result (killed, or out of memory); rerun with "
     "--resume, with fewer --workers if memory is short"
@@ -47,38 +48,18 @@ class WorkerDied(PrepError):
     """A worker process ended without a result (killed, out of memory)."""
 
 
-def _watch_parent(parent: int) -> None:
-    while True:
-        time.sleep(ORPHAN_CHECK_SECONDS)
-        if os.getppid() != parent:
-            os._exit(1)
-
-
-def _die_with_parent() -> None:
-    """Linux: SIGKILL this process when its parent dies (prctl PR_SET_PDEATHSIG)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-    except (OSError, AttributeError):  # not Linux: the watcher thread still ends it
-        pass
-
-
 def _serve(fn: Callable[[Any], Iterable[Any]], init: Callable[..., None] | None,
-           init_args: tuple[Any, ...], tasks: Any, results: Any, parent: int) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _die_with_parent()
-    if os.getppid() != parent:  # the parent died before the line above took effect
-        os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+           init_args: tuple[Any, ...], retire: tuple[int, Callable[[Any], int] | None] | None,
+           tasks: Any, results: Any, parent: int) -> None:
+    adopt(parent)
     try:
         if init is not None:
             init(*init_args)
     except BaseException as e:  # report it at the first task, in order
         results.put((_ERROR, e))
         return
+    limit, weigh = retire if retire is not None else (0, None)
+    worn = 0
     while True:
         task = tasks.get()
         if task is None:
@@ -86,10 +67,15 @@ def _serve(fn: Callable[[Any], Iterable[Any]], init: Callable[..., None] | None,
         try:
             for item in fn(task):
                 results.put((_ITEM, item))
+                worn += 0 if weigh is None else weigh(item)
         except BaseException as e:
             results.put((_ERROR, e))
             return
-        results.put((_END, None))
+        worn += 1 if weigh is None else 0
+        if retire is not None and worn >= limit:
+            results.put((_END, True))  # the tasks queued behind this one wait for a successor
+            return
+        results.put((_END, False))
 
 
 class _Planner(ReadAhead[Any]):
@@ -126,11 +112,19 @@ class OrderedPool(Generic[T, R]):
     yields come back in task order. ``fork`` (the default where the platform has it) or
     not: a forked worker inherits the caller's state, so ``init`` may be None.
 
-    ``fn``, ``init`` and the tasks must be picklable (module-level functions). An exception
-    raised by ``init`` or ``fn`` re-raises in the consumer at its place; a worker that dies
-    raises ``WorkerDied``. Use as a context manager: leaving it ends the workers at once,
-    dropping work in flight. The workers start at construction, so they load while the
-    caller prepares."""
+    ``retire_after``: a worker retires after the task during which the items it yielded
+    since it started reached that weight (``weigh(item)``, or one per task without
+    ``weigh``), and a fresh worker takes over its slot and the tasks queued there. A forked
+    replacement comes from a zygote forked here (see ``launch``), so it starts from the
+    caller's state at construction, whatever the caller's threads do by then. This bounds
+    what a long run's workers hold (caches, allocator pools that keep their peak) to what
+    ``retire_after`` leaves them.
+
+    ``fn``, ``init``, ``weigh`` and the tasks must be picklable (module-level functions).
+    An exception raised by ``init`` or ``fn`` re-raises in the consumer at its place; a
+    worker that dies raises ``WorkerDied``. Use as a context manager: leaving it ends the
+    workers at once, dropping work in flight. The workers start at construction, so they
+    load while the caller prepares."""
 
     def __init__(
         self,
@@ -141,23 +135,29 @@ class OrderedPool(Generic[T, R]):
         depth: int = 2,
         ahead: int = 2,
         fork: bool = True,
+        retire_after: int | None = None,
+        weigh: Callable[[R], int] | None = None,
     ) -> None:
         can_fork = fork and sys.platform.startswith("linux")
         ctx: Any = multiprocessing.get_context("fork" if can_fork else "spawn")
         self._ahead = ahead
         self._tasks = [ctx.Queue() for _ in range(workers)]
         self._results = [ctx.Queue(maxsize=depth) for _ in range(workers)]
-        self._procs = [
-            ctx.Process(
-                target=_serve,
-                args=(fn, init, init_args, self._tasks[i], self._results[i], os.getpid()),
-                name=f"prep-worker-{i}",
-                daemon=True,
-            )
-            for i in range(workers)
-        ]
-        for p in self._procs:
-            p.start()
+        retire = None if retire_after is None else (retire_after, weigh)
+        args = [(fn, init, init_args, retire, self._tasks[i], self._results[i])
+                for i in range(workers)]
+        self._launcher: Launcher
+        if can_fork and retire is not None:
+            self._launcher = Zygote(_serve, args, "prep-worker")
+        else:  # forked from here, now (the only safe time), or spawned
+            self._launcher = Spawner(ctx, _serve, args, "prep-worker")
+        self._procs: list[Handle] = []
+        try:
+            self._procs.extend(self._launcher.start(i) for i in range(workers))
+        except ChildProcessError as e:
+            self.close()
+            raise WorkerDied(DIED) from e
+        self.retired = 0
 
     def map(self, tasks: Iterable[T]) -> Iterator[R]:
         """Items of ``fn(task)`` for each task, in task order. Tasks are never None (None
@@ -191,6 +191,8 @@ class OrderedPool(Generic[T, R]):
             if kind == _ITEM:
                 yield item
             elif kind == _END:
+                if item:
+                    self._replace(w)
                 return
             else:
                 raise item
@@ -203,6 +205,22 @@ class OrderedPool(Generic[T, R]):
                 if not self._procs[w].is_alive():
                     raise WorkerDied(DIED) from None
 
+    def _replace(self, w: int) -> None:
+        """Start a successor for worker ``w``, which retired: everything it sent has been
+        read, so it is exiting (or is ended now)."""
+        old = self._procs[w]
+        old.join(timeout=RETIRE_SECONDS)
+        if old.is_alive():
+            old.kill()
+            old.join()
+        try:
+            self._procs[w] = self._launcher.start(w)
+        except ChildProcessError as e:
+            raise WorkerDied(DIED) from e
+        self.retired += 1
+        logger.debug("worker %d retired (pid %s); pid %s takes over", w, old.pid,
+                     self._procs[w].pid)
+
     def pids(self) -> list[int]:
         """The workers' process ids."""
         return [p.pid for p in self._procs if p.pid is not None]
@@ -214,6 +232,7 @@ class OrderedPool(Generic[T, R]):
                 p.kill()
         for p in self._procs:
             p.join(timeout=5)
+        self._launcher.close()
         for q in (*self._tasks, *self._results):
             q.cancel_join_thread()
             q.close()

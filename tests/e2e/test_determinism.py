@@ -5,9 +5,11 @@ engine or checkpoint interval."""
 from __future__ import annotations
 
 import json
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from conftest import (
     bpe_tokenizer,
@@ -84,6 +86,8 @@ def test_batch_size_threads_workers_engine_and_checkpoints_do_not_change_bytes(
         "w1": ["--workers", 1],
         "w3-b7": ["--workers", 3, "--batch-size", 7],
         "w2-t2-spawned": ["--workers", 2, "--threads", 2],
+        "w2-recycled-every-task": ["--workers", 2, "--recycle-workers", 1],
+        "w2-t2-spawned-recycled": ["--workers", 2, "--threads", 2, "--recycle-workers", 1],
         "engine-hf-w2": ["--engine", "hf", "--workers", 2],
     }
 
@@ -99,6 +103,28 @@ def test_batch_size_threads_workers_engine_and_checkpoints_do_not_change_bytes(
     for name, code, err in results:
         assert code == 0, f"{name}: {err}"
         assert dir_bytes(tmp_path / name) == expected, name
+
+
+def test_recycled_workers_write_the_same_bytes(cli, tmp_path: Path, corpus,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    """Row-group tasks (no shuffle buffer): a worker retires after each task (50 rows, over
+    40 bytes of text), so fresh ones take over all along the run."""
+    src, tok = corpus
+    recipe = ["--source", src, "--tokenizer", tok, "--val-fraction", "0.2", "--dataset", "r",
+              "--workers", 2, "--batch-size", 16]
+    assert cli("prepare", "--out", tmp_path / "kept", *recipe).code == 0
+    workers_log = logging.getLogger("prep.workers")  # "prep" does not propagate in a run
+    workers_log.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="prep.workers"):
+            r = cli("prepare", "--out", tmp_path / "recycled", *recipe, "--recycle-workers", 40)
+    finally:
+        workers_log.removeHandler(caplog.handler)
+    assert r.code == 0, r.err
+    retired = [m for m in caplog.messages if " retired (pid " in m]
+    groups = sum(pq.ParquetFile(f).num_row_groups for f in sorted(src.glob("*.parquet")))
+    assert len(retired) == groups == 10  # one task per row group, each over 40 bytes
+    assert dir_bytes(tmp_path / "recycled") == dir_bytes(tmp_path / "kept")
 
 
 def test_max_id_65536_writes_version_2_uint32(cli, tmp_path: Path) -> None:

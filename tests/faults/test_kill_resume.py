@@ -3,6 +3,7 @@ directory is byte-identical to an uninterrupted run's, whatever the moment of th
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 from pathlib import Path
@@ -205,3 +206,34 @@ def test_two_quick_sigints_at_random_moments_then_resume(
     done = h.run(["--out", out, "--resume", *h.FAST])
     assert done.returncode == 0, done.stderr
     h.assert_identical(w, out)
+
+
+def test_recycled_workers_keep_the_stop_and_kill_semantics(w: World, tmp_path: Path) -> None:
+    """With workers replaced all along the run (``--recycle-workers``): SIGTERM still
+    exits 75 after a checkpoint, SIGKILL still leaves a resumable staging directory and no
+    process behind, and the resumed output is the uninterrupted run's."""
+    out = tmp_path / "out"
+    recycle = ["--recycle-workers", "20K"]  # tasks of 8 documents (~400 B): a new worker every ~50
+    proc = h.spawn(w.fresh_args(out, *recycle), faults=PACE)
+    assert h.reached(proc, lambda: h.rows_committed(out) >= 3000), proc.finish()
+    proc.send_signal(signal.SIGTERM)
+    code, err = proc.finish()
+    assert code == 75, err
+    h.no_traceback(err)
+    proc = h.spawn(["--out", out, "--resume", *h.FAST, *recycle], faults=PACE)
+    assert h.reached(proc, lambda: h.rows_committed(out) >= 9000), proc.finish()
+    group = os.getpgid(proc.popen.pid)
+    assert h.kill_after(proc, 0.0)
+    assert proc.finish()[0] == -signal.SIGKILL
+    assert h.wait_for(lambda: not _group_alive(group), "the workers to end")
+    done = h.run(["--out", out, "--resume", *recycle])
+    assert done.returncode == 0, done.stderr
+    h.assert_identical(w, out)
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True

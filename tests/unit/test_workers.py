@@ -68,14 +68,63 @@ def test_close_ends_the_workers_at_once() -> None:
             os.kill(worker, 0)
 
 
+def test_a_worker_retires_after_its_tasks_and_a_fresh_one_takes_its_slot() -> None:
+    with OrderedPool(wt.pid, workers=2, retire_after=3) as pool:
+        first = pool.pids()
+        out = list(pool.map(range(14)))
+        assert pool.retired == 4  # slot 0 ran tasks 0,2,..,12 (7), slot 1 ran 7: 2 + 2
+    # Task i ran on slot i % 2; each process served 3 of its slot's tasks, in turn.
+    for slot in (0, 1):
+        served = out[slot::2]
+        runs = [served[k:k + 3] for k in range(0, len(served), 3)]
+        assert all(len(set(run)) == 1 for run in runs)
+        assert len({run[0] for run in runs}) == len(runs) == 3
+        assert served[0] == first[slot]
+    assert os.getpid() not in out
+
+
+def test_weight_decides_when_a_worker_retires() -> None:
+    # Task n yields n items of weight 1; a worker retires once it has yielded 5 items.
+    with OrderedPool(wt.numbered, workers=1, retire_after=5, weigh=wt.weight) as pool:
+        out = list(pool.map([2, 2, 1, 4, 3, 3]))
+    assert [n for n, _ in out] == [2, 2, 2, 2, 1, 4, 4, 4, 4, 3, 3, 3, 3, 3, 3]
+    pids = [p for _, p in out]
+    # 2+2+1 = 5: the third task ends the first worker; 4+3 = 7 ends the second.
+    assert len({*pids[:5]}) == len({*pids[5:12]}) == len({*pids[12:]}) == 1
+    assert len({pids[0], pids[5], pids[12]}) == 3
+
+
+def test_replacements_keep_order_errors_and_death_reports() -> None:
+    with OrderedPool(wt.fail_on_three, workers=1, retire_after=1) as pool, pytest.raises(
+            ValueError, match="task 3 failed"):
+        assert list(pool.map(range(10))) == []
+    with OrderedPool(wt.die_on_two, workers=2, retire_after=1) as pool, pytest.raises(
+            WorkerDied, match="rerun with --resume"):
+        list(pool.map(range(6)))
+
+
+def test_close_ends_replacement_workers_at_once() -> None:
+    pool: OrderedPool[tuple[int, float], tuple[int, int]] = OrderedPool(
+        wt.slow_echo, workers=2, retire_after=1)
+    it = pool.map([(i, 30.0 if i > 2 else 0.0) for i in range(6)])
+    seen = [next(it) for _ in range(3)]
+    pids = pool.pids()
+    assert not set(pids) & {p for _, p in seen[:2]}  # both first workers replaced
+    pool.close()
+    for worker in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(worker, 0)
+
+
 CHILD = """
 import sys, time
 sys.path[:0] = {paths!r}
 import worker_tasks as wt
 from prep.workers import OrderedPool
-pool = OrderedPool(wt.slow_echo, workers=2)
-pids = {{p for _, p in pool.map([(0, 0.3), (1, 0.3)])}}
-print(" ".join(map(str, pids)), flush=True)
+pool = OrderedPool(wt.slow_echo, workers=2, retire_after={retire})
+seen = {{p for _, p in pool.map([(0, 0.3), (1, 0.3)])}}
+assert not seen & set(pool.pids()) if {retire} else seen == set(pool.pids())
+print(" ".join(map(str, pool.pids())), flush=True)
 time.sleep(60)
 """
 
@@ -88,8 +137,9 @@ def _alive(p: int) -> bool:
     return True
 
 
-def test_workers_exit_when_the_main_process_is_killed() -> None:
-    code = CHILD.format(paths=[str(TESTS), str(TESTS.parent / "src")])
+@pytest.mark.parametrize("retire", [None, 1], ids=["first-workers", "replacements"])
+def test_workers_exit_when_the_main_process_is_killed(retire: int | None) -> None:
+    code = CHILD.format(paths=[str(TESTS), str(TESTS.parent / "src")], retire=retire)
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     pids = [int(p) for p in proc.stdout.readline().split()]
@@ -102,9 +152,13 @@ def test_workers_exit_when_the_main_process_is_killed() -> None:
     assert not any(_alive(p) for p in pids)
 
 
-def test_workers_ignore_sigint_and_sigterm_sent_to_them() -> None:
-    with OrderedPool(wt.pid, workers=1) as pool:
-        (worker,) = pool.map([0])
+@pytest.mark.parametrize("retire", [None, 2], ids=["first-worker", "replacement"])
+def test_workers_ignore_sigint_and_sigterm_sent_to_them(retire: int | None) -> None:
+    with OrderedPool(wt.pid, workers=1, retire_after=retire) as pool:
+        if retire:  # the first worker retires after two tasks
+            assert len(set(pool.map([0, 1]))) == 1
+        (worker,) = pool.map([2])
+        assert worker == pool.pids()[0]
         os.kill(worker, signal.SIGTERM)
         os.kill(worker, signal.SIGINT)
-        assert list(pool.map([1, 2])) == [worker, worker]
+        assert list(pool.map([3])) == [worker]

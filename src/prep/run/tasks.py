@@ -299,22 +299,31 @@ def item_tasks(stream: Iterator[StreamItem], size: int) -> Iterator[ItemsTask]:
             return
 
 
-def _pool(settings: WorkerSettings, workers: int, engine: Any) -> OrderedPool[Task, Piece]:
+def text_bytes(piece: Piece) -> int:
+    """The UTF-8 bytes of the documents in a piece: what ``--recycle-workers`` counts."""
+    return sum(piece.batch.doc_sizes)
+
+
+def _pool(settings: WorkerSettings, workers: int, engine: Any, recycle: int | None
+          ) -> OrderedPool[Task, Piece]:
     """Forked workers that inherit ``engine`` (one tokenizer thread each: nothing to
-    inherit from a thread pool), or spawned ones that build their own (``--threads`` > 1)."""
+    inherit from a thread pool), or spawned ones that build their own (``--threads`` > 1);
+    each retired after ``recycle`` bytes of text, when given."""
+    retire: dict[str, Any] = {"retire_after": recycle, "weigh": text_bytes}
     if (settings.engine.threads or 1) > 1:
-        return OrderedPool(run_task, workers, init_worker, (settings,), depth=4, fork=False)
+        return OrderedPool(run_task, workers, init_worker, (settings,), depth=4, fork=False,
+                           **retire)
     # The main process may have used tokenizers' thread pool (probes, cross-check): say
     # that no child uses one, so a forked child neither warns nor waits on absent threads.
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     make_worker(settings, engine)
-    return OrderedPool(run_task, workers, depth=4)
+    return OrderedPool(run_task, workers, depth=4, **retire)
 
 
 @contextmanager
 def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
-                  files: list[SourceFile], engine: Any, check: CrossCheck | None = None
-                  ) -> Iterator[Iterable[tuple[Batch, Any]]]:
+                  files: list[SourceFile], engine: Any, check: CrossCheck | None = None,
+                  recycle: int | None = None) -> Iterator[Iterable[tuple[Batch, Any]]]:
     """Prepared batches (shed of their texts) with their :attr:`Piece.payload`, in stream
     order, computed by
     ``workers`` processes; a batch the workers' cross-check refused raises here, before it
@@ -332,7 +341,7 @@ def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
                 raise piece.error
             yield piece.batch, piece.payload
 
-    pool = _pool(settings, workers, engine)
+    pool = _pool(settings, workers, engine, recycle)
     # Leaving early (a stop, an error, the train budget) ends the workers first: the
     # read-ahead thread, waiting on them, then sees them gone and ends at once.
     with ReadAhead(pieces(), depth=4) as ahead, pool:
@@ -358,4 +367,5 @@ def open_workers(state: RunState, stream: Iterator[StreamItem]) -> Any:
         state.crosscheck = CrossCheck(spec.engine, None, out)
     settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size, out)
     workers = opts.workers or default_workers()
-    return worker_stream(settings, workers, tasks, state.files, engine, state.crosscheck)
+    return worker_stream(settings, workers, tasks, state.files, engine, state.crosscheck,
+                         opts.recycle_workers)
