@@ -150,11 +150,8 @@ class SplitWriter:
         n, ids, lengths = len(docs.lengths), docs.ids, docs.lengths
         if n == 0:
             return
-        if int(lengths.max()) > MAX_TOKENS:
-            raise InputError(
-                f"a {self.split} document of {int(lengths.max()):,} tokens cannot fit one "
-                "file (2**31-1 ids at most); split such documents before preparing"
-            )
+        if int(lengths.max()) > MAX_TOKENS:  # workers send such a batch row by row
+            raise RuntimeError(f"{self.split}: a laid-out document of over 2**31-1 ids")
         ends = np.cumsum(lengths)
         pos, base = 0, 0
         while pos < n:

@@ -17,7 +17,7 @@ from prep.run.inputs import fresh_inputs
 from prep.run.loop import commit_batch
 from prep.run.start import start
 from prep.run.state import RunState
-from prep.run.tasks import per_document, tokenize
+from prep.run.tasks import laid_or_ids, tokenize
 from prep.stream import Preparer, StreamItem, batches
 
 FMT = get_format()
@@ -51,7 +51,9 @@ def commit(state: RunState, stream: Iterator[StreamItem], n: int) -> None:
     it = batches(stream, Preparer(state.recipe, state.files), BATCH)
     for _ in range(n):
         batch = next(it)
-        commit_batch(state, batch, per_document(tokenize(state.encoder, batch)))
+        ids = tokenize(state.encoder, batch)
+        commit_batch(state, batch, laid_or_ids(batch, ids, state.encoder.identity,
+                                               state.recipe))
         for w in state.writers.values():
             w.flush()
 

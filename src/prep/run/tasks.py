@@ -22,9 +22,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from prep.encoders.engine import EngineSpec, build_encoder, choose_engine
 from prep.encoders.flat import FlatIds
 from prep.errors import InputError, PrepError
+from prep.formats.base import MAX_TOKENS
 from prep.readahead import ReadAhead
 from prep.recipe import Recipe
 from prep.run.crosscheck import CrossCheck, EngineMismatch
@@ -38,6 +41,7 @@ from prep.sources import (
     open_identified,
     open_parquet,
 )
+from prep.state.identity import TokenizerIdentity
 from prep.stream import DOC, Batch, Failure, Preparer, StreamItem, batches
 from prep.workers import OrderedPool, default_workers
 from prep.writer import Laid, lay_out_splits
@@ -224,20 +228,36 @@ def run_task(task: Task) -> Iterator[Piece]:
 
 
 def _piece(w: _Worker, batch: Batch, sha: tuple[int, str] | None) -> Piece:
-    """A prepared batch tokenized, checked and, when nothing in it needs a row-by-row
-    commit (an error, a token budget), laid out per split with its separators: that work
-    is done here, in parallel, and the committing process only appends."""
+    """A prepared batch tokenized, checked and, where it can be, laid out per split
+    (:func:`laid_or_ids`): that work is done here, in parallel, and the committing process
+    only appends."""
     ids = tokenize(w.encoder, batch)
     checked, error = _cross_check(w.check, batch, ids)
-    if not isinstance(ids, FlatIds):
+    identity = w.settings.engine.identity
+    if isinstance(ids, FlatIds):
+        ids = ids.narrowed(identity.vocab_size)
+    if error is not None:
         return Piece(batch.shed(), ids, sha, checked, error)
-    identity, recipe = w.settings.engine.identity, w.settings.recipe
-    ids = ids.narrowed(identity.vocab_size)
-    if error is not None or batch.errors or recipe.train_tokens is not None:
-        return Piece(batch.shed(), ids, sha, checked, error)
-    laid = lay_out_splits(ids.ids, ids.offsets, batch.doc_splits, batch.doc_sizes,
+    payload = laid_or_ids(batch, ids, identity, w.settings.recipe)
+    if isinstance(payload, tuple):
+        return Piece(batch.shed(), None, sha, checked, None, payload)
+    return Piece(batch.shed(), ids, sha, checked, None)
+
+
+def laid_or_ids(batch: Batch, ids: Ids, identity: TokenizerIdentity, recipe: Recipe
+                ) -> tuple[Laid, ...] | Ids:
+    """What the committing process appends for a tokenized batch: its documents laid out
+    per split with their separators, or the ids themselves, committed row by row, for a
+    batch whose rows must be visited one at a time: one holding an error row or a document
+    the tokenizer cannot encode (raised at its place), one under ``--train-tokens`` (the
+    budget stops mid-batch), or one with a document too long for any file (named at its
+    place)."""
+    if not isinstance(ids, FlatIds) or batch.errors or recipe.train_tokens is not None:
+        return ids
+    if len(ids.offsets) > 1 and int(np.diff(ids.offsets).max()) + 1 > MAX_TOKENS:
+        return ids
+    return lay_out_splits(ids.ids, ids.offsets, batch.doc_splits, batch.doc_sizes,
                           identity.doc_sep_id, recipe.sep_position == "append")
-    return Piece(batch.shed(), None, sha, checked, None, laid)
 
 
 def _cross_check(check: CrossCheck | None, batch: Batch, ids: Ids
