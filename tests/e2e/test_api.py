@@ -25,6 +25,9 @@ CLI = ["--val-fraction", "0.2", "--seed", "7", "--max-file-tokens", "2000", "--d
 # (with a checkpoint after every batch, so one precedes the signal on any machine).
 DRIVER = f"""
 import os, signal, sys
+# SIGINT as an interactive user's: a process started in the background by a
+# non-interactive shell inherits it ignored, and would never see the interrupt.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import prep
 src, out, name, rows = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 settings = {SETTINGS!r}
