@@ -467,3 +467,30 @@ def build(w: World, out: Path, *extra: object) -> dict[str, bytes]:
     code = run_prepare(w.args(out, "--quiet", *extra))
     assert code == 0, f"reference build of {out} exited {code}"
     return dir_bytes(out)
+
+
+@dataclass(frozen=True)
+class Versions:
+    """A source that changed once (a refresh's subject), and the two published versions
+    built from it: ``DIR`` must always hold one of them whole."""
+
+    args: list[str]  # the recipe, as cron types it every night
+    old: Path
+    new: Path
+    old_bytes: dict[str, bytes]
+    new_bytes: dict[str, bytes]
+
+    def published_old(self, tmp_path: Path) -> Path:
+        """``DIR`` holding the old version, as last night's run left it."""
+        out = tmp_path / "out"
+        shutil.copytree(self.old, out)
+        return out
+
+    def whole_version(self, out: Path) -> str:
+        """Which complete version ``DIR`` holds: it must be one of the two."""
+        assert out.is_dir(), "DIR is missing"
+        got = dir_bytes(out)
+        if got == self.old_bytes:
+            return "old"
+        assert got == self.new_bytes, "DIR holds neither the old nor the new version whole"
+        return "new"

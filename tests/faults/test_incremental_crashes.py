@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import random
 import re
-import shutil
 import signal
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +21,8 @@ GROWING = h.Corpus(n_docs=22_000, n_files=11, max_file_tokens=20_000, tokenizer_
 NEW_DOCS = 12_000
 
 
-@dataclass(frozen=True)
-class Grown:
-    """A corpus of 11 files published, then a 12th appended; the from-scratch build of 12."""
-
-    args: list[str]
-    old: Path
-    old_bytes: dict[str, bytes]
-    new_bytes: dict[str, bytes]
-
-
 @pytest.fixture(scope="module")
-def g(tmp_path_factory: pytest.TempPathFactory) -> Grown:
+def g(tmp_path_factory: pytest.TempPathFactory) -> h.Versions:
     w = h.make_world(tmp_path_factory.mktemp("growing"), GROWING)
     old = w.root / "old" / "out"
     done = h.run(w.args(old))
@@ -44,30 +32,15 @@ def g(tmp_path_factory: pytest.TempPathFactory) -> Grown:
     new = w.root / "new" / "out"
     done = h.run(w.args(new))
     assert done.returncode == 0, done.stderr
-    return Grown(w.recipe(), old, h.dir_bytes(old), h.dir_bytes(new))
+    return h.Versions(w.recipe(), old, new, h.dir_bytes(old), h.dir_bytes(new))
 
 
-def published_old(g: Grown, tmp_path: Path) -> Path:
-    out = tmp_path / "out"
-    shutil.copytree(g.old, out)
-    return out
-
-
-def whole_version(g: Grown, out: Path) -> str:
-    assert out.is_dir(), "DIR is missing"
-    got = h.dir_bytes(out)
-    if got == g.old_bytes:
-        return "old"
-    assert got == g.new_bytes, "DIR holds neither the old nor the new version whole"
-    return "new"
-
-
-def finish_refresh(g: Grown, out: Path) -> str:
+def finish_refresh(g: h.Versions, out: Path) -> str:
     """``--refresh --resume`` to the end; returns its log."""
     done = h.run(["--out", out, *g.args, "--refresh", "--resume"])
     assert done.returncode == 0, done.stderr
     h.no_traceback(done.stderr)
-    assert whole_version(g, out) == "new"
+    assert g.whole_version(out) == "new"
     assert h.dir_bytes(out.with_name("out.previous")) == g.old_bytes
     note = h.provenance(out)["refresh"]
     assert note["incremental"] is True, note
@@ -93,16 +66,16 @@ KILLS = {
 
 
 @pytest.mark.parametrize("case", sorted(KILLS))
-def test_incremental_refresh_killed_then_resumed(g: Grown, tmp_path: Path, case: str) -> None:
+def test_incremental_refresh_killed_then_resumed(g: h.Versions, tmp_path: Path, case: str) -> None:
     fault, holds = KILLS[case]
-    out = published_old(g, tmp_path)
+    out = g.published_old(tmp_path)
     # A checkpoint after every batch: the Nth checkpoint is a fixed row, whatever the speed.
     cmd = ["--out", out, *g.args, "--refresh", *h.FAST, "--checkpoint-interval", "1e-9",
            "--batch-size", "64"]
     done = h.run(cmd, faults=fault, mark=tmp_path / "fired")
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert "refreshing incrementally" in done.stderr or case.startswith("while linking")
-    assert whole_version(g, out) == holds  # DIR is untouched until the swap
+    assert g.whole_version(out) == holds  # DIR is untouched until the swap
     log = finish_refresh(g, out)
     replayed = re.search(r"replayed ([\d,]+) rows", log)
     if "checkpoint" in case:  # a resume reads again only rows after the published ones
@@ -110,14 +83,14 @@ def test_incremental_refresh_killed_then_resumed(g: Grown, tmp_path: Path, case:
         assert 0 < int(replayed.group(1).replace(",", "")) <= NEW_DOCS, log
 
 
-def test_incremental_refresh_killed_at_random_moments(g: Grown, tmp_path: Path) -> None:
+def test_incremental_refresh_killed_at_random_moments(g: h.Versions, tmp_path: Path) -> None:
     """Kills at seeded random points, each gated on an event the run must reach (the Nth
     published shard reused, the Nth checkpoint of new rows, a seal, either side of the swap),
     never on how fast the machine is; before each gated one from the second on, a kill after
     a random few milliseconds lands wherever that run is (start-up, hashing, replay) or, if
     it finished first, nowhere. Every resume continues the incremental refresh."""
     rng = random.Random(15)
-    out = published_old(g, tmp_path)
+    out = g.published_old(tmp_path)
     cmd = ["--out", out, *g.args, "--refresh", "--resume", *h.EVERY_BATCH, "--batch-size", "64"]
     shards = len(h.manifest(g.old)["files"])
     # Only the first run links (a resume finds staging): its kill point comes first. The
@@ -134,7 +107,7 @@ def test_incremental_refresh_killed_at_random_moments(g: Grown, tmp_path: Path) 
             proc = h.spawn(cmd)
             killed = h.kill_after(proc, rng.uniform(0.0, 0.3))
             code, err = proc.finish()
-            whole_version(g, out)
+            g.whole_version(out)
             if not killed:  # it finished first: nothing is left to kill
                 assert code == 0, err
                 break
@@ -142,7 +115,7 @@ def test_incremental_refresh_killed_at_random_moments(g: Grown, tmp_path: Path) 
         assert done.returncode == -signal.SIGKILL, f"{point} did not fire:\n{done.stderr}"
         h.no_traceback(done.stderr)
         swapped = point["target"] == "prep.refresh.exchange" and point["when"] == "after"
-        assert whole_version(g, out) == ("new" if swapped else "old")
+        assert g.whole_version(out) == ("new" if swapped else "old")
         fired += 1
     assert len((tmp_path / "fired").read_text().splitlines()) == fired
     finish_refresh(g, out)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 import shutil
 import signal
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,19 +16,8 @@ import pytest
 factories = h.factories
 
 
-@dataclass(frozen=True)
-class Versions:
-    """A source that changed once, and the two published versions built from it."""
-
-    args: list[str]  # the recipe, as cron types it every night
-    old: Path
-    new: Path
-    old_bytes: dict[str, bytes]
-    new_bytes: dict[str, bytes]
-
-
 @pytest.fixture(scope="module")
-def v(tmp_path_factory: pytest.TempPathFactory) -> Versions:
+def v(tmp_path_factory: pytest.TempPathFactory) -> h.Versions:
     w = h.world(tmp_path_factory)  # a build long enough for random kills to land in
     root = tmp_path_factory.mktemp("refresh")
     source = Path(shutil.copytree(w.source, root / "corpus"))
@@ -45,28 +33,11 @@ def v(tmp_path_factory: pytest.TempPathFactory) -> Versions:
     assert done.returncode == 0, done.stderr
     old_bytes, new_bytes = h.dir_bytes(old), h.dir_bytes(new)
     assert old_bytes != new_bytes
-    return Versions(args, old, new, old_bytes, new_bytes)
+    return h.Versions(args, old, new, old_bytes, new_bytes)
 
 
-def published_old(v: Versions, tmp_path: Path) -> Path:
-    """``DIR`` holding the old version, as last night's run left it."""
-    out = tmp_path / "out"
-    shutil.copytree(v.old, out)
-    return out
-
-
-def whole_version(v: Versions, out: Path) -> str:
-    """Which complete version ``DIR`` holds: it must be one of the two."""
-    assert out.is_dir(), "DIR is missing"
-    got = h.dir_bytes(out)
-    if got == v.old_bytes:
-        return "old"
-    assert got == v.new_bytes, "DIR holds neither the old nor the new version whole"
-    return "new"
-
-
-def assert_refreshed(v: Versions, out: Path) -> None:
-    assert whole_version(v, out) == "new"
+def assert_refreshed(v: h.Versions, out: Path) -> None:
+    assert v.whole_version(out) == "new"
     previous = out.with_name(out.name + ".previous")
     assert h.dir_bytes(previous) == v.old_bytes, "the old version was not kept"
     left = sorted(p.name for p in out.parent.iterdir() if p.name != "fired")
@@ -74,7 +45,7 @@ def assert_refreshed(v: Versions, out: Path) -> None:
     again = h.run(["--out", out, *v.args, "--refresh"])
     assert again.returncode == 0, again.stderr
     assert "up to date" in again.stderr
-    assert whole_version(v, out) == "new"
+    assert v.whole_version(out) == "new"
 
 
 def kill(target: str, when: str = "after", nth: int = 1, **filters: Any) -> dict[str, Any]:
@@ -85,21 +56,21 @@ def kill(target: str, when: str = "after", nth: int = 1, **filters: Any) -> dict
 # refresh is killed at random moments, and a kill mid-journal must leave no temp file.
 
 
-def test_refresh_killed_at_random_moments(v: Versions, tmp_path: Path) -> None:
+def test_refresh_killed_at_random_moments(v: h.Versions, tmp_path: Path) -> None:
     """cron's one command, killed again and again: DIR is always a whole version.
 
     Paced: the new version's 39,000 documents in batches of 8 take at least 4,875 x 0.75 ms
     = 3.7 s on any machine, more than the 3 x 0.9 s of the longest delays before the three
     kills counted on."""
     rng = random.Random(13)
-    out = published_old(v, tmp_path)
+    out = v.published_old(tmp_path)
     cmd = ["--out", out, *v.args, "--refresh", *h.FAST]
     kills = 0
     for _ in range(20):
         proc = h.spawn(cmd, faults=h.paced(0.00075))
         killed = kills < 6 and h.kill_after(proc, rng.uniform(0.1, 0.9))
         code, err = proc.finish()
-        whole_version(v, out)
+        v.whole_version(out)
         if not killed:
             assert code == 0, err
             break
@@ -109,14 +80,14 @@ def test_refresh_killed_at_random_moments(v: Versions, tmp_path: Path) -> None:
 
 
 def test_refresh_killed_while_writing_the_journal_leaves_nothing_behind(
-    v: Versions, tmp_path: Path
+    v: h.Versions, tmp_path: Path
 ) -> None:
-    out = published_old(v, tmp_path)
+    out = v.published_old(tmp_path)
     cmd = ["--out", out, *v.args, "--refresh"]
     fault = kill("prep.fsio.os.replace", "before", arg_contains=".swap.json")
     done = h.run(cmd, faults=fault, mark=tmp_path / "fired")
     assert done.returncode == -signal.SIGKILL, done.stderr
-    assert whole_version(v, out) == "old"
+    assert v.whole_version(out) == "old"
     done = h.run(cmd)
     assert done.returncode == 0, done.stderr
     assert_refreshed(v, out)
