@@ -34,37 +34,22 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from refresh import BenchmarkError, run  # one way to run a step and report its failure
 
 REPO = Path(__file__).resolve().parent.parent
 PREPARE = REPO / "scripts" / "prepare.py"
 MAKE_CORPUS = REPO / "benchmarks" / "make_corpus.py"
 DEFAULT_TOKENIZER = REPO / "tests" / "fixtures" / "gpt2" / "tokenizer.json"
 N_FILES = 12
-TAIL_LINES = 20
-
-
-class BenchmarkError(RuntimeError):
-    """The benchmark cannot go on; the message says what failed and where to look."""
 
 
 def log(msg: str) -> None:
     print(f"incremental-bench: {msg}", file=sys.stderr, flush=True)
-
-
-def run(cmd: list[str], what: str) -> tuple[float, str]:
-    """Run ``cmd``; returns (wall seconds, stderr). Non-zero exit: BenchmarkError."""
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - t
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-TAIL_LINES:])
-        raise BenchmarkError(f"{what} exited {proc.returncode}: {' '.join(cmd)}\n{tail}")
-    return seconds, proc.stderr
 
 
 def split_corpus(raw: Path, source: Path) -> Path:
@@ -100,20 +85,20 @@ def bench(mb: int, pairs: int, tokenizer: Path, workdir: Path) -> dict[str, obje
     twelfth = split_corpus(raw, source)
     recipe = ["--source", str(source), "--tokenizer", str(tokenizer), "--dataset", "bench"]
     old = workdir / "old"
-    seconds, _ = run([sys.executable, str(PREPARE), *recipe, "--out", str(old)], "old build")
+    seconds, _, _ = run([sys.executable, str(PREPARE), *recipe, "--out", str(old)], "old build")
     log(f"published 11 files in {seconds:.1f} s")
     shutil.copy2(twelfth, source / twelfth.name)
 
     scratch, refresh = [], []
     for i in range(pairs):
         out = workdir / f"scratch-{i}"
-        seconds, _ = run([sys.executable, str(PREPARE), *recipe, "--out", str(out)], "scratch")
+        seconds, _, _ = run([sys.executable, str(PREPARE), *recipe, "--out", str(out)], "scratch")
         scratch.append(seconds)
         log(f"pair {i + 1}/{pairs}: from scratch {seconds:.2f} s")
         dest = workdir / f"refresh-{i}"
         shutil.copytree(old, dest)
         cmd = [sys.executable, str(PREPARE), *recipe, "--out", str(dest), "--refresh"]
-        seconds, err = run(cmd, "refresh")
+        seconds, _, err = run(cmd, "refresh")
         if "refreshing incrementally" not in err:
             raise BenchmarkError(f"the refresh was not incremental:\n{err}")
         if dataset_bytes(dest) != dataset_bytes(out):
