@@ -24,8 +24,7 @@ def val_threshold(val_fraction: float) -> int:
 def hash_split(utf8: bytes, seed_prefix: bytes, threshold: int) -> int:
     """``VAL`` or ``TRAIN`` by the content-hash rule. ``seed_prefix`` is
     ``f"{seed}\\0".encode()`` (see :func:`seed_prefix`), ``utf8`` the text's UTF-8 bytes."""
-    digest = hashlib.sha256(seed_prefix + utf8).digest()
-    return VAL if int.from_bytes(digest[:8], "big") < threshold else TRAIN
+    return hash_split_seeded(utf8, hashlib.sha256(seed_prefix), threshold)
 
 
 def seeded_hash(seed: int) -> Any:
@@ -35,7 +34,7 @@ def seeded_hash(seed: int) -> Any:
 
 
 def hash_split_seeded(utf8: bytes, seeded: Any, threshold: int) -> int:
-    """:func:`hash_split` with the seed prefix already hashed (:func:`seeded_hash`)."""
+    """The content-hash rule with the seed prefix already hashed (:func:`seeded_hash`)."""
     h = seeded.copy()
     h.update(utf8)
     return VAL if int.from_bytes(h.digest()[:8], "big") < threshold else TRAIN
