@@ -53,11 +53,15 @@ def lay_out(ids: npt.NDArray[Any], lengths: npt.NDArray[np.int64], text_bytes: i
 
 def lay_out_splits(ids: npt.NDArray[Any], offsets: npt.NDArray[np.int64],
                    splits: Sequence[int], sizes: Sequence[int], sep_id: int | None,
-                   append_sep: bool) -> tuple[Laid, ...]:
+                   append_sep: bool) -> tuple[Laid, ...] | None:
     """A batch's documents (document ``i``'s ids ``ids[offsets[i]:offsets[i + 1]]``, its
     split ``splits[i]`` and its text's UTF-8 length ``sizes[i]``), laid out per split in
-    split order (``SPLITS``), their order kept within each split."""
+    split order (``SPLITS``), their order kept within each split; None when a document
+    (with its separator) is too long for any file, so that the batch is committed one
+    document at a time and the error names that document at its place."""
     lengths = np.diff(offsets)
+    if len(lengths) and int(lengths.max()) + (sep_id is not None) > MAX_TOKENS:
+        return None
     split_of = np.asarray(splits, dtype=np.int8)
     size = np.asarray(sizes, dtype=np.int64)
     laid = []
@@ -121,44 +125,31 @@ class SplitWriter:
         self._file_tokens = state.open.n_tokens if state.open else 0
 
     def add(self, ids: npt.NDArray[Any], n_bytes: int) -> None:
-        """Append one document (its ids, and its text's UTF-8 length for β)."""
+        """Append one document (its ids, and its text's UTF-8 length for β); raises
+        ``InputError`` (nothing appended) for a document too long for any file."""
         doc_tokens = int(ids.size) + (1 if self._sep is not None else 0)
         if doc_tokens > MAX_TOKENS:
             raise InputError(
                 f"a {self.split} document of {doc_tokens:,} tokens cannot fit one file "
                 "(2**31-1 ids at most); split such documents before preparing"
             )
-        if needs_rollover(self._file_tokens, doc_tokens, self.max_file_tokens):
-            self._roll()
-        if self._sep is None:
-            self._pending.append(ids)
-        elif self.append_sep:
-            self._pending.extend((ids, self._sep))
-        else:
-            self._pending.extend((self._sep, ids))
-        self._pending_lengths.append(doc_tokens)
-        self._file_tokens += doc_tokens
-        self._file_docs += 1
-        self.n_tokens += doc_tokens
-        self.n_docs += 1
-        self.text_bytes += n_bytes
-        self.text_tokens += int(ids.size)
+        one = np.array([ids.size], dtype=np.int64)
+        self.add_laid(lay_out(ids, one, n_bytes, self.sep_id, self.append_sep))
 
     def add_laid(self, docs: Laid) -> None:
-        """Append documents :func:`lay_out` prepared: :meth:`add` for each, in a few array
-        operations whatever their number."""
+        """Append documents :func:`lay_out` prepared (none too long for a file: see
+        :func:`lay_out_splits`), in order, each to the open shard or, when
+        :func:`needs_rollover`, to a new one: a few array operations whatever their number."""
         n, ids, lengths = len(docs.lengths), docs.ids, docs.lengths
         if n == 0:
             return
-        if int(lengths.max()) > MAX_TOKENS:  # workers send such a batch row by row
-            raise RuntimeError(f"{self.split}: a laid-out document of over 2**31-1 ids")
         ends = np.cumsum(lengths)
         pos, base = 0, 0
         while pos < n:
             room = self.max_file_tokens - self._file_tokens
             fit = max(pos, int(np.searchsorted(ends, base + room, side="right")))
             if fit == pos:  # the next document does not fit the open shard
-                if self._file_tokens > 0:
+                if needs_rollover(self._file_tokens, int(lengths[pos]), self.max_file_tokens):
                     self._roll()
                     continue
                 fit = pos + 1  # an empty shard takes a document of any size alone

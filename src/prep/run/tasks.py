@@ -22,12 +22,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from prep.encoders.engine import EngineSpec, build_encoder, choose_engine
 from prep.encoders.flat import FlatIds
 from prep.errors import InputError, PrepError
-from prep.formats.base import MAX_TOKENS
 from prep.readahead import ReadAhead
 from prep.recipe import Recipe
 from prep.run.crosscheck import CrossCheck, EngineMismatch
@@ -254,10 +251,9 @@ def laid_or_ids(batch: Batch, ids: Ids, identity: TokenizerIdentity, recipe: Rec
     place)."""
     if not isinstance(ids, FlatIds) or batch.errors or recipe.train_tokens is not None:
         return ids
-    if len(ids.offsets) > 1 and int(np.diff(ids.offsets).max()) + 1 > MAX_TOKENS:
-        return ids
-    return lay_out_splits(ids.ids, ids.offsets, batch.doc_splits, batch.doc_sizes,
+    laid = lay_out_splits(ids.ids, ids.offsets, batch.doc_splits, batch.doc_sizes,
                           identity.doc_sep_id, recipe.sep_position == "append")
+    return ids if laid is None else laid
 
 
 def _cross_check(check: CrossCheck | None, batch: Batch, ids: Ids
