@@ -73,20 +73,15 @@ Ids = FlatIds | list[Any]  # a flat buffer, or per document arrays with an Input
 
 @dataclass
 class Piece:
-    """One prepared batch with its ids; ``file_sha256`` (file index, digest) on the first
-    piece of a task that hashed its file."""
+    """One prepared batch and what the committing process appends for it (``payload``:
+    its documents laid out per split, or its ids, see :func:`laid_or_ids`);
+    ``file_sha256`` (file index, digest) on the first piece of a task that hashed its file."""
 
     batch: Batch
-    ids: Ids | None  # None when the documents come laid out
+    payload: Ids | tuple[Laid, ...]
     file_sha256: tuple[int, str] | None = None
     checked: tuple[int, int, float] = (0, 0, 0.0)  # cross-check: documents, bytes, seconds
     error: PrepError | None = None  # raised before anything of the batch is committed
-    laid: tuple[Laid, ...] | None = None  # the documents per split, ready to append
-
-    @property
-    def payload(self) -> Ids | tuple[Laid, ...]:
-        """What the committing process appends: the laid-out documents, or the ids."""
-        return self.laid if self.laid is not None else self.ids  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -233,12 +228,8 @@ def _piece(w: _Worker, batch: Batch, sha: tuple[int, str] | None) -> Piece:
     identity = w.settings.engine.identity
     if isinstance(ids, FlatIds):
         ids = ids.narrowed(identity.vocab_size)
-    if error is not None:
-        return Piece(batch.shed(), ids, sha, checked, error)
-    payload = laid_or_ids(batch, ids, identity, w.settings.recipe)
-    if isinstance(payload, tuple):
-        return Piece(batch.shed(), None, sha, checked, None, payload)
-    return Piece(batch.shed(), ids, sha, checked, None)
+    payload = ids if error is not None else laid_or_ids(batch, ids, identity, w.settings.recipe)
+    return Piece(batch.shed(), payload, sha, checked, error)
 
 
 def laid_or_ids(batch: Batch, ids: Ids, identity: TokenizerIdentity, recipe: Recipe
@@ -340,7 +331,7 @@ def _pool(settings: WorkerSettings, workers: int, engine: Any, recycle: int | No
 def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
                   files: list[SourceFile], engine: Any, check: CrossCheck | None = None,
                   recycle: int | None = None) -> Iterator[Iterable[tuple[Batch, Any]]]:
-    """Prepared batches (shed of their texts) with their :attr:`Piece.payload`, in stream
+    """Prepared batches (shed of their texts) with their ``Piece.payload``, in stream
     order, computed by
     ``workers`` processes; a batch the workers' cross-check refused raises here, before it
     is handed on (``check`` adds up what was re-encoded). The files a worker hashed get
