@@ -94,6 +94,18 @@ def test_workers_and_engine_never_change_the_bytes(
     assert provenance["engine"] == ("hf" if engine == "hf" else "gigatoken")
 
 
+def test_spawned_workers_give_the_same_bytes(
+    corpus: Path, cli_out: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Where the platform cannot fork, the pool spawns its workers with the default
+    # --threads: they build their own engine (they used to fail their first task with
+    # "worker not initialised").
+    monkeypatch.setattr(sys, "platform", "darwin")
+    out = tmp_path / "spawned"
+    prep.prepare(source=corpus, tokenizer=GPT2_DIR, out=out, workers=2, **SETTINGS)
+    assert _dataset(out) == _dataset(cli_out)
+
+
 class _Records(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.INFO)

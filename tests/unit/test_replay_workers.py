@@ -5,6 +5,7 @@ the same refusals when the source changed."""
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,14 @@ def test_a_row_that_is_no_longer_a_string_is_refused(tmp_path: Path) -> None:
 def test_a_source_that_now_ends_early_gives_fewer_rows(tmp_path: Path) -> None:
     src = source(tmp_path, [numbered_docs(30)])
     assert in_workers(src, 50)[0].rows_visited == 30
+
+
+def test_spawned_workers_replay_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where the platform cannot fork, the pool spawns its workers: they inherit nothing, and
+    # must build the replay's state themselves (a spawned worker used to fail its first task
+    # with "worker not initialised").
+    monkeypatch.setattr(sys, "platform", "darwin")
+    docs = numbered_docs(60)
+    src = source(tmp_path, [docs[:25], docs[25:]])
+    cursor, _ = in_workers(src, 60)
+    assert (cursor.rows_visited, cursor.prefix_sha256) == (60, digest(docs))

@@ -20,11 +20,11 @@ from pathlib import Path
 from prep.errors import IntegrityError, Interrupted, PrepError
 from prep.recipe import Recipe
 from prep.run.recount import ReplayCounts
-from prep.run.tasks import RowGroupTask, row_group_tasks, task_items
+from prep.run.tasks import RowGroupTask, prepared, record_digest, row_group_tasks
 from prep.sources import Source, SourceFile
 from prep.split import SPLITS
 from prep.state.checkpoint import Checkpoint, StreamBase
-from prep.stream import Batch, Cursor, Preparer, StreamItem, batches
+from prep.stream import Batch, Cursor, Preparer, StreamItem
 from prep.workers import OrderedPool
 
 logger = logging.getLogger(__name__)
@@ -150,7 +150,15 @@ class Replayed:
     file_sha256: tuple[int, str] | None = None
 
 
-_replay_state: tuple[Source, list[SourceFile], Recipe] | None = None
+_replay_state: tuple[Source, list[SourceFile], Recipe, Preparer] | None = None
+
+
+def init_replay(source: Source, files: list[SourceFile], recipe: Recipe) -> None:
+    """A replay worker's start: nothing in a forked one (it inherited the state); in a
+    spawned one (a platform without fork), the state ``replay_in_workers`` set."""
+    global _replay_state
+    if _replay_state is None:
+        _replay_state = (source, files, recipe, Preparer(recipe, files))
 
 
 def replay_task(task: RowGroupTask) -> Iterator[Replayed]:
@@ -158,14 +166,9 @@ def replay_task(task: RowGroupTask) -> Iterator[Replayed]:
     piece per task."""
     if _replay_state is None:
         raise RuntimeError("worker not initialised")
-    source, files, recipe = _replay_state
-    items, sha = task_items(source, files, recipe, task)
-    sent = False
-    for batch in batches(items, Preparer(recipe, files), _SIGNAL_CHECK_ROWS):
-        yield Replayed(batch.shed(), None if sent else sha)
-        sent = True
-    if not sent:
-        yield Replayed(Batch(), sha)
+    source, files, recipe, preparer = _replay_state
+    for batch, sha in prepared(source, files, recipe, preparer, task, _SIGNAL_CHECK_ROWS):
+        yield Replayed(batch.shed(), sha)
 
 
 def replay_in_workers(
@@ -176,9 +179,10 @@ def replay_in_workers(
     in batches by ``workers`` processes, in order; the files a worker hashed get their
     digest in ``files``."""
     global _replay_state
-    _replay_state = (source.local_view(), [replace(f) for f in files], recipe)
-    with OrderedPool(replay_task, workers) as pool:
+    _replay_state = None
+    state = (source.local_view(), [replace(f) for f in files], recipe)
+    init_replay(*state)
+    with OrderedPool(replay_task, workers, init_replay, state) as pool:
         for piece in pool.map(row_group_tasks(source, files, skip, rows)):
-            if piece.file_sha256 is not None:
-                files[piece.file_sha256[0]].sha256 = piece.file_sha256[1]
+            record_digest(files, piece.file_sha256)
             yield piece.batch

@@ -129,7 +129,10 @@ def make_worker(settings: WorkerSettings, engine: Any = None) -> None:
 
 
 def init_worker(settings: WorkerSettings) -> None:
-    """A spawned worker's start: size the tokenizer's pool, build the engine."""
+    """A worker's start: nothing in a forked one (it inherited the state ``make_worker``
+    set before the fork); in a spawned one, size the tokenizer's pool, build the engine."""
+    if _state is not None:
+        return
     if settings.engine.threads is not None:
         os.environ["RAYON_NUM_THREADS"] = str(settings.engine.threads)
     make_worker(settings)
@@ -204,19 +207,37 @@ def per_document(ids: Ids) -> list[Any]:
     return ids.split() if isinstance(ids, FlatIds) else ids
 
 
+def prepared(source: Source, files: list[SourceFile], recipe: Recipe, preparer: Preparer,
+             task: Task, size: int) -> Iterator[tuple[Batch, tuple[int, str] | None]]:
+    """In a worker (a run's or a resume's replay): the task's rows prepared in batches of
+    ``size``, the first with ``(file index, digest)`` when the task hashed its file; at
+    least one batch (an empty one) per task, so that digest always comes back."""
+    items, sha = task_items(source, files, recipe, task)
+    sent = False
+    for batch in batches(items, preparer, size):
+        yield batch, None if sent else sha
+        sent = True
+    if not sent:
+        yield Batch(), sha
+
+
+def record_digest(files: list[SourceFile], file_sha256: tuple[int, str] | None) -> None:
+    """Give the main process's file the digest a worker computed, if it sent one."""
+    if file_sha256 is not None:
+        index, sha = file_sha256
+        files[index].sha256 = sha
+
+
 def run_task(task: Task) -> Iterator[Piece]:
     """In a worker: read (or take) the task's rows, prepare them in batches, tokenize;
     at least one piece per task."""
     w = _state
     if w is None:
         raise RuntimeError("worker not initialised")
-    items, sha = task_items(w.settings.source, w.files, w.settings.recipe, task)
-    sent = False
-    for batch in batches(items, w.preparer, w.settings.batch_size):
-        yield _piece(w, batch, None if sent else sha)
-        sent = True
-    if not sent:
-        yield Piece(Batch(), FlatIds.of([]), sha)
+    settings = w.settings
+    for batch, sha in prepared(settings.source, w.files, settings.recipe, w.preparer, task,
+                               settings.batch_size):
+        yield _piece(w, batch, sha) if len(batch) else Piece(batch, FlatIds.of([]), sha)
 
 
 def _piece(w: _Worker, batch: Batch, sha: tuple[int, str] | None) -> Piece:
@@ -324,7 +345,8 @@ def _pool(settings: WorkerSettings, workers: int, engine: Any, recycle: int | No
     # that no child uses one, so a forked child neither warns nor waits on absent threads.
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     make_worker(settings, engine)
-    return OrderedPool(run_task, workers, depth=4, **retire)
+    # init_worker too: where the platform cannot fork, the pool spawns instead
+    return OrderedPool(run_task, workers, init_worker, (settings,), depth=4, **retire)
 
 
 @contextmanager
@@ -339,9 +361,7 @@ def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
 
     def pieces() -> Iterator[tuple[Batch, Any]]:
         for piece in pool.map(tasks):
-            if piece.file_sha256 is not None:
-                index, sha = piece.file_sha256
-                files[index].sha256 = sha
+            record_digest(files, piece.file_sha256)
             if check is not None:
                 check.add(*piece.checked)
             if piece.error is not None:
