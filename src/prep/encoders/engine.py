@@ -13,7 +13,6 @@ worker process builds the chosen engine from an :class:`EngineSpec` (``build_enc
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from prep.encoders.byte import BYTE, ByteEncoder
 from prep.encoders.flat import FlatIds
 from prep.encoders.gigatoken import ENGINE as GIGATOKEN
 from prep.encoders.gigatoken import Declined, load_gigatoken
+from prep.encoders.hf import batch_encode, configured
 from prep.errors import UsageError
 from prep.state.identity import TokenizerIdentity
 
@@ -62,22 +62,11 @@ class Reference:
         if self._encode is None:
             from tokenizers import Tokenizer
 
-            tok = Tokenizer.from_file(self._path)
-            tok.encode_special_tokens = True
-            tok.no_padding()
-            tok.no_truncation()
-            self._encode = getattr(tok, "encode_batch_fast", tok.encode_batch)
+            self._encode = batch_encode(configured(Tokenizer.from_file(self._path)))
         encs = self._encode(texts, add_special_tokens=False)
         return FlatIds.of([np.array(e.ids, dtype=np.uint32) for e in encs])
 
-
-class ReferenceEncoder:
-    """The ``hf`` engine behind the flat interface."""
-
-    name = HF
-
-    def __init__(self, reference: Callable[[list[str], list[bytes]], FlatIds]) -> None:
-        self.encode_flat = reference
+    encode_flat = __call__  # the ``hf`` engine itself, in a worker that builds its own
 
 
 def build_encoder(spec: EngineSpec) -> Any:
@@ -86,7 +75,7 @@ def build_encoder(spec: EngineSpec) -> Any:
         return ByteEncoder(spec.identity)
     reference = Reference(spec.json_path)
     if spec.engine == HF:
-        return ReferenceEncoder(reference)
+        return reference
     return load_gigatoken(Path(spec.json_path).read_bytes(), reference, probe=False,
                           parallel=(spec.threads or 1) > 1)
 
@@ -110,7 +99,7 @@ def choose_engine(requested: str, encoder: Any, threads: int | None) -> tuple[En
     json_path = str(encoder.json_path)
     hf = EngineSpec(HF, identity, json_path, threads)
     if requested == HF:
-        return hf, ReferenceEncoder(encoder.encode_flat)
+        return hf, encoder
     try:
         engine = load_gigatoken(Path(json_path).read_bytes(), encoder.encode_flat,
                                 parallel=threads > 1)
@@ -121,5 +110,5 @@ def choose_engine(requested: str, encoder: Any, threads: int | None) -> tuple[En
                 "--engine auto (falls back to hf) or --engine hf"
             ) from e
         logger.info("engine: hf (gigatoken cannot reproduce %s exactly: %s)", identity.spec, e)
-        return hf, ReferenceEncoder(encoder.encode_flat)
+        return hf, encoder
     return EngineSpec(GIGATOKEN, identity, json_path, threads), engine

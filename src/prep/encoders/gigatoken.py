@@ -188,18 +188,11 @@ class GigatokenEncoder:
         fast_idx = np.setdiff1d(np.arange(len(utf8)), slow)
         fast = self.encode_fast([utf8[i] for i in fast_idx])
         ref = self._reference([texts[i] for i in slow], [utf8[i] for i in slow])
-        lengths = np.empty(len(utf8), dtype=np.int64)
-        lengths[fast_idx] = np.diff(fast.offsets)
-        lengths[slow] = np.diff(ref.offsets)
-        offsets = np.zeros(len(utf8) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        ids = np.empty(int(offsets[-1]), dtype=np.uint32)
-        for source, picked in ((fast, fast_idx), (ref, np.asarray(slow))):
-            for j, i in enumerate(picked):
-                ids[offsets[i] : offsets[i + 1]] = source.ids[
-                    source.offsets[j] : source.offsets[j + 1]
-                ]
-        return FlatIds(ids, offsets)
+        parts: list[Any] = [None] * len(utf8)
+        for source, picked in ((fast, fast_idx), (ref, slow)):
+            for i, doc in zip(picked, source.split()):  # noqa: B905 - split() of none is [[]]
+                parts[i] = doc
+        return FlatIds.of(parts)
 
 
 def load_gigatoken(raw: bytes, reference: Reference, *, probe: bool = True,

@@ -43,7 +43,7 @@ class HFEncoder:
         sep = identity.doc_sep_id
         self.sep_exclusive = sep is not None and sep in added and bool(added[sep].special)
         self.chunk_bytes = CHUNK_BYTES_PER_THREAD * (threads or os.cpu_count() or 1)
-        self._encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+        self._encode = batch_encode(tokenizer)
         self.json_path: Path | None = None  # the file it was loaded from
 
     def encode_flat(self, texts: list[str], utf8: list[bytes]) -> FlatIds:
@@ -110,6 +110,22 @@ def not_a_tokenizer(path: Path, raw: bytes) -> str | None:
     return f"{path}: this is {it_is}; --tokenizer wants tokenizer.json or its directory ({where})"
 
 
+def configured(tok: Any) -> Any:
+    """``tok`` set up as prep encodes: special-token text is ordinary text, and no saved
+    padding or truncation (they would make ids depend on the batch, which pads to its
+    longest text, or silently cut documents). Every ``tokenizers`` object prep encodes
+    with goes through here, so the main process and the workers encode alike."""
+    tok.encode_special_tokens = True
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
+
+
+def batch_encode(tok: Any) -> Any:
+    """``tok``'s fastest batch call (``encode_batch_fast`` where the version has it)."""
+    return getattr(tok, "encode_batch_fast", tok.encode_batch)
+
+
 def parse_tokenizer(json_path: Path, raw: bytes) -> Any:
     """A ``tokenizers.Tokenizer`` from a tokenizer.json's bytes; ``InputError`` if unreadable."""
     from tokenizers import Tokenizer
@@ -141,12 +157,7 @@ def load_tokenizer_file(
     ``InputError`` for an unreadable file or, when ``require_sep``, for a tokenizer without
     a separator configured or chosen."""
     raw = json_path.read_bytes()
-    tok = parse_tokenizer(json_path, raw)
-    tok.encode_special_tokens = True
-    # A saved padding or truncation setting would make ids depend on the batch (pads to the
-    # longest text of a call) or silently cut documents: neither is ever wanted here.
-    tok.no_padding()
-    tok.no_truncation()
+    tok = configured(parse_tokenizer(json_path, raw))
     vocab = tok.get_vocab(with_added_tokens=True)
     if not vocab:
         raise InputError(f"{json_path}: the tokenizer has an empty vocabulary", path=json_path)
