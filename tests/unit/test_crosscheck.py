@@ -11,7 +11,7 @@ import pytest
 from conftest import GPT2_DIR, bpe_tokenizer, numbered_docs
 
 from prep.encoders.engine import Reference
-from prep.encoders.gigatoken import load_gigatoken_file
+from prep.encoders.gigatoken import load_gigatoken
 from prep.recipe import Recipe
 from prep.run.crosscheck import MAX_BYTES, RATE, CrossCheck, EngineMismatch, sampled
 from prep.sources import SourceFile
@@ -31,7 +31,7 @@ def batch_of(texts: list[str], path: str, rows: list[int]) -> Batch:
 
 
 def engine_ids(texts: list[str]) -> list[Any]:
-    engine = load_gigatoken_file(Path(GPT2), Reference(GPT2))
+    engine = load_gigatoken(Path(GPT2).read_bytes(), Reference(GPT2))
     return engine.encode_flat(texts, [t.encode() for t in texts]).split()
 
 

@@ -22,7 +22,6 @@ from prep.encoders.gigatoken import (
     FlatIds,
     GigatokenEncoder,
     load_gigatoken,
-    load_gigatoken_file,
     parse_members,
     specials_removed,
 )
@@ -73,9 +72,9 @@ def test_engine_is_exact_or_declines_with_the_reason(name: str, tokenizers: dict
     ref = hf_reference(path)
     if EXPECTED[name] is not None:
         with pytest.raises(Declined, match=EXPECTED[name]):
-            load_gigatoken_file(path, ref)
+            load_gigatoken(path.read_bytes(), ref)
         return
-    engine = load_gigatoken_file(path, ref)
+    engine = load_gigatoken(path.read_bytes(), ref)
     texts = parity_texts() + vocab_documents(ref)
     utf8 = [t.encode("utf-8") for t in texts]
     got, want = engine.encode_flat(texts, utf8), ref(texts, utf8)
@@ -91,7 +90,7 @@ def test_gpt2_ids_equal_tiktoken_encode_ordinary() -> None:
 
     enc = tiktoken_gpt2(FIXTURES)
     path = GPT2_DIR / "tokenizer.json"
-    engine = load_gigatoken_file(path, hf_reference(path))
+    engine = load_gigatoken(path.read_bytes(), hf_reference(path))
     texts = parity_texts()
     got = engine.encode_flat(texts, [t.encode("utf-8") for t in texts]).split()
     for text, ids in zip(texts, got, strict=True):
@@ -100,7 +99,7 @@ def test_gpt2_ids_equal_tiktoken_encode_ordinary() -> None:
 
 def test_special_token_text_is_ordinary_text_in_order() -> None:
     path = GPT2_DIR / "tokenizer.json"
-    engine = load_gigatoken_file(path, hf_reference(path))
+    engine = load_gigatoken(path.read_bytes(), hf_reference(path))
     texts = ["Hello world", "a <|endoftext|> b", "Hi", "<|endoftext|>", "Hello world"]
     utf8 = [t.encode() for t in texts]
     assert engine.routed(utf8) == []
@@ -120,7 +119,7 @@ def test_text_of_a_non_special_added_token_goes_to_the_reference(tmp_path: Path)
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     ref = hf_reference(path)
-    engine = load_gigatoken_file(path, ref)
+    engine = load_gigatoken(path.read_bytes(), ref)
     texts = ["plain text", "see [NOTE] here", "<|endoftext|> [NOTE]", "more plain text"]
     utf8 = [t.encode() for t in texts]
     assert engine.routed(utf8) == [1, 2]
@@ -131,7 +130,7 @@ def test_text_of_a_non_special_added_token_goes_to_the_reference(tmp_path: Path)
 
 def test_a_batch_of_only_special_text_and_an_empty_batch() -> None:
     path = GPT2_DIR / "tokenizer.json"
-    engine = load_gigatoken_file(path, hf_reference(path))
+    engine = load_gigatoken(path.read_bytes(), hf_reference(path))
     only = engine.encode_flat(["<|endoftext|>"], [b"<|endoftext|>"])
     assert only.offsets.tolist() == [0, 7]
     empty = engine.encode_flat([], [])

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -229,9 +228,3 @@ def load_gigatoken(raw: bytes, reference: Reference, *, probe: bool = True,
         )
         raise Declined(f"gigatoken's ids differ from tokenizers' on the probe text {bad[:40]!r}")
     return engine
-
-
-def load_gigatoken_file(path: Path, reference: Reference, *, probe: bool = True,
-                        parallel: bool = False) -> GigatokenEncoder:
-    """``load_gigatoken`` for a file."""
-    return load_gigatoken(path.read_bytes(), reference, probe=probe, parallel=parallel)

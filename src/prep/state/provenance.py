@@ -123,28 +123,28 @@ def write_provenance(directory: Path, provenance: Provenance | MergeProvenance) 
 
 def read_source_mtimes(directory: Path) -> dict[str, int]:
     """The source mtimes a published version recorded (empty when unreadable)."""
+    prov = read_provenance_json(directory)
     try:
-        prov = json.loads((directory / PROVENANCE_NAME).read_bytes())
         return {str(k): int(v) for k, v in prov.get("source_mtimes_ns", {}).items()}
-    except (OSError, ValueError):
+    except (AttributeError, ValueError):  # None (unreadable), or not what was written
         return {}
 
 
 def read_packages(directory: Path) -> dict[str, str] | None:
     """The package versions a published version recorded (None when unreadable)."""
+    prov = read_provenance_json(directory)
     try:
-        prov = json.loads((directory / PROVENANCE_NAME).read_bytes())
         return {str(k): str(v) for k, v in prov["packages"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (KeyError, TypeError, AttributeError):  # None (unreadable), or not what was written
         return None
 
 
 def read_active_seconds(directory: Path) -> float | None:
     """Active time summed over a run and its resumes, from ``_PROVENANCE.json``."""
+    prov = read_provenance_json(directory)
     try:
-        prov = json.loads((directory / PROVENANCE_NAME).read_text(encoding="utf-8"))
         return float(prov["active_seconds"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError, ValueError):  # None (unreadable), or not what was written
         return None
 
 
