@@ -53,12 +53,7 @@ def mount_state(paths: OutputPaths) -> str:
     if (paths.final / MANIFEST_NAME).is_file():
         return "dataset"
     names = _content(paths)
-    return "empty" if not names or _moved_by_publish(paths, names) else "other"
-
-
-def _moved_by_publish(paths: OutputPaths, names: list[str]) -> bool:
-    """Whether ``names`` (in ``OUT``) are files an interrupted publish moved out of staging."""
-    return (paths.staging / MANIFEST_NAME).is_file() and _published_early(paths, names)
+    return "empty" if not names or _published_early(paths, names) else "other"
 
 
 def recover(paths: OutputPaths) -> None:
@@ -74,7 +69,7 @@ def recover(paths: OutputPaths) -> None:
             fsync_dir(final)
         return
     names = _content(paths)
-    if names and _moved_by_publish(paths, names):
+    if names and _published_early(paths, names):
         for name in names:
             rename_noreplace(final / name, staging / name)
         fsync_dir(staging)
