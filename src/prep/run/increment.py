@@ -33,7 +33,7 @@ from prep.run.state import RunState, make_writers, output_format
 from prep.sources import Source, hash_and_check
 from prep.state.changes import output_versions, version_changes
 from prep.state.checkpoint import StreamBase
-from prep.state.manifest import MANIFEST_VERSION, Manifest, ManifestFile
+from prep.state.manifest import MANIFEST_VERSION, Manifest, ManifestFile, SplitSummary
 from prep.state.provenance import RefreshNote, read_packages
 from prep.state.shards import EMPTY_SHA256, FileRecord, OpenFile, SplitState
 from prep.stream import StreamItem, open_stream
@@ -130,15 +130,20 @@ def plan_increment(
     reason = _budget_stop(manifest, recipe) or _listing_break(manifest, source)
     if reason is None and manifest.val_bytes_per_token is not None:
         val = manifest.totals["val"]
-        if _text_bytes(val.n_tokens, val.n_docs, manifest) is None:
+        if _text_bytes(val, manifest) is None:
             reason = "the published val split's byte count cannot be recovered exactly"
     return reason or Increment(manifest, len(manifest.source.files))
 
 
-def _text_bytes(n_tokens: int, n_docs: int, manifest: Manifest) -> int | None:
+def _text_tokens(totals: SplitSummary, manifest: Manifest) -> int:
+    """A split's tokens of text: its tokens less one separator per document."""
+    return totals.n_tokens - (totals.n_docs if manifest.doc_sep_id is not None else 0)
+
+
+def _text_bytes(val: SplitSummary, manifest: Manifest) -> int | None:
     """The val split's UTF-8 bytes, recovered from β and checked to give it back exactly."""
     beta = manifest.val_bytes_per_token
-    text_tokens = n_tokens - (n_docs if manifest.doc_sep_id is not None else 0)
+    text_tokens = _text_tokens(val, manifest)
     if beta is None or text_tokens == 0:
         return 0
     text_bytes = round(beta * text_tokens)
@@ -150,8 +155,7 @@ def _base_text_bytes(manifest: Manifest, split: str) -> int:
     train's are not recorded, so only bytes read from now on count."""
     if split != "val":
         return 0
-    t = manifest.totals[split]
-    return _text_bytes(t.n_tokens, t.n_docs, manifest) or 0
+    return _text_bytes(manifest.totals[split], manifest) or 0
 
 
 def _reuse(final: Path, building: Path, entry: ManifestFile, fmt: ShardFormat, link: bool) -> None:
@@ -185,8 +189,6 @@ def _split_state(
 ) -> SplitState:
     """The split's committed state at the end of the published stream, ``last`` open."""
     t = manifest.totals[split]
-    text_tokens = t.n_tokens - (t.n_docs if manifest.doc_sep_id is not None else 0)
-    text_bytes = _base_text_bytes(manifest, split)
     return SplitState(
         sealed=tuple(
             FileRecord(f.name, f.n_tokens, f.n_docs, f.sha256, f.companions) for f in sealed
@@ -194,8 +196,8 @@ def _split_state(
         open=OpenFile(last.name, last.n_tokens, last.n_docs, EMPTY_SHA256),  # ids: reopen's
         n_tokens=t.n_tokens,
         n_docs=t.n_docs,
-        text_bytes=text_bytes,
-        text_tokens=text_tokens,
+        text_bytes=_base_text_bytes(manifest, split),
+        text_tokens=_text_tokens(t, manifest),
     )
 
 
