@@ -3,8 +3,9 @@ format's token file is made of.
 
 The header (``header(n)`` bytes, the same length for every n; empty for headerless files)
 is written with n = 0 when the file is created and rewritten with the real n on
-:meth:`IdFileWriter.seal`. The ids are hashed as they are appended, so a checkpoint can
-record the hash of exactly the committed prefix; on resume the file is cut back to it.
+:meth:`IdFileWriter.seal`. The ids are hashed as they are appended (in a background
+thread, :mod:`prep.formats.runninghash`), so a checkpoint can record the hash of exactly the
+committed prefix; on resume the file is cut back to it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy.typing as npt
 
 from prep.errors import FormatError, InputError
 from prep.formats.base import MAX_TOKENS
+from prep.formats.runninghash import RunningHash
 from prep.fsio import Hasher, hash_file
 from prep.state.shards import Companion
 
@@ -75,12 +77,13 @@ class IdFileWriter:
         self.vocab_size = vocab_size
         self.dtype = dtype
         self._header = header
+        self._ids_at = len(header(0))  # the same for every n
         self._file: IO[bytes]
         if _resume is None:
             self._file = open(path, "w+b")  # noqa: SIM115 - lives as long as the writer
             self._file.write(header(0))
             self.n = 0
-            self._hash: Hasher = hashlib.sha256()
+            self._hash = RunningHash(hashlib.sha256())
         else:
             n, hasher = _resume
             head = header(0)
@@ -91,7 +94,7 @@ class IdFileWriter:
             self._file.write(head)
             self._file.seek(size)
             self.n = n
-            self._hash = hasher
+            self._hash = RunningHash(hasher)
 
     @property
     def name(self) -> str:
@@ -115,8 +118,10 @@ class IdFileWriter:
             raise FormatError(f"{self.path.name}: more than 2**31-1 ids in one file")
         check_ids(ids, self.vocab_size, where=self.path.name)
         data = np.ascontiguousarray(ids, dtype=self.dtype).data
+        start = self._ids_at + self.n * self.dtype.itemsize
         self._file.write(data)
-        self._hash.update(data)
+        self._file.flush()  # the hashing thread reads the ids back from the file
+        self._hash.update(self._file.fileno(), start, data.nbytes)
         self.n += int(ids.size)
 
     def moved_to(self, directory: Path) -> None:
@@ -130,7 +135,9 @@ class IdFileWriter:
 
     def seal(self) -> tuple[str, tuple[Companion, ...]]:
         """Write the real header, fsync, close; return the SHA-256 of the whole file (and
-        the companion files, none here)."""
+        the companion files, none here). May run in another thread than the appends
+        (:class:`prep.sealing.Sealing`), once they are over."""
+        self._hash.close()  # the running hash is for checkpoints of an open file only
         self._file.flush()
         self._file.seek(0)
         header = self._header(self.n)
@@ -146,6 +153,7 @@ class IdFileWriter:
 
     def close(self) -> None:
         """Close without sealing (on an error path); the file stays an open file."""
+        self._hash.close()
         if not self._file.closed:
             self._file.close()
 

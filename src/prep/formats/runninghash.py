@@ -1,0 +1,75 @@
+"""The running SHA-256 of an append-only file, fed in a background thread.
+
+The committing thread writes ids and moves on; one worker thread per file reads the same
+byte ranges back (``os.pread`` from the page cache, so no buffer of the caller is kept
+alive or read after it returned) and feeds the hash, in the order they were written.
+hashlib and ``pread`` release the GIL, so this runs beside the committing thread.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from prep.fsio import Hasher
+
+CHUNK = 1 << 20  # bytes per pread: bounded memory, and few calls
+MAX_BEHIND = 64 << 20  # bytes written but not yet hashed before update() waits
+
+
+class RunningHash:
+    """Feeds ``inner`` the ranges :meth:`update` names, in order, in a worker thread.
+
+    :meth:`hexdigest` waits for every pending range first, so it is the hash of exactly
+    what was handed over. At most ``max_behind`` bytes (or one range, if larger) are
+    pending: :meth:`update` waits for the oldest ones beyond that. An error while reading
+    (a short file) is raised by the next call that waits for it."""
+
+    def __init__(self, inner: Hasher, max_behind: int = MAX_BEHIND) -> None:
+        self._inner = inner
+        self._max_behind = max_behind
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: deque[tuple[Future[None], int]] = deque()
+        self._behind = 0
+
+    def update(self, fd: int, start: int, length: int) -> None:
+        """Hash bytes ``[start, start + length)`` of the open file ``fd`` (already
+        written, so that ``pread`` sees them) after the ranges handed over before."""
+        if length == 0:
+            return
+        while self._pending and self._behind + length > self._max_behind:
+            self._wait_oldest()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="prep-hash")
+        self._pending.append((self._pool.submit(self._feed, fd, start, length), length))
+        self._behind += length
+
+    def _feed(self, fd: int, start: int, length: int) -> None:
+        end = start + length
+        while start < end:
+            chunk = os.pread(fd, min(CHUNK, end - start), start)
+            if not chunk:
+                raise EOFError(f"fd {fd}: ends at byte {start:,}, before {end:,}")
+            self._inner.update(chunk)
+            start += len(chunk)
+
+    def _wait_oldest(self) -> None:
+        future, length = self._pending.popleft()
+        self._behind -= length
+        future.result()
+
+    def hexdigest(self) -> str:
+        """The hash of every range handed over (waits for the pending ones)."""
+        while self._pending:
+            self._wait_oldest()
+        return self._inner.hexdigest()
+
+    def close(self) -> None:
+        """Drop the pending ranges (the one being read finishes first) and stop the
+        thread; call before the file is closed. The hash is unusable afterwards."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        self._pending.clear()
+        self._behind = 0
