@@ -23,7 +23,8 @@ Fault keys:
                     ``return`` (skip the original and return ``value``)
 ``arg_contains``    only calls where some positional argument's ``str`` contains this
 ``within``          only calls with frames of these function names on the stack (a name or
-                    a list of names)
+                    a list of names); work handed to a thread pool (a background seal) runs
+                    within the frames of the call that handed it over
 ``src_contains``    only calls whose first argument names a file containing this text (read
                     before the call: for ``os.replace`` that is the new content)
 ``after_log``       only once the ``prep`` logger has emitted a record containing this text
@@ -44,7 +45,9 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -75,13 +78,37 @@ class _LogSeen(logging.Filter):
         return True
 
 
-def _stack_names() -> set[str]:
-    names = set()
-    frame = sys._getframe(2)
+_handed_over = threading.local()  # .names: the stack of the call that submitted the work
+
+
+def _stack_names(depth: int = 2) -> set[str]:
+    names = set(getattr(_handed_over, "names", ()))
+    frame = sys._getframe(depth)
     while frame is not None:
         names.add(frame.f_code.co_name)
         frame = frame.f_back  # type: ignore[assignment]
     return names
+
+
+def _carry_stacks() -> None:
+    """Make work submitted to a ``ThreadPoolExecutor`` run with the submitting call's
+    frames as part of its stack, so ``within`` names the logical caller (``_roll`` for a
+    seal that runs in the background) whatever thread does the work."""
+    submit = ThreadPoolExecutor.submit
+
+    def carrying(self: ThreadPoolExecutor, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        names = frozenset(_stack_names(depth=2))
+
+        def run(*a: Any, **k: Any) -> Any:
+            _handed_over.names = names
+            try:
+                return fn(*a, **k)
+            finally:
+                _handed_over.names = frozenset()
+
+        return submit(self, run, *args, **kwargs)
+
+    ThreadPoolExecutor.submit = carrying  # type: ignore[method-assign]
 
 
 def install(fault: dict[str, Any]) -> None:
@@ -160,6 +187,7 @@ def install(fault: dict[str, Any]) -> None:
 
 def main() -> int:
     spec = json.loads(os.environ.get("PREP_FAULT") or "[]")
+    _carry_stacks()
     for fault in spec if isinstance(spec, list) else [spec]:
         install(fault)
     from prep.cli import main as prep_main

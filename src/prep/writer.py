@@ -20,6 +20,7 @@ import numpy.typing as npt
 from prep.errors import InputError
 from prep.formats import ShardFormat, ShardWriter
 from prep.formats.base import MAX_TOKENS
+from prep.sealing import Sealing
 from prep.split import SPLITS
 from prep.state.shards import FileRecord, OpenFile, SplitState
 
@@ -80,7 +81,9 @@ class SplitWriter:
     """Appends whole documents of one split to its files in ``directory``.
 
     Documents are buffered and written in one call per :meth:`flush`; :meth:`state` is
-    exact only after :meth:`sync` (the pipeline syncs before every checkpoint)."""
+    exact only after :meth:`sync` (the pipeline syncs before every checkpoint). A
+    rolled-over shard is sealed in the background (:mod:`prep.sealing`); ``sealed`` lists
+    the shards whose seal is done, and :meth:`state` and :meth:`finish` wait for the rest."""
 
     directory: Path
     fmt: ShardFormat
@@ -99,6 +102,7 @@ class SplitWriter:
     _file_tokens: int = 0  # including pending
     _pending: list[npt.NDArray[Any]] = field(default_factory=list)
     _pending_lengths: list[int] = field(default_factory=list)
+    _sealing: Sealing = field(default_factory=Sealing)
 
     def __post_init__(self) -> None:
         self._sep = np.array([self.sep_id], dtype=np.uint32) if self.sep_id is not None else None
@@ -110,7 +114,10 @@ class SplitWriter:
         )
 
     def moved_to(self, directory: Path) -> None:
-        """The directory was renamed (staging put in place); open files stay open."""
+        """The directory was renamed (staging put in place); open files stay open. Raises
+        ``RuntimeError`` if a seal is pending: it may write into the old path."""
+        if self._sealing.pending:
+            raise RuntimeError(f"{self.split}: directory renamed while a shard was sealing")
         self.directory = directory
         if self._file is not None:
             self._file.moved_to(directory)
@@ -179,23 +186,23 @@ class SplitWriter:
 
     def _roll(self) -> None:
         self._seal_open()
-        name = self.fmt.shard_name(self.split, len(self.sealed))
+        name = self.fmt.shard_name(self.split, len(self.sealed) + self._sealing.pending)
         self._file = self.fmt.create(self.directory, name, self.vocab_size)
 
     def _seal_open(self) -> None:
+        """Start sealing the open shard in the background."""
         if self._file is None:
             raise RuntimeError(f"{self.split}: no open shard to seal")
         self.flush()
-        sha, companions = self._file.seal()
-        self.sealed.append(
-            FileRecord(self._file.name, self._file.n, self._file_docs, sha, companions)
-        )
+        self.sealed.extend(self._sealing.submit(self._file, self._file_docs))
         self._file = None
         self._file_docs = 0
         self._file_tokens = 0
 
     def state(self) -> SplitState:
-        """The committed state; call after :meth:`sync`."""
+        """The committed state; call after :meth:`sync`. Waits for the pending seals (and
+        raises the error of one that failed)."""
+        self.sealed.extend(self._sealing.wait())
         open_file = None
         if self._file is not None:
             open_file = OpenFile(
@@ -215,12 +222,16 @@ class SplitWriter:
         )
 
     def finish(self) -> list[FileRecord]:
-        """Seal the open file; returns every file of the split in order."""
+        """Seal the open file; returns every file of the split in order, all sealed."""
         if self._file is not None:
             self._seal_open()
+        self.sealed.extend(self._sealing.wait())
+        self._sealing.shutdown()
         return list(self.sealed)
 
     def close(self) -> None:
-        """Close the open file without sealing (error path)."""
+        """Close the open file without sealing (error path), after the pending seals
+        ended (their errors dropped: resume handles a shard whose seal did not finish)."""
+        self._sealing.abandon()
         if self._file is not None:
             self._file.close()

@@ -1,0 +1,84 @@
+"""Sealing a split's shards in background threads, their records kept in order.
+
+A rolled-over shard's :meth:`~prep.formats.ShardWriter.seal` (header rewrite, fsync, the
+whole-file SHA-256, companion files) does not need the committing thread, which goes on
+with the next shard. Whoever reads the sealed records (a checkpoint, the manifest) first
+waits for them (:meth:`Sealing.wait`): a checkpoint never lists a shard that is not durable
+and hashed, and an error raised while sealing is raised there, as it was raised.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from prep.formats import ShardWriter
+from prep.state.shards import FileRecord
+
+logger = logging.getLogger(__name__)
+
+MAX_PENDING = 2  # seals in flight before submit() waits for the oldest (open files, disk)
+
+
+def seal_record(file: ShardWriter, n_docs: int) -> FileRecord:
+    """Seal ``file`` and return its record; on failure the file is closed (it stays an open
+    shard on disk, which resume handles) and the error raised."""
+    try:
+        sha, companions = file.seal()
+    except BaseException:
+        file.close()
+        raise
+    return FileRecord(file.name, file.n, n_docs, sha, companions)
+
+
+class Sealing:
+    """The seals of one split's shards, in the order they were submitted."""
+
+    def __init__(self, max_pending: int = MAX_PENDING) -> None:
+        self._max_pending = max_pending
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: deque[Future[FileRecord]] = deque()
+
+    @property
+    def pending(self) -> int:
+        """Shards submitted whose records :meth:`wait` has not returned yet."""
+        return len(self._pending)
+
+    def submit(self, file: ShardWriter, n_docs: int) -> list[FileRecord]:
+        """Start sealing ``file`` (nothing is appended to it any more); returns the records
+        of earlier seals it had to wait for to stay within ``max_pending``, in order."""
+        done = []
+        while len(self._pending) >= self._max_pending:
+            done.append(self._pending.popleft().result())
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._max_pending, thread_name_prefix="prep-seal")
+        self._pending.append(self._pool.submit(seal_record, file, n_docs))
+        return done
+
+    def wait(self) -> list[FileRecord]:
+        """The records of every pending seal, in order, once they are done. The first
+        seal that failed raises its exception (the later ones stay pending)."""
+        done = []
+        while self._pending:
+            done.append(self._pending.popleft().result())
+        return done
+
+    def abandon(self) -> None:
+        """Error path: let the pending seals end and drop them (their errors are only
+        logged: the error being handled is the one to report); stop the threads."""
+        while self._pending:
+            error = self._pending.popleft().exception()
+            if error is not None:
+                logger.debug("a background seal failed during cleanup: %s", error)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def shutdown(self) -> None:
+        """Stop the threads once nothing is pending (the split is finished)."""
+        if self._pending:
+            raise RuntimeError("seals still pending")
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
