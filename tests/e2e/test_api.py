@@ -92,6 +92,8 @@ def test_workers_and_engine_never_change_the_bytes(
     assert _dataset(out) == _dataset(cli_out)
     provenance = json.loads((out / "_PROVENANCE.json").read_text())
     assert provenance["engine"] == ("hf" if engine == "hf" else "gigatoken")
+    # The committing thread's CPU is part of the process's over the same span.
+    assert 0 <= provenance["commit_thread_cpu_seconds"] <= provenance["main_cpu_seconds"]
 
 
 def test_spawned_workers_give_the_same_bytes(

@@ -80,6 +80,7 @@ def provenance(
         engine=state.engine,
         cross_check=state.crosscheck.stats() if state.crosscheck is not None else None,
         main_cpu_seconds=state.main_cpu,
+        commit_thread_cpu_seconds=state.commit_thread_cpu,
     )
 
 

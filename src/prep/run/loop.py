@@ -109,6 +109,7 @@ def run_loop(
     report = ProgressReport(state, reporter)
     with open_workers(state, stream) as tokenized:
         cpu0 = time.process_time()  # after loading the engine: the per-GB work only
+        thread0 = time.thread_time()  # the committing thread's own share of it
         for batch, ids in tokenized:
             reached = commit_batch(state, batch, ids)
             for w in state.writers.values():
@@ -127,6 +128,7 @@ def run_loop(
                 last_ckpt = now
             report()
     state.main_cpu = time.process_time() - cpu0
+    state.commit_thread_cpu = time.thread_time() - thread0
     state.finished = True
     state.checkpoint()
     if state.crosscheck is not None:

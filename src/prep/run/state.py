@@ -85,6 +85,7 @@ class RunState:
     engine: str | None = None  # how the ids were computed (provenance only)
     crosscheck: Any = None  # the run-time cross-check of a fast engine, if any
     main_cpu: float | None = None  # CPU seconds of this process while committing
+    commit_thread_cpu: float | None = None  # of them, the committing thread's own
     t0: float = field(default_factory=time.monotonic)
     check_lock: Callable[[], None] = _lock_unchecked  # raises once DIR.lock is not ours
 

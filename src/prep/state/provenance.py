@@ -89,6 +89,7 @@ class Provenance:
     engine: str | None = None  # how the ids were computed (not part of the recipe)
     cross_check: dict[str, Any] | None = None  # what the run-time cross-check re-encoded
     main_cpu_seconds: float | None = None  # this process's CPU while committing
+    commit_thread_cpu_seconds: float | None = None  # the committing thread's share of it
     packages: dict[str, str] = field(default_factory=package_versions)
 
     def to_json(self) -> dict[str, Any]:
@@ -110,10 +111,13 @@ class Provenance:
             "engine": self.engine,
             "cross_check": self.cross_check,
             "text_bytes": self.text_bytes,
-            "main_cpu_seconds": None
-            if self.main_cpu_seconds is None
-            else round(self.main_cpu_seconds, 3),
+            "main_cpu_seconds": _seconds(self.main_cpu_seconds),
+            "commit_thread_cpu_seconds": _seconds(self.commit_thread_cpu_seconds),
         }
+
+
+def _seconds(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def write_provenance(directory: Path, provenance: Provenance | MergeProvenance) -> None:
