@@ -20,7 +20,7 @@ import numpy.typing as npt
 from prep.errors import InputError
 from prep.formats import ShardFormat, ShardWriter
 from prep.formats.base import MAX_TOKENS
-from prep.sealing import Sealing
+from prep.formats.sealing import Sealing
 from prep.split import SPLITS
 from prep.state.shards import FileRecord, OpenFile, SplitState
 
@@ -82,7 +82,7 @@ class SplitWriter:
 
     Documents are buffered and written in one call per :meth:`flush`; :meth:`state` is
     exact only after :meth:`sync` (the pipeline syncs before every checkpoint). A
-    rolled-over shard is sealed in the background (:mod:`prep.sealing`); ``sealed`` lists
+    rolled-over shard is sealed in the background (:mod:`prep.formats.sealing`); ``sealed`` lists
     the shards whose seal is done, and :meth:`state` and :meth:`finish` wait for the rest."""
 
     directory: Path

@@ -1,4 +1,4 @@
-"""Background sealing (prep.sealing) seen through a split's writer: records come back in
+"""Background sealing (prep.formats.sealing) seen through a split's writer: records come back in
 order with the SHA-256 of each whole file (hashlib over the file's bytes read back), and a
 seal that fails raises its own error where the records are read, not later or changed."""
 

@@ -136,7 +136,7 @@ class IdFileWriter:
     def seal(self) -> tuple[str, tuple[Companion, ...]]:
         """Write the real header, fsync, close; return the SHA-256 of the whole file (and
         the companion files, none here). May run in another thread than the appends
-        (:class:`prep.sealing.Sealing`), once they are over."""
+        (:class:`prep.formats.sealing.Sealing`), once they are over."""
         self._hash.close()  # the running hash is for checkpoints of an open file only
         self._file.flush()
         self._file.seek(0)

@@ -13,7 +13,7 @@ import logging
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from prep.formats import ShardWriter
+from prep.formats.base import ShardWriter
 from prep.state.shards import FileRecord
 
 logger = logging.getLogger(__name__)
