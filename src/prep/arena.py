@@ -72,8 +72,10 @@ class _Releaser:
         # A forked child holding a copy of an array must not free the owner's pages.
         if os.getpid() != self.owner:
             return
-        # Full only if the worker is gone (it drains the pipe before every allocation, and
-        # fewer buffers than the pipe holds are ever out): the pages then serve no one.
+        # Full only if the worker is gone or blocked: it drains the pipe before every
+        # allocation, and a default arena has no more buffers out than even a one-page pipe
+        # holds (512). A release dropped here loses its pages to in-band results, never
+        # hands out a page still in use.
         with contextlib.suppress(BlockingIOError, BrokenPipeError):
             os.write(self.write_fd, _RELEASE.pack(first, pages))
 
@@ -133,11 +135,6 @@ class Arena:
             buffers.append(view)
         self.shared += len(buffers)
         return pickle.loads(packed.data, buffers=buffers)
-
-    def free_pages(self) -> int:
-        """Pages not in use (as the worker last saw it: releases still in the pipe count as
-        used)."""
-        return int(np.count_nonzero(self._flags == 0))
 
     def _drain(self) -> None:
         """Free the pages the main process has released since the last call."""
