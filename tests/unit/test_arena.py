@@ -130,7 +130,8 @@ with OrderedPool(wt.blocks, workers=2, arena_bytes=4 * PAGE, depth=2) as pool:
 
 
 def test_arrays_stay_valid_after_their_worker_died(unraisable: list[Any]) -> None:
-    pool = OrderedPool(wt.pages_then_die, workers=1, arena_bytes=8 * PAGE)
+    # ahead=1: task 1 (death) is sent only once task 0's result is in.
+    pool = OrderedPool(wt.pages_then_die, workers=1, ahead=1, arena_bytes=8 * PAGE)
     results = pool.map([0, 1])
     held = next(results)
     with pytest.raises(WorkerDied):
