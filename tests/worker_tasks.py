@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -110,3 +111,10 @@ def pack_on_request(arena: Any, requests: Any, replies: Any) -> None:
     it is asked for, until it is sent None."""
     while (request := requests.get()) is not None:
         replies.put(arena.pack(pages_of(*request)))
+
+
+def unpicklable(_: object) -> Iterator[Any]:
+    """1, then a lock (which cannot be pickled), then 3."""
+    yield 1
+    yield threading.Lock()
+    yield 3

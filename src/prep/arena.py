@@ -27,6 +27,7 @@ decides how much goes the fast way. Linux and fork only: a spawned worker keeps 
 from __future__ import annotations
 
 import contextlib
+import logging
 import mmap
 import os
 import pickle
@@ -36,6 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+logger = logging.getLogger(__name__)
 
 PAGE = 1 << 16
 MIN_BYTES = PAGE  # smaller buffers cost less in-band than a page each
@@ -163,3 +166,31 @@ class Arena:
         self._flags[first:first + need] = 1
         return first
 
+
+def arena_or_none(size: int) -> Arena | None:
+    """An arena of ``size`` bytes, or None (results through the pipe) for size 0 or when the
+    address space cannot hold one (``ulimit -v``, as some clusters set, or strict
+    overcommit): logged, never an error, since the pipe does the same job more slowly."""
+    if size <= 0:
+        return None
+    try:
+        return Arena(size)
+    except OSError as e:
+        logger.info("workers: no shared-memory arena of %s bytes (%s); results go through "
+                    "pipes", f"{size:,}", e)
+        return None
+
+
+def pack(obj: Any, arena: Arena | None) -> Packed:
+    """``obj`` as it crosses to the main process: through ``arena`` (see :meth:`Arena.pack`)
+    or, without one, pickled whole here. Either way pickling happens in the caller, so an
+    object that cannot be pickled raises in order, where a queue's feeder thread would only
+    print the error and drop the object."""
+    if arena is not None:
+        return arena.pack(obj)
+    return Packed(pickle.dumps(obj, protocol=5), ())
+
+
+def unpack(packed: Packed, arena: Arena | None) -> Any:
+    """What :func:`pack` was given, in the main process."""
+    return pickle.loads(packed.data) if arena is None else arena.unpack(packed)

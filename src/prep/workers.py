@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
-from prep.arena import DEFAULT_BYTES, Arena
+from prep.arena import DEFAULT_BYTES, Arena, arena_or_none, pack, unpack
 from prep.errors import PrepError
 from prep.launch import Handle, Launcher, Spawner, Zygote, adopt
 from prep.readahead import DONE, Raised, ReadAhead
@@ -70,7 +70,7 @@ def _serve(fn: Callable[[Any], Iterable[Any]], init: Callable[..., None] | None,
         try:
             for item in fn(task):
                 worn += 0 if weigh is None else weigh(item)
-                results.put((_ITEM, item if arena is None else arena.pack(item)))
+                results.put((_ITEM, pack(item, arena)))
         except BaseException as e:
             results.put((_ERROR, e))
             return
@@ -152,8 +152,7 @@ class OrderedPool(Generic[T, R]):
         self._results = [ctx.Queue(maxsize=depth) for _ in range(workers)]
         retire = None if retire_after is None else (retire_after, weigh)
         # Created before any fork, so every worker of a slot, first or successor, maps it.
-        self._arenas = [Arena(arena_bytes) if can_fork and arena_bytes > 0 else None
-                        for _ in range(workers)]
+        self._arenas = [arena_or_none(arena_bytes if can_fork else 0) for _ in range(workers)]
         args = [(fn, init, init_args, retire, self._tasks[i], self._results[i],
                  self._arenas[i]) for i in range(workers)]
         self._launcher: Launcher
@@ -199,8 +198,7 @@ class OrderedPool(Generic[T, R]):
         while True:
             kind, item = self._get(w)
             if kind == _ITEM:
-                arena = self._arenas[w]
-                yield item if arena is None else arena.unpack(item)
+                yield unpack(item, self._arenas[w])
             elif kind == _END:
                 if item:
                     self._replace(w)

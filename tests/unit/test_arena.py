@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -160,3 +161,62 @@ def test_successors_take_over_the_arena_and_spare_what_the_main_process_holds(
         assert pool.shared_buffers() == len(tasks)
     for task, got in enumerate(held):
         assert (got == task).all()
+
+
+def test_a_forked_copy_of_a_held_array_frees_no_page(unraisable: list[Any]) -> None:
+    # A process forked from the main process (a zygote, a subprocess' fork) holds copies of
+    # its arrays; dropping them there must not free the main process's pages.
+    arena = Arena(8 * PAGE)
+    ctx: Any = multiprocessing.get_context("fork")
+    requests, replies = ctx.Queue(), ctx.Queue()
+    child = ctx.Process(target=wt.pack_on_request, args=(arena, requests, replies))
+    child.start()
+    try:
+        requests.put((1, 4))
+        held = arena.unpack(replies.get(timeout=60))
+        pid = os.fork()
+        if pid == 0:  # the copy: drop it, collect, leave without running atexit hooks
+            del held
+            gc.collect()
+            os._exit(0)
+        assert os.waitpid(pid, 0)[1] == 0
+        requests.put((2, 4))
+        packed = replies.get(timeout=60)
+        assert packed.places[0][0] == 4  # not pages 0-3: the main process still holds them
+        assert (arena.unpack(packed) == 2).all() and (held == 1).all()
+    finally:
+        requests.put(None)
+        child.join(timeout=60)
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
+def test_a_result_that_cannot_be_pickled_is_raised_at_its_place(fork: bool) -> None:
+    # Pickled by the worker itself, not by the queue's feeder thread, which would print the
+    # error and drop the result: the results after it would arrive one short.
+    with OrderedPool(wt.unpicklable, workers=1, fork=fork) as pool:
+        results = pool.map([0])
+        assert next(results) == 1
+        with pytest.raises(TypeError, match="pickle"):
+            next(results)
+
+
+def test_without_address_space_for_an_arena_results_come_through_the_pipe() -> None:
+    # ``ulimit -v`` (some clusters set one) leaves no room for a large arena: the pool works.
+    code = f"""
+import resource, sys
+sys.path[:0] = {[str(TESTS), str(TESTS.parent / "src")]!r}
+import worker_tasks as wt
+from prep.workers import OrderedPool
+with open("/proc/self/status") as f:
+    size = next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize"))
+resource.setrlimit(resource.RLIMIT_AS, (size + (256 << 20), resource.RLIM_INFINITY))
+with OrderedPool(wt.pages_of_task, workers=2, arena_bytes=1 << 32) as pool:
+    got = list(pool.map(range(4)))
+    assert pool.shared_buffers() == 0
+assert [int(a[0]) for a in got] == [0, 1, 2, 3], got
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
