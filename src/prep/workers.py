@@ -5,7 +5,9 @@ Task ``i`` goes to worker ``i % N`` and the main process reads worker ``i % N``'
 until that task ends, so the order of results is the order of tasks whatever finishes
 first, and the output cannot depend on the number of workers. Each worker's result queue
 holds at most ``depth`` results and each worker has at most ``ahead`` tasks queued, which
-bounds memory however large a task is.
+bounds memory however large a task is. A forked worker sends the large numpy buffers of its
+results through its shared-memory ``arena.Arena`` rather than the queue's pipe, so the main
+process receives them without copying them.
 
 Workers are forked where the platform allows (they start at once, with everything the
 parent loaded: its caller must not have used a thread pool a child would need, see
@@ -25,6 +27,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
+from prep.arena import DEFAULT_BYTES, Arena, arena_or_none, pack, unpack
 from prep.errors import PrepError
 from prep.launch import Handle, Launcher, Spawner, Zygote, adopt
 from prep.readahead import DONE, Raised, ReadAhead
@@ -50,7 +53,7 @@ class WorkerDied(PrepError):
 
 def _serve(fn: Callable[[Any], Iterable[Any]], init: Callable[..., None] | None,
            init_args: tuple[Any, ...], retire: tuple[int, Callable[[Any], int] | None] | None,
-           tasks: Any, results: Any, parent: int) -> None:
+           tasks: Any, results: Any, arena: Arena | None, parent: int) -> None:
     adopt(parent)
     try:
         if init is not None:
@@ -66,8 +69,8 @@ def _serve(fn: Callable[[Any], Iterable[Any]], init: Callable[..., None] | None,
             return
         try:
             for item in fn(task):
-                results.put((_ITEM, item))
                 worn += 0 if weigh is None else weigh(item)
+                results.put((_ITEM, pack(item, arena)))
         except BaseException as e:
             results.put((_ERROR, e))
             return
@@ -124,7 +127,10 @@ class OrderedPool(Generic[T, R]):
     An exception raised by ``init`` or ``fn`` re-raises in the consumer at its place; a
     worker that dies raises ``WorkerDied``. Use as a context manager: leaving it ends the
     workers at once, dropping work in flight. The workers start at construction, so they
-    load while the caller prepares."""
+    load while the caller prepares.
+
+    ``arena_bytes``: the size of each forked worker's shared-memory arena (``arena``; 0: none,
+    every result through the pipe)."""
 
     def __init__(
         self,
@@ -137,6 +143,7 @@ class OrderedPool(Generic[T, R]):
         fork: bool = True,
         retire_after: int | None = None,
         weigh: Callable[[R], int] | None = None,
+        arena_bytes: int = DEFAULT_BYTES,
     ) -> None:
         can_fork = fork and sys.platform.startswith("linux")
         ctx: Any = multiprocessing.get_context("fork" if can_fork else "spawn")
@@ -144,8 +151,10 @@ class OrderedPool(Generic[T, R]):
         self._tasks = [ctx.Queue() for _ in range(workers)]
         self._results = [ctx.Queue(maxsize=depth) for _ in range(workers)]
         retire = None if retire_after is None else (retire_after, weigh)
-        args = [(fn, init, init_args, retire, self._tasks[i], self._results[i])
-                for i in range(workers)]
+        # Created before any fork, so every worker of a slot, first or successor, maps it.
+        self._arenas = [arena_or_none(arena_bytes if can_fork else 0) for _ in range(workers)]
+        args = [(fn, init, init_args, retire, self._tasks[i], self._results[i],
+                 self._arenas[i]) for i in range(workers)]
         self._launcher: Launcher
         if can_fork and retire is not None:
             self._launcher = Zygote(_serve, args, "prep-worker")
@@ -189,7 +198,7 @@ class OrderedPool(Generic[T, R]):
         while True:
             kind, item = self._get(w)
             if kind == _ITEM:
-                yield item
+                yield unpack(item, self._arenas[w])
             elif kind == _END:
                 if item:
                     self._replace(w)
@@ -220,6 +229,10 @@ class OrderedPool(Generic[T, R]):
         self.retired += 1
         logger.debug("worker %d retired (pid %s); pid %s takes over", w, old.pid,
                      self._procs[w].pid)
+
+    def shared_buffers(self) -> int:
+        """How many buffers came through the workers' arenas so far (the others, in-band)."""
+        return sum(a.shared for a in self._arenas if a is not None)
 
     def pids(self) -> list[int]:
         """The workers' process ids."""

@@ -180,8 +180,10 @@ def test_bar_fits_a_real_80x24_terminal(world: World, tmp_path: Path) -> None:
     assert f"| {N_DOCS / 1000:.2f}k/{N_DOCS / 1000:.2f}k rows [" in bars[0], bars[0]
     assert sum(line.count("100%") for line in screen.lines) == 1, screen.text
     assert not any(re.search(r"prep: +[\d.]+% rows", line) for line in screen.lines)
-    # the summary is the last thing printed (the pane wraps it at 80 columns)
-    after = "".join(screen.lines[screen.lines.index(bars[0]) + 1:])
+    # the summary is the last thing printed (the pane wraps it at 80 columns, and drops a
+    # space that ends a wrapped row: pad those rows back to 80)
+    rows = screen.lines[screen.lines.index(bars[0]) + 1:]
+    after = "".join(row.ljust(80) for row in rows[:-1]) + rows[-1]
     check_summary(after[after.rindex(f"published {out}: "):], out)
 
 
