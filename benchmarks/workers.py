@@ -10,7 +10,13 @@ writing) that bounds how many cores prep can keep busy, with the projection
 ``cores_busy = worker CPU per GB / main CPU per GB``, and the committing thread's own share
 of it (``commit_thread_cpu_s_per_gb``; hashing and sealing shards run in other threads).
 
+After each pair it runs ``ceiling.py``'s measurement in the same order: the corpus read and
+tokenized by gigatoken alone in A and then B forked processes, without prep. Its ratio
+(``ceiling_ratio``) is what this machine gives B processes of that work over A, and
+``share_of_ceiling`` is prep's ratio over it (``--no-ceiling`` skips those runs).
+
     python benchmarks/workers.py [--mb 200] [--pairs 3] [--a 1] [--b 2] [--workdir D]
+        [--no-ceiling]
 
 Prints ``{"bench": "workers", ...}`` on stdout; progress on stderr.
 """
@@ -25,6 +31,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ceiling import measure as measure_ceiling
 from memory import DEFAULT_TOKENIZER, prepare_command, reusable_corpus, run_measured
 
 
@@ -44,9 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--a", type=int, default=1, help="workers of the baseline runs")
     ap.add_argument("--b", type=int, default=2, help="workers of the compared runs")
     ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--no-ceiling", action="store_true",
+                    help="skip the tokenizing-alone runs of benchmarks/ceiling.py")
     args = ap.parse_args(argv)
     work, corpus = reusable_corpus(args.workdir, args.mb, "workers-")
     times: dict[int, list[float]] = {args.a: [], args.b: []}
+    ceiling: dict[int, list[float]] = {args.a: [], args.b: []}
     main_cpu: dict[int, list[float]] = {args.a: [], args.b: []}
     commit_cpu: dict[int, list[float]] = {args.a: [], args.b: []}
     text_gb = 0.0
@@ -73,12 +83,23 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"--workers {n} wrote different bytes than the first run")
             log(f"pair {i + 1}: --workers {n}: {res.seconds:.2f} s, main CPU "
                 f"{main_cpu[n][-1]:.2f} s/GB, committing thread {commit_cpu[n][-1]:.2f} s/GB")
+        for n in () if args.no_ceiling else order:  # the same pair's machine, without prep
+            ceiling[n].append(measure_ceiling(work, corpus, DEFAULT_TOKENIZER, n))
+            log(f"pair {i + 1}: tokenizing alone in {n} processes: {ceiling[n][-1]:.2f} s")
     med = {n: statistics.median(v) for n, v in times.items()}
     serial = statistics.median(main_cpu[args.b])
+    ratio = med[args.a] / med[args.b]
+    limit = None
+    if not args.no_ceiling:
+        limit = statistics.median(ceiling[args.a]) / statistics.median(ceiling[args.b])
     print(json.dumps({
         "bench": "workers", "mb": args.mb, "a": args.a, "b": args.b,
         "a_median_s": round(med[args.a], 3), "b_median_s": round(med[args.b], 3),
-        "ratio": round(med[args.a] / med[args.b], 3), "identical": True,
+        "ratio": round(ratio, 3), "identical": True,
+        "pair_ratios": [round(x / y, 3) for x, y in zip(times[args.a], times[args.b],
+                                                        strict=True)],
+        "ceiling_ratio": None if limit is None else round(limit, 3),
+        "share_of_ceiling": None if limit is None else round(ratio / limit, 3),
         "main_cpu_s_per_gb": round(serial, 3),
         "commit_thread_cpu_s_per_gb": round(statistics.median(commit_cpu[args.b]), 3),
         "gb_per_s_b": round(text_gb / med[args.b], 4),
