@@ -84,13 +84,19 @@ def measure(work: Path, corpus: Path, tokenizer: Path, procs: int) -> float:
     return res.seconds
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def pair_parser(doc: str, what: str) -> argparse.ArgumentParser:
+    """The options of a benchmark that alternates A and B ``what`` on one corpus."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--mb", type=float, default=200.0)
     ap.add_argument("--pairs", type=int, default=3)
-    ap.add_argument("--a", type=int, default=1, help="processes of the baseline runs")
-    ap.add_argument("--b", type=int, default=2, help="processes of the compared runs")
+    ap.add_argument("--a", type=int, default=1, help=f"{what} of the baseline runs")
+    ap.add_argument("--b", type=int, default=2, help=f"{what} of the compared runs")
     ap.add_argument("--workdir", type=Path)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = pair_parser(__doc__, "processes")
     ap.add_argument("--tokenizer", type=Path, default=DEFAULT_TOKENIZER)
     ap.add_argument("--job", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)

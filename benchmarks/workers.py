@@ -23,7 +23,6 @@ Prints ``{"bench": "workers", ...}`` on stdout; progress on stderr.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import statistics
@@ -32,6 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ceiling import measure as measure_ceiling
+from ceiling import pair_parser
 from memory import DEFAULT_TOKENIZER, prepare_command, reusable_corpus, run_measured
 
 
@@ -45,12 +45,7 @@ def outputs(out: Path) -> dict[str, bytes]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mb", type=float, default=200.0)
-    ap.add_argument("--pairs", type=int, default=3)
-    ap.add_argument("--a", type=int, default=1, help="workers of the baseline runs")
-    ap.add_argument("--b", type=int, default=2, help="workers of the compared runs")
-    ap.add_argument("--workdir", type=Path)
+    ap = pair_parser(__doc__, "workers")
     ap.add_argument("--no-ceiling", action="store_true",
                     help="skip the tokenizing-alone runs of benchmarks/ceiling.py")
     args = ap.parse_args(argv)

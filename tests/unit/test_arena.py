@@ -10,7 +10,8 @@ import multiprocessing
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -66,22 +67,35 @@ def test_without_an_arena_everything_comes_through_the_pipe() -> None:
     assert all(map(same, got, wt.arrays(3)))
 
 
-def test_pages_released_in_any_order_are_reused_lowest_first(unraisable: list[Any]) -> None:
-    arena = Arena(8 * PAGE)
+Ask = Callable[[int, int], tuple[int | None, Any]]
+
+
+@contextmanager
+def packer(pages: int) -> Iterator[tuple[Arena, Ask]]:
+    """An arena of ``pages`` pages and ``ask(tag, pages)``: the array ``pages_of(tag,
+    pages)`` packed by a forked child into it and unpacked here, with its first page (None:
+    in-band)."""
+    arena = Arena(pages * PAGE)
     ctx: Any = multiprocessing.get_context("fork")
     requests, replies = ctx.Queue(), ctx.Queue()
     child = ctx.Process(target=wt.pack_on_request, args=(arena, requests, replies))
     child.start()
 
     def ask(tag: int, pages: int) -> tuple[int | None, Any]:
-        """The array ``pages_of(tag, pages)`` from the child, and its first page (None:
-        in-band)."""
         requests.put((tag, pages))
         packed = replies.get(timeout=60)
         first = packed.places[0][0] if packed.places else None
         return first, arena.unpack(packed)
 
     try:
+        yield arena, ask
+    finally:
+        requests.put(None)
+        child.join(timeout=60)
+
+
+def test_pages_released_in_any_order_are_reused_lowest_first(unraisable: list[Any]) -> None:
+    with packer(8) as (arena, ask):
         held = {}
         for tag in range(4):  # fills the arena
             first, held[tag] = ask(tag, 2)
@@ -100,9 +114,6 @@ def test_pages_released_in_any_order_are_reused_lowest_first(unraisable: list[An
         for tag, array in held.items():
             assert (array == tag).all()
         assert arena.shared == 6
-    finally:
-        requests.put(None)
-        child.join(timeout=60)
 
 
 def test_a_tiny_arena_under_many_results_never_stalls_the_pool() -> None:
@@ -166,27 +177,17 @@ def test_successors_take_over_the_arena_and_spare_what_the_main_process_holds(
 def test_a_forked_copy_of_a_held_array_frees_no_page(unraisable: list[Any]) -> None:
     # A process forked from the main process (a zygote, a subprocess' fork) holds copies of
     # its arrays; dropping them there must not free the main process's pages.
-    arena = Arena(8 * PAGE)
-    ctx: Any = multiprocessing.get_context("fork")
-    requests, replies = ctx.Queue(), ctx.Queue()
-    child = ctx.Process(target=wt.pack_on_request, args=(arena, requests, replies))
-    child.start()
-    try:
-        requests.put((1, 4))
-        held = arena.unpack(replies.get(timeout=60))
+    with packer(8) as (_, ask):
+        _, held = ask(1, 4)
         pid = os.fork()
         if pid == 0:  # the copy: drop it, collect, leave without running atexit hooks
             del held
             gc.collect()
             os._exit(0)
         assert os.waitpid(pid, 0)[1] == 0
-        requests.put((2, 4))
-        packed = replies.get(timeout=60)
-        assert packed.places[0][0] == 4  # not pages 0-3: the main process still holds them
-        assert (arena.unpack(packed) == 2).all() and (held == 1).all()
-    finally:
-        requests.put(None)
-        child.join(timeout=60)
+        first, got = ask(2, 4)
+        assert first == 4  # not pages 0-3: the main process still holds them
+        assert (got == 2).all() and (held == 1).all()
 
 
 @pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
