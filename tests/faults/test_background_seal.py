@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import signal
+import time
 from pathlib import Path
 
 import harness as h
@@ -42,10 +43,16 @@ def test_sigkill_while_a_shard_seals_in_the_background_then_resume_is_identical(
         return any(p.stat().st_size > HEADER_BYTES[fmt] for p in staging.glob("*-00001.bin"))
 
     h.wait_for(next_shard_has_ids, "ids in the next shard while the seal is parked", proc)
+    # A checkpoint after every batch: had the committing thread checkpointed past the
+    # rollover without waiting for the seal, one would be on disk by now.
+    time.sleep(1.0)
     cp = h.read_checkpoint(out)
     assert cp is not None
     sealed = [r["name"] for s in cp["splits"].values() for r in s["sealed"]]
     assert sealed == [], f"a checkpoint lists {sealed} before their seal finished"
+    opened = [s["open"]["name"] for s in cp["splits"].values() if s["open"]]
+    assert all("-00000" in name for name in opened), (
+        f"a checkpoint after the rollover ({opened}) was written before the seal finished")
     proc.kill()
     code, err = proc.finish()
     assert code == -signal.SIGKILL, err

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from prep.errors import IntegrityError
 from prep.formats.runninghash import RunningHash
 
 
@@ -43,9 +44,10 @@ def test_a_range_past_the_end_of_the_file_raises_when_the_hash_is_read(tmp_path:
     path.write_bytes(b"x" * 10)
     fd = os.open(path, os.O_RDONLY)
     try:
-        h = RunningHash(hashlib.sha256())
+        h = RunningHash(hashlib.sha256(), "short.bin")
         h.update(fd, 0, 20)
-        with pytest.raises(EOFError, match="ends at byte 10, before 20"):
+        with pytest.raises(IntegrityError, match=r"short.bin ends at byte 10 although 20 .*"
+                           r"rerun with --resume"):
             h.hexdigest()
         h.close()
     finally:

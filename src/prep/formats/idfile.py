@@ -83,7 +83,7 @@ class IdFileWriter:
             self._file = open(path, "w+b")  # noqa: SIM115 - lives as long as the writer
             self._file.write(header(0))
             self.n = 0
-            self._hash = RunningHash(hashlib.sha256())
+            self._hash = RunningHash(hashlib.sha256(), path.name)
         else:
             n, hasher = _resume
             head = header(0)
@@ -94,7 +94,7 @@ class IdFileWriter:
             self._file.write(head)
             self._file.seek(size)
             self.n = n
-            self._hash = RunningHash(hasher)
+            self._hash = RunningHash(hasher, path.name)
 
     @property
     def name(self) -> str:

@@ -12,6 +12,7 @@ import os
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from prep.errors import IntegrityError
 from prep.fsio import Hasher
 
 CHUNK = 1 << 20  # bytes per pread: bounded memory, and few calls
@@ -24,10 +25,13 @@ class RunningHash:
     :meth:`hexdigest` waits for every pending range first, so it is the hash of exactly
     what was handed over. At most ``max_behind`` bytes (or one range, if larger) are
     pending: :meth:`update` waits for the oldest ones beyond that. An error while reading
-    (a short file) is raised by the next call that waits for it."""
+    (a file cut short by another program: ``IntegrityError`` naming ``where``) is raised by
+    the next call that waits for it."""
 
-    def __init__(self, inner: Hasher, max_behind: int = MAX_BEHIND) -> None:
+    def __init__(self, inner: Hasher, where: str = "the open shard",
+                 max_behind: int = MAX_BEHIND) -> None:
         self._inner = inner
+        self._where = where
         self._max_behind = max_behind
         self._pool: ThreadPoolExecutor | None = None
         self._pending: deque[tuple[Future[None], int]] = deque()
@@ -49,8 +53,11 @@ class RunningHash:
         end = start + length
         while start < end:
             chunk = os.pread(fd, min(CHUNK, end - start), start)
-            if not chunk:
-                raise EOFError(f"fd {fd}: ends at byte {start:,}, before {end:,}")
+            if not chunk:  # only another program cuts a file prep is writing
+                raise IntegrityError(
+                    f"{self._where} ends at byte {start:,} although {end:,} bytes were "
+                    "written to it: something else truncated it while prep was writing; "
+                    "rerun with --resume (it cuts the file back to the last checkpoint)")
             self._inner.update(chunk)
             start += len(chunk)
 
