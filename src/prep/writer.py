@@ -194,7 +194,7 @@ class SplitWriter:
         if self._file is None:
             raise RuntimeError(f"{self.split}: no open shard to seal")
         self.flush()
-        self.sealed.extend(self._sealing.submit(self._file, self._file_docs))
+        self._sealing.submit(self._file, self._file_docs, self.sealed)
         self._file = None
         self._file_docs = 0
         self._file_tokens = 0
@@ -202,7 +202,7 @@ class SplitWriter:
     def state(self) -> SplitState:
         """The committed state; call after :meth:`sync`. Waits for the pending seals (and
         raises the error of one that failed)."""
-        self.sealed.extend(self._sealing.wait())
+        self._sealing.wait(self.sealed)
         open_file = None
         if self._file is not None:
             open_file = OpenFile(
@@ -225,7 +225,7 @@ class SplitWriter:
         """Seal the open file; returns every file of the split in order, all sealed."""
         if self._file is not None:
             self._seal_open()
-        self.sealed.extend(self._sealing.wait())
+        self._sealing.wait(self.sealed)
         self._sealing.shutdown()
         return list(self.sealed)
 

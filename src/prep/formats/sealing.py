@@ -45,24 +45,22 @@ class Sealing:
         """Shards submitted whose records :meth:`wait` has not returned yet."""
         return len(self._pending)
 
-    def submit(self, file: ShardWriter, n_docs: int) -> list[FileRecord]:
-        """Start sealing ``file`` (nothing is appended to it any more); returns the records
-        of earlier seals it had to wait for to stay within ``max_pending``, in order."""
-        done = []
+    def submit(self, file: ShardWriter, n_docs: int, into: list[FileRecord]) -> None:
+        """Start sealing ``file`` (nothing is appended to it any more), after appending to
+        ``into`` the records of earlier seals it had to wait for to stay within
+        ``max_pending``."""
         while len(self._pending) >= self._max_pending:
-            done.append(self._pending.popleft().result())
+            into.append(self._pending.popleft().result())
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self._max_pending, thread_name_prefix="prep-seal")
         self._pending.append(self._pool.submit(seal_record, file, n_docs))
-        return done
 
-    def wait(self) -> list[FileRecord]:
-        """The records of every pending seal, in order, once they are done. The first
-        seal that failed raises its exception (the later ones stay pending)."""
-        done = []
+    def wait(self, into: list[FileRecord]) -> None:
+        """Append to ``into`` the record of every pending seal, in order, as each is done.
+        The first seal that failed raises its exception; the records before it are in
+        ``into`` already (the later seals stay pending)."""
         while self._pending:
-            done.append(self._pending.popleft().result())
-        return done
+            into.append(self._pending.popleft().result())
 
     def abandon(self) -> None:
         """Error path: let the pending seals end and drop them (their errors are only
@@ -71,9 +69,7 @@ class Sealing:
             error = self._pending.popleft().exception()
             if error is not None:
                 logger.debug("a background seal failed during cleanup: %s", error)
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        self.shutdown()
 
     def shutdown(self) -> None:
         """Stop the threads once nothing is pending (the split is finished)."""
