@@ -77,24 +77,22 @@ class IdFileWriter:
         self.vocab_size = vocab_size
         self.dtype = dtype
         self._header = header
-        self._ids_at = len(header(0))  # the same for every n
+        head = header(0)
+        self._ids_at = len(head)  # the same for every n
+        n, hasher = _resume if _resume is not None else (0, hashlib.sha256())
+        self.n = n
+        self._hash = RunningHash(hasher, path.name)
         self._file: IO[bytes]
         if _resume is None:
             self._file = open(path, "w+b")  # noqa: SIM115 - lives as long as the writer
-            self._file.write(header(0))
-            self.n = 0
-            self._hash = RunningHash(hashlib.sha256(), path.name)
+            self._file.write(head)
         else:
-            n, hasher = _resume
-            head = header(0)
-            size = len(head) + n * self.dtype.itemsize
+            size = self._ids_at + n * self.dtype.itemsize
             self._file = open(path, "r+b")  # noqa: SIM115
             self._file.truncate(size)
             # A crash while sealing may have left the real n in the header: reset it.
             self._file.write(head)
             self._file.seek(size)
-            self.n = n
-            self._hash = RunningHash(hasher, path.name)
 
     @property
     def name(self) -> str:
