@@ -182,7 +182,8 @@ def replay_in_workers(
     _replay_state = None
     state = (source.local_view(), [replace(f) for f in files], recipe)
     init_replay(*state)
-    with OrderedPool(replay_task, workers, init_replay, state) as pool:
+    # arena_bytes=0: a replayed batch carries digests and counts, no buffer worth an arena
+    with OrderedPool(replay_task, workers, init_replay, state, arena_bytes=0) as pool:
         for piece in pool.map(row_group_tasks(source, files, skip, rows)):
             record_digest(files, piece.file_sha256)
             yield piece.batch
