@@ -126,6 +126,7 @@ def install(fault: dict[str, Any]) -> None:
     within = fault.get("within", [])
     within = {within} if isinstance(within, str) else set(within)
     count = 0
+    counting = threading.Lock()  # the target may run in several threads (sealing pool, hashing)
 
     def matches(args: tuple[Any, ...]) -> bool:
         if "arg_contains" in fault and not any(fault["arg_contains"] in str(a) for a in args):
@@ -143,10 +144,10 @@ def install(fault: dict[str, Any]) -> None:
                 return False
         return True
 
-    def act(args: tuple[Any, ...]) -> None:
+    def act(args: tuple[Any, ...], n: int) -> None:
         if mark:
             with open(mark, "a") as f:
-                f.write(f"{fault['target']} call {count} {when}: {[str(a) for a in args]}\n")
+                f.write(f"{fault['target']} call {n} {when}: {[str(a) for a in args]}\n")
         if action == "kill":
             sys.stderr.flush()
             os.kill(os.getpid(), signal.SIGKILL)
@@ -168,18 +169,20 @@ def install(fault: dict[str, Any]) -> None:
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nonlocal count
-        fire = False
+        fire, n = False, 0
         if matches(args):
-            count += 1
-            fire = count == nth or (count > nth and every) or action == "record"
+            with counting:  # one number per call: two threads never both take the nth
+                count += 1
+                n = count
+            fire = n == nth or (n > nth and every) or action == "record"
         if fire and action == "return":
-            act(args)
+            act(args, n)
             return fault["value"]
         if fire and when == "before":
-            act(args)
+            act(args, n)
         result = original(*args, **kwargs)
         if fire and when == "after":
-            act(args)
+            act(args, n)
         return result
 
     setattr(holder, attr, wrapper)
