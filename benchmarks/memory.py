@@ -81,15 +81,18 @@ class RunResult:
     seconds: float
     tree_peak_pss_kib: int = 0
     cpu_seconds: float = 0.0  # user + system of the child and every process it waited for
+    tree_parts_kib: tuple[int, ...] = ()  # each process's PSS at the tree's peak, root first
 
 
 class TreeSampler:
-    """Samples the summed PSS of a process and its descendants until stopped."""
+    """Samples the summed PSS of a process and its descendants until stopped; ``parts`` is
+    each process's PSS (KiB, the root first) in the sample of the peak."""
 
     def __init__(self, pid: int, every: float = 0.05) -> None:
         import threading
 
         self.pid, self.every, self.peak_kib = pid, every, 0
+        self.parts: list[int] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -102,17 +105,18 @@ class TreeSampler:
         except psutil.Error:
             return
         while not self._stop.wait(self.every):
-            total = 0
+            parts = []
             try:
                 procs = [root, *root.children(recursive=True)]
             except psutil.Error:
                 return
             for p in procs:
                 try:
-                    total += p.memory_full_info().pss
+                    parts.append(p.memory_full_info().pss // 1024)
                 except psutil.Error:
                     continue
-            self.peak_kib = max(self.peak_kib, total // 1024)
+            if sum(parts) > self.peak_kib:
+                self.peak_kib, self.parts = sum(parts), parts
 
     def stop(self) -> int:
         self._stop.set()
@@ -160,10 +164,11 @@ def run_measured(cmd: list[str], log: Path) -> RunResult:
         sampler = TreeSampler(proc.pid)
         _, status, usage = os.wait4(proc.pid, 0)
     tree_kib = sampler.stop()
+    parts = tuple(sampler.parts)
     exit_code = os.waitstatus_to_exitcode(status)
     proc.returncode = exit_code  # already reaped: keep Popen from waiting on a stale pid
     return RunResult(exit_code, usage.ru_maxrss, time.perf_counter() - start, tree_kib,
-                     usage.ru_utime + usage.ru_stime)
+                     usage.ru_utime + usage.ru_stime, parts)
 
 
 def manifest_tokens(out: Path) -> int:
@@ -248,7 +253,8 @@ def measure(mb: float, tokenizer: str, workdir: Path, *extra: str) -> tuple[RunR
     tokens = manifest_tokens(out)
     print(
         f"memory: prepare {label} MB: peak RSS {result.peak_rss_kib / 1024:,.1f} MiB "
-        f"(whole tree, PSS: {result.tree_peak_pss_kib / 1024:,.1f} MiB), "
+        f"(whole tree, PSS: {result.tree_peak_pss_kib / 1024:,.1f} MiB; per process at that "
+        f"peak, main first: {' + '.join(f'{k / 1024:.0f}' for k in result.tree_parts_kib)}), "
         f"{tokens:,} tokens, {result.seconds:.1f} s "
         f"({text_bytes / 1e6 / result.seconds:.2f} MB/s)",
         file=sys.stderr,

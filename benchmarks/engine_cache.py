@@ -1,0 +1,112 @@
+"""What gigatoken's pretoken cache costs in memory, and what dropping it costs in CPU.
+
+A worker keeps one gigatoken tokenizer for the whole run, and gigatoken keeps every
+distinct short pretoken it has encoded in a table that only grows. This benchmark encodes a
+corpus row group by row group, as a worker does, in a fresh process per configuration:
+``--every 0`` keeps one tokenizer (prep's default), ``--every K`` builds a new one after
+every K row groups (dropping the cache, as ``--recycle-workers`` does with a new process).
+Each process reports its CPU seconds (loading included) and its RSS after every row group.
+Configurations alternate, ``--rounds`` times; medians are reported, with ratios against
+``every=0`` of the same run.
+
+    python benchmarks/engine_cache.py --corpus DIR [--tokenizer PATH] [--every 0,8,4]
+                                      [--rounds 3]
+
+``DIR``: Parquet files with a ``text`` column (``make_corpus.py``). Prints one JSON line
+``{"bench": "engine_cache", "configs": {K: {"cpu_s", "cpu_ratio", "peak_rss_mib",
+"rss_mib_after_group": [...]}}, ...}`` on stdout; progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_TOKENIZER = REPO / "tests" / "fixtures" / "gpt2" / "tokenizer.json"
+
+
+def _rss_mib() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) >> 10
+    return 0
+
+
+def encode_corpus(corpus: str, tokenizer: str, every: int) -> dict[str, Any]:
+    """In a fresh process: encode every row group of ``corpus`` with gigatoken (built as
+    prep builds it), a new tokenizer after every ``every`` groups (0: never)."""
+    import glob
+
+    import pyarrow.parquet as pq
+    from gigatoken.gigatoken_rs import load_hf_json
+
+    from prep.encoders.gigatoken import parse_members, specials_removed
+
+    text = Path(tokenizer).read_text(encoding="utf-8")
+    config, spans = parse_members(text)
+    raw = specials_removed(text, config, spans)
+    start = time.process_time()
+    backend = load_hf_json(raw)
+    rss, groups = [], 0
+    for path in sorted(glob.glob(f"{corpus}/*.parquet")):
+        pf = pq.ParquetFile(path)
+        for g in range(pf.num_row_groups):
+            docs = [t.encode() for t in pf.read_row_group(g, columns=["text"]).column(0)
+                    .to_pylist() if t]
+            backend.encode_batch(docs, parallel=False)
+            groups += 1
+            if every and groups % every == 0:
+                del backend
+                backend = load_hf_json(raw)
+            rss.append(_rss_mib())
+    return {"cpu_s": time.process_time() - start, "rss": rss}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--tokenizer", default=str(DEFAULT_TOKENIZER))
+    ap.add_argument("--every", default="0,8,4")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args(argv)
+    if not sorted(Path(args.corpus).glob("*.parquet")):
+        print(f"engine_cache: no .parquet files in {args.corpus}", file=sys.stderr)
+        return 2
+    everies = [int(x) for x in args.every.split(",")]
+    if 0 not in everies:
+        everies.insert(0, 0)
+    runs: dict[int, list[dict[str, Any]]] = {k: [] for k in everies}
+    spawn = get_context("spawn")
+    for r in range(args.rounds):
+        for k in everies:
+            with spawn.Pool(1) as pool:
+                out = pool.apply(encode_corpus, (args.corpus, args.tokenizer, k))
+            runs[k].append(out)
+            print(f"engine_cache: round {r + 1} every={k}: {out['cpu_s']:.2f} CPU s, "
+                  f"peak RSS {max(out['rss'])} MiB", file=sys.stderr)
+    base = statistics.median(o["cpu_s"] for o in runs[0])
+    configs = {}
+    for k, outs in runs.items():
+        cpu = statistics.median(o["cpu_s"] for o in outs)
+        configs[str(k)] = {
+            "cpu_s": round(cpu, 3),
+            "cpu_ratio": round(cpu / base, 3),
+            "peak_rss_mib": statistics.median(max(o["rss"]) for o in outs),
+            "rss_mib_after_group": [statistics.median(v) for v in
+                                    zip(*(o["rss"] for o in outs), strict=True)],
+        }
+    print(json.dumps({"bench": "engine_cache", "corpus": args.corpus,
+                      "rounds": args.rounds, "configs": configs}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
