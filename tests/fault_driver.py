@@ -40,6 +40,7 @@ from __future__ import annotations
 import errno
 import functools
 import importlib
+import itertools
 import json
 import logging
 import os
@@ -125,8 +126,10 @@ def install(fault: dict[str, Any]) -> None:
     every = bool(fault.get("every", False))
     within = fault.get("within", [])
     within = {within} if isinstance(within, str) else set(within)
-    count = 0
-    counting = threading.Lock()  # the target may run in several threads (sealing pool, hashing)
+    # One number per call even when the target runs in several threads (sealing pool,
+    # hashing): next() of an itertools.count is one atomic step under the GIL, and unlike
+    # a lock it cannot be copied held into a forked worker.
+    numbers = itertools.count(1)
 
     def matches(args: tuple[Any, ...]) -> bool:
         if "arg_contains" in fault and not any(fault["arg_contains"] in str(a) for a in args):
@@ -168,12 +171,9 @@ def install(fault: dict[str, Any]) -> None:
 
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        nonlocal count
         fire, n = False, 0
         if matches(args):
-            with counting:  # one number per call: two threads never both take the nth
-                count += 1
-                n = count
+            n = next(numbers)
             fire = n == nth or (n > nth and every) or action == "record"
         if fire and action == "return":
             act(args, n)

@@ -298,14 +298,16 @@ def test_persistent_failure_is_a_transient_error(
 def test_unreachable_endpoint_is_transient(tmp_path: Path) -> None:
     import socket
 
-    with socket.socket() as s:  # a port nobody listens on
+    # A port bound but never listened on: connecting is refused, and as it stays bound for
+    # the whole test no other test's server (run beside it by pytest-xdist) can take it.
+    with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    opts = HubOptions(
-        endpoint=f"http://127.0.0.1:{port}", cache_dir=tmp_path, attempts=2, base_delay=0.0
-    )
-    with pytest.raises(TransientError, match=r"ConnectError.*2 attempts"):
-        resolve_hub_source(URI, token=None, options=opts)
+        opts = HubOptions(
+            endpoint=f"http://127.0.0.1:{port}", cache_dir=tmp_path, attempts=2, base_delay=0.0
+        )
+        with pytest.raises(TransientError, match=r"ConnectError.*2 attempts"):
+            resolve_hub_source(URI, token=None, options=opts)
 
 
 def _rewrite_in_place(path: Path) -> None:
