@@ -86,7 +86,9 @@ class RunResult:
 
 class TreeSampler:
     """Samples the summed PSS of a process and its descendants until stopped; ``parts`` is
-    each process's PSS (KiB, the root first) in the sample of the peak."""
+    each process's PSS (KiB) in the sample of the peak: the root first, then its
+    descendants (prep's workers, and with ``--recycle-workers`` the zygote) in psutil's
+    order."""
 
     def __init__(self, pid: int, every: float = 0.05) -> None:
         import threading
@@ -105,12 +107,12 @@ class TreeSampler:
         except psutil.Error:
             return
         while not self._stop.wait(self.every):
-            parts = []
             try:
-                procs = [root, *root.children(recursive=True)]
+                parts = [root.memory_full_info().pss // 1024]  # the root first, always
+                children = root.children(recursive=True)
             except psutil.Error:
                 return
-            for p in procs:
+            for p in children:
                 try:
                     parts.append(p.memory_full_info().pss // 1024)
                 except psutil.Error:
