@@ -256,8 +256,8 @@ def _run_control(g: Group, d: Mapping[str, Any]) -> None:
     g.add_argument(
         "--recycle-workers", type=count(1), metavar="BYTES",
         help="replace each worker with a fresh one after it has read BYTES of text (e.g. "
-        "10M): bounds what the workers' caches and allocators keep, at ~50 ms of CPU per "
-        "replacement (default: never)",
+        "4G): bounds what the workers' caches and allocators keep, at about 0.5 s of CPU "
+        "per replacement (default: never)",
     )
     g.add_argument(
         "--engine", choices=d["choices"]["engine"],
