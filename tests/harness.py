@@ -14,6 +14,8 @@ Not a ``conftest.py`` on purpose: conftest modules outside packages all import a
 
 from __future__ import annotations
 
+import atexit
+import functools
 import hashlib
 import importlib.util
 import json
@@ -285,13 +287,22 @@ class Proc:
         return code, self.err()
 
 
+@functools.cache
+def _log_dir() -> Path:
+    """One directory for this test process's unnamed run logs, removed when it exits (each
+    log used to be a file of its own in /tmp, left behind by every suite run)."""
+    path = Path(tempfile.mkdtemp(prefix="prep-test-logs-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
 def spawn(args: Sequence[object], log: Path | None = None, faults: Faults = None, *,
           mark: Path | None = None, stderr: int | None = None, cwd: Path = REPO) -> Proc:
     """Start ``prepare ARGS`` (through the driver when there are faults) in its own
     session, in ``cwd``; stderr goes to ``log`` (a temporary file when None) unless a file
     descriptor is given (a pseudo-terminal)."""
     if log is None:
-        fd, name = tempfile.mkstemp(prefix="prep-run-", suffix=".log")
+        fd, name = tempfile.mkstemp(prefix="prep-run-", suffix=".log", dir=_log_dir())
         os.close(fd)
         log = Path(name)
     log.parent.mkdir(parents=True, exist_ok=True)
