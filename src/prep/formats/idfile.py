@@ -133,15 +133,21 @@ class IdFileWriter:
 
     def seal(self) -> tuple[str, tuple[Companion, ...]]:
         """Write the real header, fsync, close; return the SHA-256 of the whole file (and
-        the companion files, none here). May run in another thread than the appends
-        (:class:`prep.formats.sealing.Sealing`), once they are over."""
+        the companion files, none here): for a headerless file (raw, Megatron's ``.bin``)
+        the running hash of its ids, without reading it again. May run in another thread
+        than the appends (:class:`prep.formats.sealing.Sealing`), once they are over."""
+        header = self._header(self.n)
+        if not header:  # the ids are the whole file: their running hash is its SHA-256
+            self.sync()
+            ids_sha = self._hash.hexdigest()
+            self._hash.close()
+            self._file.close()
+            return ids_sha, ()
         self._hash.close()  # the running hash is for checkpoints of an open file only
         self._file.flush()
         self._file.seek(0)
-        header = self._header(self.n)
         self._file.write(header)
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        self.sync()
         # The ids' bytes were hashed as written; the header came first, so hash the file's
         # ids again from the page cache (cheap next to tokenizing them). Through the open
         # handle: the directory may have been renamed since the file was created.
