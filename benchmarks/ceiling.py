@@ -35,15 +35,29 @@ def log(msg: str) -> None:
     print(f"[ceiling] {msg}", file=sys.stderr, flush=True)
 
 
+def row_groups(corpus: Path) -> list[tuple[Path, int]]:
+    """Every (file, row group) of the corpus's Parquet files, in the order prep reads them."""
+    import pyarrow.parquet as pq
+
+    return [(f, i) for f in sorted(corpus.glob("*.parquet"))
+            for i in range(pq.ParquetFile(f).num_row_groups)]
+
+
+def group_texts(path: Path, group: int) -> list[str]:
+    """The non-empty texts of one row group."""
+    import pyarrow.parquet as pq
+
+    texts = pq.ParquetFile(path).read_row_group(group, columns=["text"]).column(0)
+    return [t for t in texts.to_pylist() if t]
+
+
 def job(corpus: Path, tokenizer: Path, procs: int) -> int:
     """The measured process: fork ``procs`` children that read and tokenize their share of
     the row groups; prints the tokens counted."""
     import gigatoken
-    import pyarrow.parquet as pq
 
     tok = gigatoken.Tokenizer.from_json(tokenizer.read_text(encoding="utf-8"))
-    groups = [(f, i) for f in sorted(corpus.glob("*.parquet"))
-              for i in range(pq.ParquetFile(f).num_row_groups)]
+    groups = row_groups(corpus)
     children = []
     for k in range(procs):
         read, write = os.pipe()
@@ -52,8 +66,7 @@ def job(corpus: Path, tokenizer: Path, procs: int) -> int:
             os.close(read)
             tokens = 0
             for f, i in groups[k::procs]:
-                texts = pq.ParquetFile(f).read_row_group(i, columns=["text"]).column(0)
-                ids = tok.encode_batch([t for t in texts.to_pylist() if t], parallel=False)
+                ids = tok.encode_batch(group_texts(f, i), parallel=False)
                 tokens += len(ids.layout.content.data)  # one flat buffer, as prep takes it
             os.write(write, str(tokens).encode())
             os._exit(0)

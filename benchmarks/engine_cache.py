@@ -31,8 +31,8 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_TOKENIZER = REPO / "tests" / "fixtures" / "gpt2" / "tokenizer.json"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from memory import DEFAULT_TOKENIZER
 
 
 def _status_mib(field: str) -> int:
@@ -45,32 +45,23 @@ def _status_mib(field: str) -> int:
 
 
 def encode_corpus(corpus: str, tokenizer: str, every: int) -> dict[str, Any]:
-    """In a fresh process: encode every row group of ``corpus`` with gigatoken (built as
-    prep builds it), a new tokenizer after every ``every`` groups (0: never)."""
-    import glob
+    """In a fresh process: encode every row group of ``corpus`` with gigatoken, built as a
+    prep worker builds it, a new one after every ``every`` groups (0: never)."""
+    from ceiling import group_texts, row_groups
 
-    import pyarrow.parquet as pq
-    from gigatoken.gigatoken_rs import load_hf_json
+    from prep.encoders.engine import Reference
+    from prep.encoders.gigatoken import load_gigatoken
 
-    from prep.encoders.gigatoken import parse_members, specials_removed
-
-    text = Path(tokenizer).read_text(encoding="utf-8")
-    config, spans = parse_members(text)
-    raw = specials_removed(text, config, spans)
+    raw = Path(tokenizer).read_bytes()
     start = time.process_time()
-    backend = load_hf_json(raw)
-    rss, groups = [], 0
-    for path in sorted(glob.glob(f"{corpus}/*.parquet")):
-        pf = pq.ParquetFile(path)
-        for g in range(pf.num_row_groups):
-            docs = [t.encode() for t in pf.read_row_group(g, columns=["text"]).column(0)
-                    .to_pylist() if t]
-            backend.encode_batch(docs, parallel=False)
-            groups += 1
-            rss.append(_status_mib("VmRSS"))  # before a rebuild, with this group's cache
-            if every and groups % every == 0:
-                del backend
-                backend = load_hf_json(raw)
+    engine = load_gigatoken(raw, Reference(tokenizer), probe=False)
+    rss = []
+    for groups, (path, group) in enumerate(row_groups(Path(corpus)), 1):
+        engine.encode_fast([t.encode() for t in group_texts(path, group)])
+        rss.append(_status_mib("VmRSS"))  # before a rebuild, with this group's cache
+        if every and groups % every == 0:
+            del engine
+            engine = load_gigatoken(raw, Reference(tokenizer), probe=False)
     return {"cpu_s": time.process_time() - start, "rss": rss, "peak": _status_mib("VmHWM")}
 
 
