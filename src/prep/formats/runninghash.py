@@ -9,10 +9,9 @@ hashlib and ``pread`` release the GIL, so this runs beside the committing thread
 from __future__ import annotations
 
 import os
-from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
 
 from prep.errors import IntegrityError
+from prep.formats.backlog import Backlog
 from prep.fsio import Hasher
 
 CHUNK = 1 << 20  # bytes per pread: bounded memory, and few calls
@@ -32,22 +31,13 @@ class RunningHash:
                  max_behind: int = MAX_BEHIND) -> None:
         self._inner = inner
         self._where = where
-        self._max_behind = max_behind
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: deque[tuple[Future[None], int]] = deque()
-        self._behind = 0
+        self._ranges: Backlog[None] = Backlog(1, "prep-hash", max_behind)  # one: in order
 
     def update(self, fd: int, start: int, length: int) -> None:
         """Hash bytes ``[start, start + length)`` of the open file ``fd`` (already
         written, so that ``pread`` sees them) after the ranges handed over before."""
-        if length == 0:
-            return
-        while self._pending and self._behind + length > self._max_behind:
-            self._wait_oldest()
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="prep-hash")
-        self._pending.append((self._pool.submit(self._feed, fd, start, length), length))
-        self._behind += length
+        if length:
+            self._ranges.submit(length, self._feed, fd, start, length)
 
     def _feed(self, fd: int, start: int, length: int) -> None:
         end = start + length
@@ -61,22 +51,13 @@ class RunningHash:
             self._inner.update(chunk)
             start += len(chunk)
 
-    def _wait_oldest(self) -> None:
-        future, length = self._pending.popleft()
-        self._behind -= length
-        future.result()
-
     def hexdigest(self) -> str:
         """The hash of every range handed over (waits for the pending ones)."""
-        while self._pending:
-            self._wait_oldest()
+        while self._ranges:
+            self._ranges.take()
         return self._inner.hexdigest()
 
     def close(self) -> None:
         """Drop the pending ranges (the one being read finishes first) and stop the
         thread; call before the file is closed. The hash is unusable afterwards."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
-        self._pending.clear()
-        self._behind = 0
+        self._ranges.shutdown(cancel=True)

@@ -10,9 +10,8 @@ and hashed, and an error raised while sealing is raised there, as it was raised.
 from __future__ import annotations
 
 import logging
-from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
 
+from prep.formats.backlog import Backlog
 from prep.formats.base import ShardWriter
 from prep.state.shards import FileRecord
 
@@ -36,45 +35,35 @@ class Sealing:
     """The seals of one split's shards, in the order they were submitted."""
 
     def __init__(self, max_pending: int = MAX_PENDING) -> None:
-        self._max_pending = max_pending
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: deque[Future[FileRecord]] = deque()
+        self._seals: Backlog[FileRecord] = Backlog(max_pending, "prep-seal", max_pending)
 
     @property
     def pending(self) -> int:
         """Shards submitted whose records :meth:`wait` has not returned yet."""
-        return len(self._pending)
+        return len(self._seals)
 
     def submit(self, file: ShardWriter, n_docs: int, into: list[FileRecord]) -> None:
         """Start sealing ``file`` (nothing is appended to it any more), after appending to
         ``into`` the records of earlier seals it had to wait for to stay within
         ``max_pending``."""
-        while len(self._pending) >= self._max_pending:
-            into.append(self._pending.popleft().result())
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self._max_pending, thread_name_prefix="prep-seal")
-        self._pending.append(self._pool.submit(seal_record, file, n_docs))
+        for record in self._seals.room(1):
+            into.append(record)
+        self._seals.submit(1, seal_record, file, n_docs)
 
     def wait(self, into: list[FileRecord]) -> None:
         """Append to ``into`` the record of every pending seal, in order, as each is done.
         The first seal that failed raises its exception; the records before it are in
         ``into`` already (the later seals stay pending)."""
-        while self._pending:
-            into.append(self._pending.popleft().result())
+        while self._seals:
+            into.append(self._seals.take())
 
     def abandon(self) -> None:
         """Error path: let the pending seals end and drop them (their errors are only
         logged: the error being handled is the one to report); stop the threads."""
-        while self._pending:
-            error = self._pending.popleft().exception()
-            if error is not None:
-                logger.debug("a background seal failed during cleanup: %s", error)
+        for error in self._seals.drop():
+            logger.debug("a background seal failed during cleanup: %s", error)
         self.shutdown()
 
     def shutdown(self) -> None:
         """Stop the threads once nothing is pending (the split is finished)."""
-        if self._pending:
-            raise RuntimeError("seals still pending")
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        self._seals.shutdown()
