@@ -10,6 +10,17 @@ writing) that bounds how many cores prep can keep busy, with the projection
 ``cores_busy = worker CPU per GB / main CPU per GB``, and the committing thread's own share
 of it (``commit_thread_cpu_s_per_gb``; hashing and sealing shards run in other threads).
 
+It also adds up the CPU each whole run used (user + system, every process of its tree) and
+gives two bounds that need no model of prep, only that ``cores`` cores (this machine's, at
+most ``B`` workers plus the main process) give at most ``cores`` CPU seconds per second:
+
+- ``saturation_bound = median wall(A) / (median CPU(B) / cores)``: the best ratio the B runs
+  could show with the CPU they used, every core busy from start to end;
+- ``free_main_bound``: the same with the main process's CPU while committing taken out of
+  CPU(B), i.e. what a main process that cost nothing would allow. What is left is the
+  workers' own work, which two processes do with more CPU than one (``worker_cpu_ratio``,
+  their CPU in B over their CPU in A: shared caches and memory bandwidth).
+
 After each pair it runs ``ceiling.py``'s measurement in the same order: the corpus read and
 tokenized by gigatoken alone in A and then B forked processes, without prep. Its ratio
 (``ceiling_ratio``) is what this machine gives B processes of that work over A, and
@@ -24,6 +35,7 @@ Prints ``{"bench": "workers", ...}`` on stdout; progress on stderr.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -44,6 +56,22 @@ def outputs(out: Path) -> dict[str, bytes]:
             if p.suffix == ".bin" or p.name == "_MANIFEST.json"}
 
 
+def cpu_bounds(wall_a: float, tree_cpu: dict[int, list[float]],
+               main_cpu: dict[int, list[float]], text_gb: float, a: int, b: int
+               ) -> dict[str, float]:
+    """The CPU each configuration used (medians) and the ratios it allows: see the module
+    docstring. ``main_cpu`` is per GB, as reported."""
+    cpu = {n: statistics.median(v) for n, v in tree_cpu.items()}
+    main = {n: statistics.median(v) * text_gb for n, v in main_cpu.items()}
+    cores = min(os.cpu_count() or 1, b + 1)
+    return {
+        "cores": cores, "a_cpu_s": round(cpu[a], 2), "b_cpu_s": round(cpu[b], 2),
+        "saturation_bound": round(wall_a / (cpu[b] / cores), 3),
+        "free_main_bound": round(wall_a / ((cpu[b] - main[b]) / cores), 3),
+        "worker_cpu_ratio": round((cpu[b] - main[b]) / (cpu[a] - main[a]), 3),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = pair_parser(__doc__, "workers")
     ap.add_argument("--no-ceiling", action="store_true",
@@ -54,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ceiling: dict[int, list[float]] = {args.a: [], args.b: []}
     main_cpu: dict[int, list[float]] = {args.a: [], args.b: []}
     commit_cpu: dict[int, list[float]] = {args.a: [], args.b: []}
+    tree_cpu: dict[int, list[float]] = {args.a: [], args.b: []}
     text_gb = 0.0
     first: dict[str, bytes] | None = None
     for i in range(args.pairs):
@@ -71,13 +100,15 @@ def main(argv: list[str] | None = None) -> int:
             times[n].append(res.seconds)
             main_cpu[n].append(prov["main_cpu_seconds"] / text_gb)
             commit_cpu[n].append(prov["commit_thread_cpu_seconds"] / text_gb)
+            tree_cpu[n].append(res.cpu_seconds)
             got = outputs(out)
             if first is None:
                 first = got
             elif got != first:
                 raise SystemExit(f"--workers {n} wrote different bytes than the first run")
-            log(f"pair {i + 1}: --workers {n}: {res.seconds:.2f} s, main CPU "
-                f"{main_cpu[n][-1]:.2f} s/GB, committing thread {commit_cpu[n][-1]:.2f} s/GB")
+            log(f"pair {i + 1}: --workers {n}: {res.seconds:.2f} s, CPU {res.cpu_seconds:.2f} s, "
+                f"main CPU {main_cpu[n][-1]:.2f} s/GB, committing thread "
+                f"{commit_cpu[n][-1]:.2f} s/GB")
         for n in () if args.no_ceiling else order:  # the same pair's machine, without prep
             ceiling[n].append(measure_ceiling(work, corpus, DEFAULT_TOKENIZER, n))
             log(f"pair {i + 1}: tokenizing alone in {n} processes: {ceiling[n][-1]:.2f} s")
@@ -88,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_ceiling:
         limit = statistics.median(ceiling[args.a]) / statistics.median(ceiling[args.b])
     print(json.dumps({
+        **cpu_bounds(med[args.a], tree_cpu, main_cpu, text_gb, args.a, args.b),
         "bench": "workers", "mb": args.mb, "a": args.a, "b": args.b,
         "a_median_s": round(med[args.a], 3), "b_median_s": round(med[args.b], 3),
         "ratio": round(ratio, 3), "identical": True,
