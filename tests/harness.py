@@ -15,6 +15,7 @@ Not a ``conftest.py`` on purpose: conftest modules outside packages all import a
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -276,15 +277,41 @@ class Proc:
         return self.err_path.read_text(errors="replace")
 
     def finish(self, timeout: float = TIMEOUT) -> tuple[int, str]:
-        """Wait for the exit; returns (exit code, stderr). A negative code is a signal."""
+        """Wait for the exit; returns (exit code, stderr). A negative code is a signal. A
+        run still going after ``timeout`` is asked where it is (``stacks``), then killed,
+        and the test fails with its stderr."""
         try:
             code = self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
+            self.stacks()
             self.popen.kill()
             self.popen.wait()
-            raise AssertionError(f"pid {self.pid} did not end within {timeout} s:\n"
-                                 f"{self.err()}") from None
+            raise AssertionError(f"pid {self.pid} did not end within {timeout} s; its "
+                                 f"stderr, with every thread's stack:\n{self.err()}") from None
         return code, self.err()
+
+    def stacks(self, settle: float = 0.5) -> None:
+        """SIGUSR1 to each prep process of the run's session (it has one of its own), the
+        main process first, one at a time so their dumps do not interleave: each writes
+        every thread's stack to the run's stderr and goes on."""
+        for pid in _session(self.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR1)
+            time.sleep(settle)
+
+
+def _session(sid: int) -> list[int]:
+    """The processes of session ``sid``, its leader first, without multiprocessing's
+    resource tracker (not prep's: SIGUSR1 would end it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if os.getsid(int(entry.name)) == sid and \
+                    b"resource_tracker" not in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+    return sorted(found, key=lambda pid: (pid != sid, pid))
 
 
 @functools.cache

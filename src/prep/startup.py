@@ -7,10 +7,16 @@ import); the CLI installs its real handlers and then :func:`take_pending` hands 
 arrived in between, so no signal is lost. :func:`settle` covers the other end: once the
 command has returned, a signal while the interpreter exits must not turn a finished job into
 death by the signal.
+
+:func:`dump_stacks_on_signal` (part of :func:`guard`, and of every worker's start) makes
+SIGUSR1 print each thread's Python stack to stderr, and nothing else: a run that seems stuck,
+from cron or in a test, says where it is (``kill -USR1 PID``; ``kill -USR1 -- -PGID`` for
+the workers too) and goes on.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 from types import FrameType
 
@@ -23,9 +29,23 @@ def _record(signum: int, frame: FrameType | None) -> None:
 
 
 def guard() -> None:
-    """Record SIGTERM/SIGINT until the CLI's handlers take over."""
+    """Record SIGTERM/SIGINT until the CLI's handlers take over; SIGUSR1 dumps stacks."""
     for s in SIGNALS:
         signal.signal(s, _record)
+    dump_stacks_on_signal()
+
+
+def dump_stacks_on_signal() -> None:
+    """From now on SIGUSR1 writes every thread's Python stack to stderr (``faulthandler``,
+    which does it from the signal handler itself, so even a process whose threads are all
+    blocked answers) and the process goes on. Where there is no SIGUSR1, nothing."""
+    usr1 = getattr(signal, "SIGUSR1", None)
+    if usr1 is None:
+        return
+    try:  # file descriptor 2, not sys.stderr: a caller may have replaced that (pytest does)
+        faulthandler.register(usr1, file=2, all_threads=True)
+    except (OSError, RuntimeError, ValueError):  # a diagnostic must never stop a run
+        pass
 
 
 def take_pending() -> list[int]:

@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "readahead": set(),
     "progress": set(),
     "argtypes": set(),
-    "launch": set(),
+    "launch": {"startup"},
     "arena": set(),
     "workers": {"arena", "launch", "readahead"},
     "redact": set(),
