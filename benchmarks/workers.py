@@ -11,15 +11,21 @@ writing) that bounds how many cores prep can keep busy, with the projection
 of it (``commit_thread_cpu_s_per_gb``; hashing and sealing shards run in other threads).
 
 It also adds up the CPU each whole run used (user + system, every process of its tree) and
-gives two bounds that need no model of prep, only that ``cores`` cores (this machine's, at
-most ``B`` workers plus the main process) give at most ``cores`` CPU seconds per second:
+gives a bound that needs no model of prep, only that the ``cores`` cores this process may
+run on give at most ``cores`` CPU seconds per second:
 
 - ``saturation_bound = median wall(A) / (median CPU(B) / cores)``: the best ratio the B runs
-  could show with the CPU they used, every core busy from start to end;
-- ``free_main_bound``: the same with the main process's CPU while committing taken out of
-  CPU(B), i.e. what a main process that cost nothing would allow. What is left is the
-  workers' own work, which two processes do with more CPU than one (``worker_cpu_ratio``,
-  their CPU in B over their CPU in A: shared caches and memory bandwidth).
+  could show with the CPU they used, every core busy from start to end (each B run's wall
+  is at least its CPU / cores, so the medians' is too).
+
+Two figures that are estimates, not bounds, go with it:
+
+- ``free_main_bound``: the same with the main process's CPU while committing
+  (``main_cpu_seconds``) taken out of CPU(B): what a committing loop that cost nothing
+  would allow. Start-up, sealing and publishing stay in.
+- ``worker_cpu_ratio``: CPU minus that committing CPU, B over A (medians). Start-up is in
+  both; above 1, the B run needs more CPU for the same work (two workers share caches and
+  memory bandwidth, and each warms its own tokenizer cache).
 
 After each pair it runs ``ceiling.py``'s measurement in the same order: the corpus read and
 tokenized by gigatoken alone in A and then B forked processes, without prep. Its ratio
@@ -63,7 +69,7 @@ def cpu_bounds(wall_a: float, tree_cpu: dict[int, list[float]],
     docstring. ``main_cpu`` is per GB, as reported."""
     cpu = {n: statistics.median(v) for n, v in tree_cpu.items()}
     main = {n: statistics.median(v) * text_gb for n, v in main_cpu.items()}
-    cores = min(os.cpu_count() or 1, b + 1)
+    cores = len(os.sched_getaffinity(0))  # the main process's threads may use any of them
     return {
         "cores": cores, "a_cpu_s": round(cpu[a], 2), "b_cpu_s": round(cpu[b], 2),
         "saturation_bound": round(wall_a / (cpu[b] / cores), 3),

@@ -191,7 +191,7 @@ def install(fault: dict[str, Any]) -> None:
 def main() -> int:
     from prep.startup import dump_stacks_on_signal
 
-    dump_stacks_on_signal()  # as scripts/prepare.py does: the harness asks a hung run where
+    dump_stacks_on_signal()  # as scripts/prepare.py does: a hung run says where it is
     spec = json.loads(os.environ.get("PREP_FAULT") or "[]")
     _carry_stacks()
     for fault in spec if isinstance(spec, list) else [spec]:

@@ -10,14 +10,19 @@ death by the signal.
 
 :func:`dump_stacks_on_signal` (part of :func:`guard`, and of every worker's start) makes
 SIGUSR1 print each thread's Python stack to stderr, and nothing else: a run that seems stuck,
-from cron or in a test, says where it is (``kill -USR1 PID``; ``kill -USR1 -- -PGID`` for
-the workers too) and goes on.
+from cron or in a test, says where it is (``kill -USR1 PID``) and goes on. Each started
+worker answers it too; a spawned worker that is still starting, and multiprocessing's
+resource tracker, do not (the signal would end them), so send it to processes one by one,
+never to the process group (docs/operations.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
+import os
 import signal
+import sys
 from types import FrameType
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -40,12 +45,14 @@ def dump_stacks_on_signal() -> None:
     which does it from the signal handler itself, so even a process whose threads are all
     blocked answers) and the process goes on. Where there is no SIGUSR1, nothing."""
     usr1 = getattr(signal, "SIGUSR1", None)
-    if usr1 is None:
-        return
-    try:  # file descriptor 2, not sys.stderr: a caller may have replaced that (pytest does)
-        faulthandler.register(usr1, file=2, all_threads=True)
-    except (OSError, RuntimeError, ValueError):  # a diagnostic must never stop a run
-        pass
+    # The process's own stderr, not sys.stderr (a caller may have replaced that: pytest
+    # does), and only while it is file descriptor 2: with 2 closed, a later file could be
+    # given that number, and the dump would land in it (a shard).
+    err = sys.__stderr__
+    with contextlib.suppress(OSError, RuntimeError, ValueError):  # never stop a run
+        if usr1 is not None and err is not None and err.fileno() == 2:
+            os.fstat(2)
+            faulthandler.register(usr1, file=err, all_threads=True)
 
 
 def take_pending() -> list[int]:

@@ -26,16 +26,17 @@ SIGNALS = [signal.SIGKILL] * 14 + [signal.SIGTERM] * 5 + [signal.SIGINT]
 # What a signalled run may end with: killed, stopped after a checkpoint (75), finished
 # before the signal was acted on (0), or killed by the default action of SIGTERM/SIGINT
 # before prep installed its handlers.
-# How long one run may take. The slowest options drawn (--batch-size 1, --threads 2, so a
-# spawned worker, a checkpoint every 5 to 50 ms) commit ~1,200 documents a second on a
-# 2-core machine: a run that must finish a round's 200,000 documents alone once the kills
-# are done took 166 s, past the harness's 120 s. A hang still fails, with its stacks.
-RUN_SECONDS = 600.0
 ENDINGS = {
     signal.SIGKILL: {-signal.SIGKILL, 0},
     signal.SIGTERM: {-signal.SIGTERM, 75, 0},
     signal.SIGINT: {-signal.SIGINT, 75, 0},
 }
+
+# How long one run may take. The slowest options drawn (--batch-size 1, --threads 2, so a
+# spawned worker, a checkpoint every 5 to 50 ms) commit ~1,200 documents a second on a
+# 2-core machine: a run that must finish a round's 200,000 documents alone once the kills
+# are done took 166 s, past the harness's 120 s. A hang still fails, with its stacks.
+RUN_SECONDS = 600.0
 
 
 @pytest.mark.soak

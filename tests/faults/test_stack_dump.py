@@ -8,7 +8,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import harness as h
@@ -28,9 +27,10 @@ def test_sigusr1_to_a_parked_run_dumps_every_process_then_it_finishes_identical(
                    faults=h.gate(PARK, tmp_path))
     h.wait_for((tmp_path / "reached").exists, "the first committed batch", proc)
     proc.stacks()
-    h.wait_for(lambda: proc.err().count("Current thread") == 3,
+    h.wait_for(lambda: proc.err().count("Current thread") >= 3,
                "three dumps: the main process's and both workers'", proc)
     dumps = proc.err().split("Current thread")[1:]
+    assert len(dumps) == 3, proc.err()
     workers = [d for d in dumps if "in _serve" in d]  # forked: run_loop's frames below
     main = [d for d in dumps if "in run_loop" in d and d not in workers]
     assert len(main) == 1 and len(workers) == 2, proc.err()
@@ -65,6 +65,28 @@ def test_without_the_guard_sigusr1_would_end_the_process() -> None:
     """The control for the test above: Python's default for SIGUSR1 ends the process, so
     ``still running`` there is the guard's doing."""
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    time.sleep(0.3)
     proc.send_signal(signal.SIGUSR1)
     assert proc.wait(timeout=h.TIMEOUT) == -signal.SIGUSR1
+
+
+def test_with_stderr_closed_the_guard_writes_no_dump_into_a_file_that_took_its_number(
+    tmp_path: Path,
+) -> None:
+    """A process started with descriptor 2 closed: the next file opened gets number 2 (here
+    a stand-in for a shard). The guard must not register the dump there; SIGUSR1 then keeps
+    its default action and the file holds only its own bytes."""
+    shard = tmp_path / "shard.bin"
+    code = (
+        "import os, signal, sys\n"
+        "os.close(2)\n"
+        "from prep.startup import guard\n"
+        "guard()\n"
+        f"fd = os.open({str(shard)!r}, os.O_WRONLY | os.O_CREAT)\n"
+        "assert fd == 2, fd\n"
+        "os.write(fd, b'ids')\n"
+        "os.kill(os.getpid(), signal.SIGUSR1)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=h.TIMEOUT,
+                          cwd=h.REPO)
+    assert done.returncode == -signal.SIGUSR1, done
+    assert shard.read_bytes() == b"ids"
