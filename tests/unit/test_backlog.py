@@ -67,3 +67,20 @@ def test_a_failed_job_raises_after_the_results_before_it() -> None:
         jobs.shutdown()
     assert jobs.drop() == []
     jobs.shutdown()
+
+
+def test_drain_takes_back_every_job_in_submission_order() -> None:
+    """Jobs that finish out of order (the first one sleeps) still come back in the order
+    they were submitted, and nothing is pending afterwards."""
+    jobs: Backlog[int] = Backlog(3, "test", limit=10)
+
+    def job(k: int) -> int:
+        if k == 0:
+            time.sleep(0.2)
+        return k
+
+    for k in range(3):
+        jobs.submit(1, job, k)
+    assert list(jobs.drain()) == [0, 1, 2]
+    assert len(jobs) == 0
+    jobs.shutdown()

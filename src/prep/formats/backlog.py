@@ -39,6 +39,11 @@ class Backlog(Generic[R]):
         while self._pending and self._weight + weight > self._limit:
             yield self.take()
 
+    def drain(self) -> Iterator[R]:
+        """Take back every pending job, yielding the results in order (as :meth:`room`)."""
+        while self._pending:
+            yield self.take()
+
     def submit(self, weight: int, fn: Callable[..., R], *args: Any) -> None:
         """Start ``fn(*args)``, after making room (the results taken back are dropped: go
         through :meth:`room` first to keep them)."""

@@ -53,8 +53,8 @@ class RunningHash:
 
     def hexdigest(self) -> str:
         """The hash of every range handed over (waits for the pending ones)."""
-        while self._ranges:
-            self._ranges.take()
+        for _ in self._ranges.drain():
+            pass
         return self._inner.hexdigest()
 
     def close(self) -> None:

@@ -54,8 +54,8 @@ class Sealing:
         """Append to ``into`` the record of every pending seal, in order, as each is done.
         The first seal that failed raises its exception; the records before it are in
         ``into`` already (the later seals stay pending)."""
-        while self._seals:
-            into.append(self._seals.take())
+        for record in self._seals.drain():
+            into.append(record)
 
     def abandon(self) -> None:
         """Error path: let the pending seals end and drop them (their errors are only
