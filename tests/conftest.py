@@ -144,3 +144,20 @@ def dir_bytes(out: Path) -> dict[str, bytes]:
     dataset, by name."""
     return {p.name: p.read_bytes() for p in sorted(out.iterdir())
             if p.suffix in (".bin", ".idx") or p.name == "_MANIFEST.json"}
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One real S3 server (tests/s3server.py) per pytest process, shared by its tests: use a
+    prefix of your own in ``s3_bucket``. A test that kills or stops the server starts its
+    own with ``s3server.running_server(tmp_path)`` instead."""
+    from s3server import running_server
+
+    with running_server(tmp_path_factory.mktemp("s3server")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def s3_bucket(s3_server) -> str:  # type: ignore[no-untyped-def]
+    """A bucket on ``s3_server`` every test of the process shares (one prefix per test)."""
+    return str(s3_server.create_bucket("prep-tests"))
