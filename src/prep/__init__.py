@@ -29,6 +29,7 @@ __all__ = [
     "Recipe",
     "RunOptions",
     "TokenStream",
+    "Tokenizer",
     "TransientError",
     "UsageError",
     "prepare",
@@ -40,6 +41,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from prep.api import prepare
     from prep.formats.llmc import BinHeader, read_bin, write_bin
+    from prep.tokenizer.model import Tokenizer
     from prep.tokenstream import TokenStream
 
 
@@ -55,6 +57,10 @@ def __getattr__(name: str) -> Any:
         from prep.tokenstream import TokenStream
 
         return TokenStream
+    if name == "Tokenizer":
+        from prep.tokenizer.model import Tokenizer
+
+        return Tokenizer
     if name in ("BinHeader", "read_bin", "write_bin"):
         from prep.formats import llmc
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 from prep import __version__, options
 from prep.console import Console, summary_line
@@ -40,6 +40,7 @@ from prep.redact import RedactingFilter, redact_text
 from prep.startup import take_pending
 
 logger = logging.getLogger("prep")
+T = TypeVar("T")
 
 
 def _defaults(cls: type[Any]) -> dict[str, Any]:
@@ -144,10 +145,10 @@ def _boundary(command: Callable[[_Say], int]) -> int:
         return 130
 
 
-def _prepare(say: _Say, argv: list[str], prog: str) -> int:
-    from prep.api import hub_offline_default, prepare_outcome
-
-    typed, run_args = _split_args(prepare_parser(prog).parse_args(argv))
+@contextmanager
+def _console(say: _Say, run_args: dict[str, Any]) -> Iterator[Console]:
+    """The run's console, which the error boundary then writes through, with the token
+    (``--token`` or ``HF_TOKEN``, put into ``run_args``) masked in everything it prints."""
     console = Console(
         sys.stderr, bool(run_args.get("quiet")), run_args.get("log_interval", RUN["log_interval"])
     )
@@ -157,6 +158,31 @@ def _prepare(say: _Say, argv: list[str], prog: str) -> int:
     for handler in logging.getLogger("prep").handlers:  # the console's
         handler.addFilter(RedactingFilter([token]))
     with console:
+        yield console
+
+
+def _signalled(job: Callable[[_Signals], T]) -> T:
+    """``job(stop)`` with SIGTERM/SIGINT handled: a signal asks it to checkpoint and stop; a
+    signal during start-up stops it before any work; a second SIGINT aborts."""
+    signals = _Signals()
+    try:
+        with signals.installed():
+            if signals.early:
+                raise Interrupted(
+                    f"stopped by {signals.early} during start-up, before any work; "
+                    "nothing was changed. Rerun the same command"
+                )
+            return job(signals)
+    except KeyboardInterrupt:
+        raise _Aborted from None
+
+
+def _prepare(say: _Say, argv: list[str], prog: str) -> int:
+    from prep.api import hub_offline_default, prepare_outcome
+
+    typed, run_args = _split_args(prepare_parser(prog).parse_args(argv))
+    with _console(say, run_args) as console:
+        token = run_args.get("token") or os.environ.get("HF_TOKEN")
         if "parts" in run_args:
             return _prepare_parts(console, argv, typed, run_args)
         if "executor" in run_args:
@@ -164,26 +190,36 @@ def _prepare(say: _Say, argv: list[str], prog: str) -> int:
         out = run_args.pop("out")
         run_args["token"] = token
         run_args["offline"] = bool(run_args.get("offline")) or hub_offline_default()
-        signals = _Signals()
-        try:
-            with signals.installed():
-                if signals.early:
-                    raise Interrupted(
-                        f"stopped by {signals.early} during start-up, before any work; "
-                        "nothing was changed. Rerun the same command"
-                    )
-                outcome = prepare_outcome(
-                    out,
-                    typed,
-                    run_args,
-                    stop=signals,
-                    reporter=console.reporter,
-                    argv=list(argv),
-                )
-        except KeyboardInterrupt:
-            raise _Aborted from None
+        outcome = _signalled(lambda stop: prepare_outcome(
+            out, typed, run_args, stop=stop, reporter=console.reporter, argv=list(argv)))
         console.summary(summary_line(outcome))
     return EXIT_OK
+
+
+def _train_tokenizer(say: _Say, argv: list[str]) -> int:
+    from prep.api import hub_offline_default
+    from prep.tokenizer.recipe import parser, split_namespace
+    from prep.tokenizer.training import train_tokenizer
+
+    typed, run_args = split_namespace(parser().parse_args(argv))
+    with _console(say, run_args) as console:
+        run_args["token"] = run_args.get("token") or os.environ.get("HF_TOKEN")
+        run_args["offline"] = bool(run_args.get("offline")) or hub_offline_default()
+        out = run_args.pop("out")
+        done = _signalled(lambda stop: train_tokenizer(
+            out, typed, run_args, stop=stop, reporter=console.reporter))
+        console.summary(
+            f"{done.status} {done.out}" if done.status != "published" else
+            f"published {done.out}: {done.ids:,} ids ({done.merges:,} merges) from "
+            f"{done.documents:,} train documents, {done.text_bytes / 1e6:,.1f} MB of text, "
+            f"in {done.seconds:,.1f} s"
+        )
+    return EXIT_OK
+
+
+def run_train_tokenizer(argv: list[str]) -> int:
+    """``train-tokenizer`` with its own argv; returns the exit code."""
+    return _boundary(lambda say: _train_tokenizer(say, argv))
 
 
 def _prepare_parts(
@@ -268,15 +304,17 @@ def run_merge(argv: list[str]) -> int:
 
 _COMMANDS = {
     "prepare": run_prepare, "verify": run_verify, "inspect": run_inspect, "merge": run_merge,
+    "train-tokenizer": run_train_tokenizer,
 }
 
 
-_OVERVIEW = f"""usage: prep {{prepare,merge,verify,inspect}} ... | prep --version
+_OVERVIEW = f"""usage: prep {{prepare,merge,verify,inspect,train-tokenizer}} ... | prep --version
 
   prepare  build a dataset (same as scripts/prepare.py); see prep prepare --help
   merge    join the parts of --part I/N runs into one dataset; see prep merge --help
   verify   re-check a published dataset (exit 0 or 1)
   inspect  describe a .bin file, a dataset or a staging directory
+  train-tokenizer  train a byte or BPE tokenizer on a corpus's train split; see its --help
 
 {options.EXIT_CODES}"""
 

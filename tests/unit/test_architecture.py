@@ -58,10 +58,13 @@ ALLOWED: dict[str, set[str]] = {
     "cli": {
         "", "api", "argtypes", "console", "encoders", "executors", "formats", "inspector",
         "merge", "options", "partition", "pipeline", "progress", "recipe", "redact", "startup",
-        "state", "verify",
+        "state", "tokenizer", "verify",
+    },
+    "tokenizer": {
+        "", "api", "formats", "fsio", "options", "progress", "publish", "sources", "state",
     },
     "__main__": {"cli", "startup"},
-    "": {"api", "formats", "recipe", "state", "tokenstream"},  # __init__: the public API
+    "": {"api", "formats", "recipe", "state", "tokenizer", "tokenstream"},  # the public API
 }  # fmt: skip
 
 

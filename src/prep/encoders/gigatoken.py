@@ -73,6 +73,9 @@ def gate(config: dict[str, Any]) -> None:
         split, byte_level = parts
         if split.get("behavior") != "Isolated" or split.get("invert"):
             raise Declined("a Split pre-tokenizer other than an isolating regex")
+    elif kinds == ["ByteLevel"]:
+        raise Declined("a ByteLevel pre-tokenizer without its regex (use_regex=false: each "
+                       "document is one word, as prep train-tokenizer writes) is not supported")
     else:
         raise Declined(f"pre-tokenizer {'+'.join(map(str, kinds)) or 'none'} is not byte-level")
     if byte_level.get("add_prefix_space"):

@@ -120,18 +120,25 @@ class MegatronFormat(FlatFormat):
     ) -> IdFileOpen:
         """Also the documents' lengths, from the shard's ``.idx`` (the writer needs them)."""
         checked = super().continue_sealed(directory, entry, manifest, vocab_size)
+        lengths = self.doc_lengths(directory, entry, f"{entry.name} cannot be continued")
+        return replace(checked, doc_lengths=tuple(int(n) for n in lengths))
+
+    def doc_lengths(
+        self, directory: Path, entry: ManifestFile, then: str = "run `prep verify`"
+    ) -> npt.NDArray[Any]:
+        """The ids per document of a sealed shard, from its ``.idx`` checked against the
+        manifest's counts; ``IntegrityError`` (ending with ``then``) when they disagree."""
         name = idx_name(entry.name)
         try:
             idx = mmidx.parse((directory / name).read_bytes(), where=name)
         except (FormatError, OSError) as e:
-            raise IntegrityError(f"{e}; {entry.name} cannot be continued", path=name) from e
+            raise IntegrityError(f"{e}; {then}", path=name) from e
         if idx.n_docs != entry.n_docs or idx.n_tokens != entry.n_tokens:
             raise IntegrityError(
-                f"{name}: does not index {entry.name}'s {entry.n_docs:,} documents; "
-                f"{entry.name} cannot be continued",
+                f"{name}: does not index {entry.name}'s {entry.n_docs:,} documents; {then}",
                 path=directory / name,
             )
-        return replace(checked, doc_lengths=tuple(int(n) for n in idx.lengths))
+        return np.asarray(idx.lengths, dtype=np.int64)
 
     def _index_problems(self, directory: Path, entry: ManifestFile, n: int) -> list[str]:
         name = idx_name(entry.name)

@@ -1,0 +1,480 @@
+/* prep.tokenizer._bpe: the exact BPE trainer of docs/tokenizer.md, compiled.
+ *
+ * The same algorithm as prep/tokenizer/bpe.py (the pure-Python fallback, which documents it
+ * step by step); both must give the same merges as the rules, and the tests hold both to a
+ * naive reference.
+ *
+ * Layout: the corpus is one flat array of positions, documents separated by SEP. A live
+ * token starts at a position whose tok[] holds its id; the positions it covers after the
+ * first hold DEAD. span[] holds the token's length at its first and its last position, so
+ * the next token starts at i + span[i] and the previous one at i - span[i - 1]: a doubly
+ * linked list in 8 bytes per input byte. Each pair has a 64-bit count and the positions
+ * where it started when it was counted, in ascending order (every pair is created during
+ * one pass, which visits positions in order); an entry is checked, not trusted, when used.
+ * A max-heap of (count, pair) with lazy deletion picks the winner: an entry's count is an
+ * upper bound of the pair's (old pairs only lose occurrences), so the first entry whose
+ * count is exact is the winner.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SEP 0xFFFFFFFFu
+#define DEAD 0xFFFFFFFEu
+#define NONE 0xFFFFFFFFu
+/* Positions and ids are 32-bit: the corpus must leave room for every id a merge creates. */
+#define MAX_POSITIONS (0xFFFFFFFFull - 1024ull)
+
+typedef struct {
+    uint64_t key; /* left << 32 | right */
+    int64_t count;
+    uint32_t *pos;
+    uint32_t len, cap;
+    uint64_t stamp; /* the merge that last created occurrences of it (heap push once) */
+} Pair;
+
+typedef struct {
+    int64_t count;
+    uint64_t key;
+    uint32_t pair;
+} Entry;
+
+typedef struct {
+    PyObject_HEAD
+    uint32_t *tok, *span, *pair_at; /* pair_at[i]: the pair a live token at i starts */
+    uint64_t n;
+    Pair *pairs;
+    uint64_t n_pairs, cap_pairs;
+    uint32_t *table; /* open addressing: pair index + 1, 0 empty */
+    uint64_t table_cap;
+    Entry *heap;
+    uint64_t heap_len, heap_cap;
+    uint32_t *touched;
+    uint64_t n_touched, cap_touched;
+    uint32_t *left_of, *right_of; /* during a merge into c: (x, c) and (c, y) by x, y */
+    uint64_t cap_side;
+    uint32_t next_id;
+    int64_t min_freq;
+    uint64_t merges;
+} Trainer;
+
+static uint64_t mix(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static int grow(void **p, uint64_t *cap, uint64_t need, size_t item) {
+    if (need <= *cap) return 0;
+    uint64_t c = *cap ? *cap : 16;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * item);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static int table_rehash(Trainer *t, uint64_t cap) {
+    uint32_t *tab = calloc(cap, sizeof(uint32_t));
+    if (!tab) return -1;
+    for (uint64_t i = 0; i < t->n_pairs; i++) {
+        uint64_t h = mix(t->pairs[i].key) & (cap - 1);
+        while (tab[h]) h = (h + 1) & (cap - 1);
+        tab[h] = (uint32_t)(i + 1);
+    }
+    free(t->table);
+    t->table = tab;
+    t->table_cap = cap;
+    return 0;
+}
+
+/* The pair's index, created with count 0 when absent; NONE when memory ran out. */
+static uint32_t pair_of(Trainer *t, uint64_t key) {
+    uint64_t mask = t->table_cap - 1, h = mix(key) & mask;
+    while (t->table[h]) {
+        uint32_t i = t->table[h] - 1;
+        if (t->pairs[i].key == key) return i;
+        h = (h + 1) & mask;
+    }
+    if ((t->n_pairs + 1) * 2 > t->table_cap) {
+        if (t->n_pairs + 1 >= 0xFFFFFFFEull || table_rehash(t, t->table_cap * 2)) return NONE;
+        return pair_of(t, key);
+    }
+    if (grow((void **)&t->pairs, &t->cap_pairs, t->n_pairs + 1, sizeof(Pair))) return NONE;
+    uint32_t i = (uint32_t)t->n_pairs++;
+    Pair *p = &t->pairs[i];
+    p->key = key;
+    p->count = 0;
+    p->pos = NULL;
+    p->len = p->cap = 0;
+    p->stamp = UINT64_MAX;
+    t->table[h] = i + 1;
+    return i;
+}
+
+static int pos_push(Pair *p, uint32_t at) {
+    if (p->len == p->cap) {
+        uint64_t cap = p->cap;
+        if (grow((void **)&p->pos, &cap, (uint64_t)p->len + 1, sizeof(uint32_t))) return -1;
+        p->cap = (uint32_t)cap;
+    }
+    p->pos[p->len++] = at;
+    return 0;
+}
+
+/* Heap order: higher count first, then the smaller (left, right). */
+static int above(const Entry *a, const Entry *b) {
+    return a->count > b->count || (a->count == b->count && a->key < b->key);
+}
+
+static int heap_push(Trainer *t, uint32_t pair) {
+    if (grow((void **)&t->heap, &t->heap_cap, t->heap_len + 1, sizeof(Entry))) return -1;
+    Entry e = {t->pairs[pair].count, t->pairs[pair].key, pair};
+    uint64_t i = t->heap_len++;
+    while (i > 0) {
+        uint64_t up = (i - 1) / 2;
+        if (!above(&e, &t->heap[up])) break;
+        t->heap[i] = t->heap[up];
+        i = up;
+    }
+    t->heap[i] = e;
+    return 0;
+}
+
+static Entry heap_pop(Trainer *t) {
+    Entry top = t->heap[0], last = t->heap[--t->heap_len];
+    uint64_t i = 0, n = t->heap_len;
+    for (;;) {
+        uint64_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && above(&t->heap[c + 1], &t->heap[c])) c++;
+        if (!above(&t->heap[c], &last)) break;
+        t->heap[i] = t->heap[c];
+        i = c;
+    }
+    if (n) t->heap[i] = last;
+    return top;
+}
+
+static void Trainer_dealloc(Trainer *t) {
+    free(t->tok);
+    free(t->span);
+    free(t->pair_at);
+    free(t->left_of);
+    free(t->right_of);
+    for (uint64_t i = 0; i < t->n_pairs; i++) free(t->pairs[i].pos);
+    free(t->pairs);
+    free(t->table);
+    free(t->heap);
+    free(t->touched);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+#define KEY(a, b) (((uint64_t)(a) << 32) | (uint64_t)(b))
+
+/* Count every adjacent pair, sizes first, so each list is allocated once, exactly (none for
+ * a pair below min_freq: it can never win, old pairs only lose). The hash table is needed
+ * only here: afterwards pair_at[] names the pair at a position, and a merge into c finds
+ * its new pairs through left_of/right_of. */
+static int count_all(Trainer *t) {
+    uint64_t n = t->n;
+    for (uint64_t i = 0; i < n; i++) {
+        t->pair_at[i] = NONE;
+        if (i + 1 == n || t->tok[i] == SEP || t->tok[i + 1] == SEP) continue;
+        uint32_t p = pair_of(t, KEY(t->tok[i], t->tok[i + 1]));
+        if (p == NONE) return -1;
+        t->pairs[p].count++;
+        t->pair_at[i] = p;
+    }
+    free(t->table);
+    t->table = NULL;
+    t->table_cap = 0;
+    for (uint64_t i = 0; i < t->n_pairs; i++) {
+        Pair *p = &t->pairs[i];
+        if (p->count < t->min_freq) continue;
+        p->cap = (uint32_t)p->count;
+        p->pos = malloc((size_t)p->cap * sizeof(uint32_t));
+        if (!p->pos) return -1;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        if (t->pair_at[i] == NONE) continue;
+        Pair *p = &t->pairs[t->pair_at[i]];
+        if (p->pos) p->pos[p->len++] = (uint32_t)i;
+    }
+    for (uint64_t i = 0; i < t->n_pairs; i++)
+        if (t->pairs[i].count >= t->min_freq && heap_push(t, (uint32_t)i)) return -1;
+    return 0;
+}
+
+static int Trainer_init(Trainer *t, PyObject *args, PyObject *kw) {
+    static char *names[] = {"sequence", "next_id", "min_freq", NULL};
+    Py_buffer buf;
+    unsigned long long next_id;
+    long long min_freq;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*KL", names, &buf, &next_id, &min_freq))
+        return -1;
+    if (buf.len % 4) {
+        PyBuffer_Release(&buf);
+        PyErr_SetString(PyExc_ValueError, "sequence: a buffer of uint32 ids");
+        return -1;
+    }
+    uint64_t n = (uint64_t)buf.len / 4;
+    if (n > MAX_POSITIONS || next_id >= DEAD - n || min_freq < 1 || t->tok) {
+        PyBuffer_Release(&buf);
+        PyErr_SetString(PyExc_ValueError, "corpus too large for 32-bit positions, or bad "
+                                          "next_id/min_freq, or initialised twice");
+        return -1;
+    }
+    t->n = n;
+    t->next_id = (uint32_t)next_id;
+    t->min_freq = min_freq;
+    t->tok = malloc((n ? n : 1) * sizeof(uint32_t));
+    t->span = malloc((n ? n : 1) * sizeof(uint32_t));
+    t->pair_at = malloc((n ? n : 1) * sizeof(uint32_t));
+    t->table_cap = 1 << 16;
+    t->table = calloc(t->table_cap, sizeof(uint32_t));
+    if (!t->tok || !t->span || !t->pair_at || !t->table) {
+        PyBuffer_Release(&buf);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(t->tok, buf.buf, n * sizeof(uint32_t));
+    PyBuffer_Release(&buf);
+    for (uint64_t i = 0; i < n; i++) {
+        if (t->tok[i] == DEAD || (t->tok[i] != SEP && t->tok[i] >= t->next_id)) {
+            PyErr_Format(PyExc_ValueError, "id %u at %llu is not below next_id", t->tok[i],
+                         (unsigned long long)i);
+            return -1;
+        }
+        t->span[i] = 1;
+    }
+    int failed;
+    Py_BEGIN_ALLOW_THREADS failed = count_all(t);
+    Py_END_ALLOW_THREADS if (failed) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* An old pair lost an occurrence; below min_freq it can never win again: drop its list. */
+static void dec(Trainer *t, uint32_t p) {
+    Pair *q = &t->pairs[p];
+    if (--q->count < t->min_freq && q->stamp != t->merges && q->pos) {
+        free(q->pos);
+        q->pos = NULL;
+        q->len = q->cap = 0;
+    }
+}
+
+/* The pair (a, b) of the merge into c (one of a, b is c), new in this merge, with one more
+ * occurrence at `at`; NONE when memory ran out. */
+static uint32_t inc(Trainer *t, uint32_t *slot, uint64_t key, uint32_t at) {
+    uint32_t p = *slot;
+    if (p == NONE) {
+        if (t->n_pairs + 1 >= NONE ||
+            grow((void **)&t->pairs, &t->cap_pairs, t->n_pairs + 1, sizeof(Pair)) ||
+            grow((void **)&t->touched, &t->cap_touched, t->n_touched + 1, sizeof(uint32_t)))
+            return NONE;
+        p = (uint32_t)t->n_pairs++;
+        Pair *q = &t->pairs[p];
+        q->key = key;
+        q->count = 0;
+        q->pos = NULL;
+        q->len = q->cap = 0;
+        q->stamp = t->merges;
+        t->touched[t->n_touched++] = p;
+        *slot = p;
+    }
+    t->pairs[p].count++;
+    return pos_push(&t->pairs[p], at) ? NONE : p;
+}
+
+static int sides_ready(Trainer *t, uint32_t c) {
+    uint64_t old = t->cap_side;
+    if (grow((void **)&t->left_of, &t->cap_side, (uint64_t)c + 1, sizeof(uint32_t))) return -1;
+    t->cap_side = old;
+    if (grow((void **)&t->right_of, &t->cap_side, (uint64_t)c + 1, sizeof(uint32_t)))
+        return -1;
+    for (uint64_t k = old; k < t->cap_side; k++) t->left_of[k] = t->right_of[k] = NONE;
+    return 0;
+}
+
+/* Replace every occurrence of pair w, left to right without overlap; -1 when out of memory,
+ * -2 when the counts disagree with the sequence (a bug). */
+static int merge(Trainer *t, uint32_t w) {
+    uint32_t *tok = t->tok, *span = t->span, *at = t->pair_at, c = t->next_id;
+    uint32_t a = (uint32_t)(t->pairs[w].key >> 32);
+    uint32_t *pos = t->pairs[w].pos, len = t->pairs[w].len;
+    uint64_t n = t->n;
+    if (sides_ready(t, c)) return -1;
+    t->pairs[w].pos = NULL;
+    t->pairs[w].len = t->pairs[w].cap = 0;
+    t->n_touched = 0;
+    int rc = 0;
+    for (uint32_t k = 0; k < len && rc == 0; k++) {
+        uint32_t i = pos[k];
+        if ((k && pos[k - 1] == i) || tok[i] != a || at[i] != w) continue;
+        uint64_t j = (uint64_t)i + span[i];
+        uint64_t after = j + span[j];
+        if (i > 0 && tok[i - 1] != SEP) {
+            uint32_t p = i - span[i - 1], x = tok[p];
+            dec(t, at[p]);
+            /* (c, c) has one slot, left_of[c], whichever side finds it */
+            at[p] = inc(t, &t->left_of[x], KEY(x, c), p);
+            if (at[p] == NONE) rc = -1;
+        }
+        t->pairs[w].count--;
+        at[i] = NONE;
+        if (after < n && tok[after] != SEP) {
+            uint32_t y = tok[after];
+            dec(t, at[j]);
+            at[i] = inc(t, y == c ? &t->left_of[c] : &t->right_of[y], KEY(c, y), i);
+            if (at[i] == NONE) rc = -1;
+        }
+        uint32_t joined = span[i] + span[j];
+        span[i] = joined;
+        span[after - 1] = joined;
+        tok[j] = DEAD;
+        tok[i] = c;
+    }
+    free(pos);
+    for (uint64_t k = 0; k < t->n_touched; k++) {
+        Pair *q = &t->pairs[t->touched[k]];
+        uint32_t x = (uint32_t)(q->key >> 32), y = (uint32_t)q->key;
+        if (y == c) t->left_of[x] = NONE;
+        if (x == c) t->right_of[y] = NONE;
+        if (rc) continue;
+        if (q->count >= t->min_freq) {
+            uint32_t *fit = realloc(q->pos, (size_t)q->len * sizeof(uint32_t));
+            if (fit) { /* the list is complete: give its doubling slack back */
+                q->pos = fit;
+                q->cap = q->len;
+            }
+            if (heap_push(t, t->touched[k])) rc = -1;
+        } else {
+            free(q->pos);
+            q->pos = NULL;
+            q->len = q->cap = 0;
+        }
+    }
+    if (rc) return rc;
+    return t->pairs[w].count != 0 ? -2 : 0;
+}
+
+/* The next winner (its pair index), or NONE when no pair reaches min_freq. */
+static uint32_t select_winner(Trainer *t, int *err) {
+    while (t->heap_len) {
+        Entry e = heap_pop(t);
+        int64_t now = t->pairs[e.pair].count;
+        if (now == e.count) return e.pair;
+        if (now >= t->min_freq && heap_push(t, e.pair)) {
+            *err = -1;
+            return NONE;
+        }
+    }
+    return NONE;
+}
+
+static PyObject *Trainer_step(Trainer *t, PyObject *args) {
+    unsigned long long want;
+    if (!PyArg_ParseTuple(args, "K", &want)) return NULL;
+    if (!t->tok) {
+        PyErr_SetString(PyExc_ValueError, "Trainer not initialised");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    for (unsigned long long k = 0; k < want; k++) {
+        int err = 0;
+        uint32_t w;
+        int64_t count = 0;
+        Py_BEGIN_ALLOW_THREADS w = select_winner(t, &err);
+        if (w != NONE && t->next_id >= DEAD - 1) err = -3;
+        if (w != NONE && !err) {
+            count = t->pairs[w].count; /* what is merged, before it drops to 0 */
+            err = merge(t, w);
+        }
+        Py_END_ALLOW_THREADS if (err) {
+            Py_DECREF(out);
+            if (err == -1) return PyErr_NoMemory();
+            PyErr_SetString(PyExc_RuntimeError, err == -3 ? "32-bit ids exhausted"
+                                                          : "BPE counts disagree with the "
+                                                            "sequence (a bug in prep)");
+            return NULL;
+        }
+        if (w == NONE) break;
+        Pair *p = &t->pairs[w];
+        PyObject *item = Py_BuildValue("(IIL)", (unsigned int)(p->key >> 32),
+                                       (unsigned int)p->key, (long long)count);
+        if (!item || PyList_Append(out, item)) {
+            Py_XDECREF(item);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(item);
+        t->next_id++;
+        t->merges++;
+    }
+    return out;
+}
+
+static PyObject *Trainer_sequence(Trainer *t, PyObject *Py_UNUSED(ignored)) {
+    /* The live ids with their separators: all a resumed training needs (with the merges). */
+    uint64_t live = 0;
+    for (uint64_t i = 0; i < t->n; i++) live += t->tok[i] != DEAD;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(live * 4));
+    if (!out) return NULL;
+    uint32_t *dst = (uint32_t *)PyBytes_AS_STRING(out);
+    for (uint64_t i = 0, k = 0; i < t->n; i++)
+        if (t->tok[i] != DEAD) dst[k++] = t->tok[i];
+    return out;
+}
+
+static PyObject *Trainer_memory(Trainer *t, PyObject *Py_UNUSED(ignored)) {
+    uint64_t bytes = t->n * 12 + t->cap_side * 8 + t->cap_pairs * sizeof(Pair) + t->table_cap * 4 +
+                     t->heap_cap * sizeof(Entry) + t->cap_touched * 4;
+    for (uint64_t i = 0; i < t->n_pairs; i++) bytes += (uint64_t)t->pairs[i].cap * 4;
+    return PyLong_FromUnsignedLongLong(bytes);
+}
+
+static PyMethodDef Trainer_methods[] = {
+    {"step", (PyCFunction)Trainer_step, METH_VARARGS,
+     "step(n) -> [(left, right, count)]: up to n merges, fewer when no pair is left"},
+    {"sequence", (PyCFunction)Trainer_sequence, METH_NOARGS,
+     "the live ids as uint32 bytes, documents separated by 0xFFFFFFFF"},
+    {"memory", (PyCFunction)Trainer_memory, METH_NOARGS, "bytes held by the trainer"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject TrainerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "prep.tokenizer._bpe.Trainer",
+    .tp_basicsize = sizeof(Trainer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Trainer(sequence, next_id, min_freq): exact incremental BPE",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Trainer_init,
+    .tp_dealloc = (destructor)Trainer_dealloc,
+    .tp_methods = Trainer_methods,
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_bpe",
+                                    "prep's compiled BPE trainer", -1, NULL};
+
+PyMODINIT_FUNC PyInit__bpe(void) {
+    if (PyType_Ready(&TrainerType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&TrainerType);
+    if (PyModule_AddObject(m, "Trainer", (PyObject *)&TrainerType) < 0) {
+        Py_DECREF(&TrainerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,171 @@
+"""The exact BPE trainer of docs/tokenizer.md: compiled (``_bpe.c``) when it was built at
+install, else this module's pure-Python twin, which gives the same merges, only slower.
+
+The algorithm is incremental (docs/tokenizer.md, "How it trains"):
+
+- the corpus is one flat sequence of ids, documents separated by :data:`SEP`. A live token
+  starts at a position holding its id; the positions it covers after the first hold
+  :data:`DEAD`; ``span`` holds its length at its first and last positions, so the next token
+  starts at ``i + span[i]`` and the previous one at ``i - span[i - 1]``;
+- every pair has a 64-bit count and the positions where it was counted, ascending (a pair
+  is created during one pass, which visits positions in order). An entry is checked when
+  used: the pair may have gone from there since;
+- a max-heap of ``(count, pair)`` with lazy deletion: an entry's count is an upper bound of
+  the pair's current one (only pairs holding the newest id ever gain), so the first entry
+  popped whose count is exact is the winner, ties to the smaller ``(left, right)``;
+- merging ``(a, b)`` into ``c`` visits its positions left to right, skips those no longer
+  holding ``a`` followed by ``b`` (overlaps included: in ``aaa`` the second one is gone), and
+  moves the counts of the neighbouring pairs ``(p, a) -> (p, c)`` and ``(b, n) -> (c, n)``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from array import array
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+logger = logging.getLogger(__name__)
+
+SEP = 0xFFFF_FFFF
+DEAD = 0xFFFF_FFFE
+MAX_POSITIONS = 0xFFFF_FFFF - 1024
+Merge = tuple[int, int, int]  # (left id, right id, count when merged)
+
+
+class Trainer(Protocol):
+    """What both implementations offer."""
+
+    def step(self, n: int, /) -> list[Merge]:
+        """Up to ``n`` more merges (fewer when no pair reaches the minimum frequency)."""
+        ...
+
+    def sequence(self) -> bytes:
+        """The live ids as native uint32, documents separated by :data:`SEP`: with the merges
+        so far, all that a resumed training needs."""
+        ...
+
+    def memory(self) -> int:
+        """Bytes held, roughly."""
+        ...
+
+
+class PyTrainer:
+    """The pure-Python trainer (the fallback when the extension is not built)."""
+
+    def __init__(self, sequence: Any, next_id: int, min_freq: int) -> None:
+        ids = array("I")
+        ids.frombytes(sequence)
+        if len(ids) > MAX_POSITIONS or min_freq < 1:
+            raise ValueError("corpus too large for 32-bit positions, or min_freq < 1")
+        self.tok = list(ids)
+        self.span = [1] * len(ids)
+        self.next_id = next_id
+        self.min_freq = min_freq
+        self.counts: dict[tuple[int, int], int] = {}
+        self.where: dict[tuple[int, int], list[int]] = {}
+        tok = self.tok
+        for i in range(len(tok) - 1):
+            a, b = tok[i], tok[i + 1]
+            if a == SEP or b == SEP:
+                continue
+            if a >= next_id or b >= next_id:
+                raise ValueError(f"id {max(a, b)} at {i} is not below next_id")
+            key = (a, b)
+            self.counts[key] = self.counts.get(key, 0) + 1
+            self.where.setdefault(key, []).append(i)
+        self.heap = [(-c, k) for k, c in self.counts.items() if c >= min_freq]
+        heapq.heapify(self.heap)
+
+    def _winner(self) -> tuple[int, int] | None:
+        while self.heap:
+            negative, key = heapq.heappop(self.heap)
+            now = self.counts.get(key, 0)
+            if now == -negative:
+                return key
+            if now >= self.min_freq:
+                heapq.heappush(self.heap, (-now, key))
+        return None
+
+    def step(self, n: int) -> list[Merge]:
+        out: list[Merge] = []
+        for _ in range(n):
+            key = self._winner()
+            if key is None:
+                break
+            out.append((key[0], key[1], self.counts[key]))
+            self._merge(key)
+            self.next_id += 1
+        return out
+
+    def _merge(self, key: tuple[int, int]) -> None:
+        tok, span, counts, c = self.tok, self.span, self.counts, self.next_id
+        a, b = key
+        n = len(tok)
+        touched: set[tuple[int, int]] = set()
+
+        def move(old: tuple[int, int], new: tuple[int, int], at: int) -> None:
+            counts[old] -= 1
+            counts[new] = counts.get(new, 0) + 1
+            self.where.setdefault(new, []).append(at)
+            touched.add(new)
+
+        last = -1
+        for i in self.where.pop(key):
+            if i == last or tok[i] != a:
+                continue
+            last = i
+            j = i + span[i]
+            if j >= n or tok[j] != b:
+                continue
+            after = j + span[j]
+            if i > 0 and tok[i - 1] != SEP:
+                p = i - span[i - 1]
+                move((tok[p], a), (tok[p], c), p)
+            counts[key] -= 1
+            if after < n and tok[after] != SEP:
+                move((b, tok[after]), (c, tok[after]), i)
+            span[i] = span[after - 1] = span[i] + span[j]
+            tok[j] = DEAD
+            tok[i] = c
+        if counts.pop(key) != 0:
+            raise RuntimeError("BPE counts disagree with the sequence (a bug in prep)")
+        for new in sorted(touched):
+            if counts[new] >= self.min_freq:
+                heapq.heappush(self.heap, (-counts[new], new))
+
+    def sequence(self) -> bytes:
+        return array("I", (t for t in self.tok if t != DEAD)).tobytes()
+
+    def memory(self) -> int:
+        return 8 * len(self.tok) + 100 * len(self.counts)
+
+
+def _compiled() -> Callable[[bytes, int, int], Any] | None:
+    try:
+        from prep.tokenizer import _bpe  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _bpe.Trainer  # type: ignore[no-any-return]
+
+
+COMPILED = _compiled()
+IMPLEMENTATION = "c" if COMPILED is not None else "python"
+
+
+def make_trainer(sequence: Any, next_id: int, min_freq: int) -> Trainer:
+    """The compiled trainer when built, else :class:`PyTrainer` (same merges), over
+    ``sequence`` (any buffer of native uint32 ids, documents separated by :data:`SEP`)."""
+    if COMPILED is not None:
+        return COMPILED(sequence, next_id, min_freq)  # type: ignore[no-any-return]
+    return PyTrainer(sequence, next_id, min_freq)
+
+
+def flat_sequence(documents: Iterable[bytes]) -> bytes:
+    """Documents' bytes as one uint32 sequence, each followed by :data:`SEP`."""
+    out = array("I")
+    for doc in documents:
+        out.extend(doc)
+        out.append(SEP)
+    return out.tobytes()

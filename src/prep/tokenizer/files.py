@@ -1,0 +1,170 @@
+"""The files of a trained tokenizer, as bytes (deterministic: the same tokenizer gives the
+same bytes), and reading them back.
+
+- BPE: ``tokenizer.json`` in Hugging Face's format, with the recipe docs/tokenizer.md
+  checks: a ``BPE`` model whose ``vocab`` keys are each piece's bytes through GPT-2's
+  byte-to-unicode table, mapped to the rules' ids (``0..255`` are the raw byte values, not
+  GPT-2's order); ``merges`` as ``"left right"`` strings in training order (tokenizers 0.15
+  rejects the list form); no unknown token, no byte fallback, merges not ignored; a
+  ``ByteLevel`` pre-tokenizer without prefix space or regex (a document is one word) and a
+  ``ByteLevel`` decoder; no normalizer.
+- byte: ``byte_vocabulary.json`` (:data:`BYTE_FILE`), prep's own, because Hugging Face drops
+  characters it does not know without a word: ``{"type": "prep-byte-vocabulary",
+  "version": 1, "bytes": [...], "special_tokens": [...]}``; id ``i`` is the ``i``-th byte.
+- ``generation_config.json`` when special tokens are given: the first is the separator.
+
+Special tokens take the ids after the learned vocabulary, in the order given.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from prep.errors import InputError
+
+TOKENIZER_FILE = "tokenizer.json"
+BYTE_FILE = "byte_vocabulary.json"
+GENERATION_CONFIG = "generation_config.json"
+BYTE_TYPE = "prep-byte-vocabulary"
+BYTE_VERSION = 1
+
+
+def byte_to_unicode() -> dict[int, str]:
+    """GPT-2's table: printable Latin-1 bytes stand for themselves, the others for the
+    code points from 256 up, in byte order."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+            *range(ord("®"), ord("ÿ") + 1)]
+    table, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+def _dumps(obj: Any) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+
+def pieces_of(merges: Sequence[tuple[int, int]]) -> list[bytes]:
+    """Every id's bytes: the 256 bytes, then each merge's two pieces concatenated."""
+    pieces = [bytes([b]) for b in range(256)]
+    for a, b in merges:
+        pieces.append(pieces[a] + pieces[b])
+    return pieces
+
+
+def _added(specials: Sequence[str], first_id: int) -> list[dict[str, Any]]:
+    return [
+        {"id": first_id + k, "content": text, "single_word": False, "lstrip": False,
+         "rstrip": False, "normalized": False, "special": True}
+        for k, text in enumerate(specials)
+    ]
+
+
+def tokenizer_json(merges: Sequence[tuple[int, int]], specials: Sequence[str] = ()) -> bytes:
+    """``tokenizer.json`` for the merge table (module docstring). Raises ``ValueError`` when
+    two ids share one piece, which a ``vocab`` keyed by pieces cannot express."""
+    table = byte_to_unicode()
+    names = ["".join(table[b] for b in piece) for piece in pieces_of(merges)]
+    vocab = {name: i for i, name in enumerate(names)}
+    if len(vocab) != len(names):
+        dup = next(n for i, n in enumerate(names) if vocab[n] != i)
+        raise ValueError(f"two ids share the piece {dup!r}; tokenizer.json cannot express it")
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+                  "use_regex": False}
+    config = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": _added(specials, len(names)),
+        "normalizer": None,
+        "pre_tokenizer": byte_level,
+        "post_processor": None,
+        "decoder": byte_level,
+        "model": {
+            "type": "BPE", "dropout": None, "unk_token": None,
+            "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": False,
+            "byte_fallback": False, "ignore_merges": False, "vocab": vocab,
+            "merges": [f"{names[a]} {names[b]}" for a, b in merges],
+        },
+    }
+    return _dumps(config)
+
+
+def byte_file(values: Sequence[int], specials: Sequence[str] = ()) -> bytes:
+    """``byte_vocabulary.json`` for the byte strategy's ascending distinct bytes."""
+    return _dumps({"type": BYTE_TYPE, "version": BYTE_VERSION, "bytes": list(values),
+                   "special_tokens": list(specials)})
+
+
+def generation_config(separator_id: int) -> bytes:
+    """``generation_config.json`` naming the separator (prepare reads ``eos_token_id``)."""
+    return _dumps({"eos_token_id": separator_id})
+
+
+def _bad(path: Path, why: str) -> InputError:
+    return InputError(f"{path}: {why}; give a directory prep train-tokenizer wrote", path=path)
+
+
+def read_byte_file(path: Path) -> tuple[list[int], list[str]]:
+    """(bytes, special tokens) of a ``byte_vocabulary.json``; ``InputError`` when it is not
+    one this prep reads."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise _bad(path, f"cannot be read as JSON ({e})") from e
+    if not isinstance(data, dict) or data.get("type") != BYTE_TYPE:
+        raise _bad(path, f"not a {BYTE_TYPE} file")
+    if data.get("version") != BYTE_VERSION:
+        raise _bad(path, f"version {data.get('version')!r}; this prep reads {BYTE_VERSION}")
+    values, specials = data.get("bytes"), data.get("special_tokens", [])
+    if (not isinstance(values, list) or values != sorted(set(values))
+            or any(not isinstance(b, int) or not 0 <= b < 256 for b in values)):
+        raise _bad(path, '"bytes" must list distinct byte values 0..255, ascending')
+    if not isinstance(specials, list) or any(not isinstance(s, str) for s in specials):
+        raise _bad(path, '"special_tokens" must list strings')
+    return values, specials
+
+
+def merges_of(path: Path) -> list[tuple[int, int]]:
+    """The merge table of a ``tokenizer.json`` written by :func:`tokenizer_json` (ids
+    checked against the rules: merge ``k`` makes id ``256 + k``)."""
+    try:
+        model = json.loads(path.read_text(encoding="utf-8"))["model"]
+        vocab, lines = model["vocab"], model["merges"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise _bad(path, f"not a tokenizer.json with a BPE model ({e!r})") from e
+    table = byte_to_unicode()
+    if any(vocab.get(table[b]) != b for b in range(256)):
+        raise _bad(path, "ids 0..255 are not the raw bytes (not written by prep)")
+    merges = []
+    for k, line in enumerate(lines):
+        left, _, right = str(line).partition(" ")
+        ids = vocab.get(left), vocab.get(right), vocab.get(left + right)
+        if ids[0] is None or ids[1] is None or ids[2] != 256 + k:
+            raise _bad(path, f"merge {k} {line!r} does not make id {256 + k}")
+        merges.append((int(ids[0]), int(ids[1])))
+    return merges
+
+
+def load_state(directory: Any) -> dict[str, Any]:
+    """The :meth:`prep.Tokenizer.state` of a trained directory (its learned vocabulary;
+    special tokens are not part of it)."""
+    root = Path(directory)
+    if (root / BYTE_FILE).is_file():
+        values, _ = read_byte_file(root / BYTE_FILE)
+        return {"version": 1, "method": "byte", "bytes": values}
+    if (root / TOKENIZER_FILE).is_file():
+        return {"version": 1, "method": "bpe",
+                "merges": [list(m) for m in merges_of(root / TOKENIZER_FILE)]}
+    raise InputError(
+        f"{root}: holds neither {TOKENIZER_FILE} nor {BYTE_FILE}; give the --out directory "
+        "of prep train-tokenizer",
+        path=root,
+    )

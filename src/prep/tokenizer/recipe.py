@@ -1,0 +1,174 @@
+"""``prep train-tokenizer``'s settings: the grammar, and the recipe (everything that decides
+the bytes of ``tokenizer.json`` and ``training.json``) as one frozen dataclass.
+
+Run options (``--workers``, ``--batch-size``, ``--checkpoint-interval``, ...) change no
+byte of the output and are not part of the recipe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prep.errors import IntegrityError, UsageError
+from prep.options import EXIT_CODES, Parser, count, fraction, seconds
+from prep.tokenizer.model import (
+    DEFAULT_MIN_FREQUENCY,
+    DEFAULT_VOCABULARY,
+    MAX_VOCABULARY,
+    METHODS,
+)
+
+RECIPE_VERSION = 1
+
+EXAMPLES = """\
+examples:
+  a 32,000-id BPE tokenizer from local Parquet files (val documents held out):
+    {prog} --source data/fineweb/ --vocab-size 32000 --special-token '<|endoftext|>' \\
+        --out tokenizers/fineweb-32k
+  then tokenize with it (its first special token is the separator):
+    prep prepare --source data/fineweb/ --tokenizer tokenizers/fineweb-32k --out tokens/fw
+  continue after an interruption (same command, with --resume):
+    {prog} --source data/fineweb/ --vocab-size 32000 --special-token '<|endoftext|>' \\
+        --out tokenizers/fineweb-32k --resume"""
+
+
+@dataclass(frozen=True)
+class TrainRecipe:
+    """What to read and how to train; ``source`` is in its canonical spelling."""
+
+    source: str
+    method: str = "bpe"
+    vocab_size: int | None = None  # BPE only; None: 512
+    min_pair_frequency: int = DEFAULT_MIN_FREQUENCY
+    special_tokens: tuple[str, ...] = ()
+    text_column: str = "text"
+    split_column: str | None = None
+    val_fraction: float = 0.01
+    seed: int = 1337
+    max_documents: int | None = None
+    train_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
+        if self.method not in METHODS:
+            raise UsageError(f"--method {self.method!r}: choose bpe or byte")
+        if self.method == "byte":
+            if self.vocab_size is not None:
+                raise UsageError(
+                    "--vocab-size was given with --method byte, whose vocabulary is the "
+                    "corpus's distinct bytes; drop --vocab-size"
+                )
+            if self.min_pair_frequency != DEFAULT_MIN_FREQUENCY:
+                raise UsageError("--min-pair-frequency applies to --method bpe only; drop it")
+        elif self.vocab_size is not None and not 256 <= self.vocab_size <= MAX_VOCABULARY:
+            raise UsageError(
+                f"--vocab-size {self.vocab_size:,} must be in 256..4,294,967,295 (2**32-1): "
+                "the 256 bytes, then one id per merge"
+            )
+        if self.min_pair_frequency < 1:
+            raise UsageError(f"--min-pair-frequency {self.min_pair_frequency} must be >= 1")
+        if len(set(self.special_tokens)) != len(self.special_tokens) or "" in self.special_tokens:
+            raise UsageError("--special-token values must be distinct and not empty")
+        if not 0 <= self.val_fraction < 1:
+            raise UsageError(f"--val-fraction {self.val_fraction} must be in [0, 1)")
+        for name, value in (("--max-documents", self.max_documents),
+                            ("--train-bytes", self.train_bytes)):
+            if value is not None and value < 1:
+                raise UsageError(f"{name} {value} must be >= 1")
+
+    @property
+    def target(self) -> int:
+        """The most ids BPE may learn (the 256 bytes included)."""
+        return DEFAULT_VOCABULARY if self.vocab_size is None else self.vocab_size
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": RECIPE_VERSION, **dataclasses.asdict(self),
+                "special_tokens": list(self.special_tokens)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrainRecipe:
+        if data.get("version") != RECIPE_VERSION:
+            raise IntegrityError(f"training recipe of version {data.get('version')!r}; this "
+                                 f"prep reads {RECIPE_VERSION}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def differences(self, given: dict[str, Any]) -> list[str]:
+        """The settings in ``given`` that this recipe has otherwise."""
+        mine = dataclasses.asdict(self)
+        return [f"{k}: {given[k]!r}, not {mine[k]!r}" for k in sorted(given)
+                if k in mine and given[k] != mine[k]]
+
+
+RECIPE_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainRecipe))
+
+
+def parser(prog: str = "prep train-tokenizer") -> Parser:
+    """The ``train-tokenizer`` grammar; options not typed are left out of the namespace."""
+    p = Parser(
+        prog=prog,
+        usage=f"{prog} --source SRC --out DIR [options]",
+        description="Train a byte or BPE tokenizer on the train split of a Parquet corpus, "
+        "exactly\n(docs/tokenizer.md), resumably and reproducibly.",
+        epilog=EXAMPLES.format(prog=prog) + "\n\n" + EXIT_CODES,
+        argument_default=argparse.SUPPRESS,
+    )
+    p.add_argument("--source", metavar="SRC", help="what prep prepare --source accepts")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR",
+                   help="the tokenizer directory to create")
+    p.add_argument("--method", choices=METHODS, help="bpe (default) or byte")
+    p.add_argument("--vocab-size", type=count(1), metavar="N",
+                   help=f"BPE: at most N ids, the 256 bytes included (default: "
+                   f"{DEFAULT_VOCABULARY})")
+    p.add_argument("--min-pair-frequency", type=count(1), metavar="N",
+                   help=f"BPE: merge only pairs seen at least N times (default: "
+                   f"{DEFAULT_MIN_FREQUENCY})")
+    p.add_argument("--special-token", action="append", dest="special_tokens", metavar="TEXT",
+                   help="append a special token after the learned ids (repeatable); the "
+                   "first is the separator prepare uses")
+    p.add_argument("--text-column", metavar="NAME", help="the text column (default: text)")
+    p.add_argument("--split-column", metavar="NAME",
+                   help="take each row's split (train or val) from this column")
+    p.add_argument("--val-fraction", type=fraction, metavar="F",
+                   help="fraction held out as val, as prepare splits (default: 0.01)")
+    p.add_argument("--seed", type=count(0), help="seed of the split hash (default: 1337)")
+    p.add_argument("--max-documents", type=count(1), metavar="N",
+                   help="stop after N source rows (default: all)")
+    p.add_argument("--train-bytes", type=count(1), metavar="N",
+                   help="stop after the train document that reaches N bytes of text "
+                   "(default: all); bounds memory")
+    _run_options(p)
+    return p
+
+
+def _run_options(p: Parser) -> None:
+    p.add_argument("--workers", type=count(1), metavar="N",
+                   help="worker processes reading the corpus (default: one per core)")
+    p.add_argument("--batch-size", type=count(1), metavar="N",
+                   help="documents per batch while reading (default: 512)")
+    p.add_argument("--checkpoint-interval", type=seconds(False), metavar="S",
+                   help="seconds between checkpoints, in each phase (default: 60)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue DIR.incomplete/ (or start, or find DIR complete)")
+    p.add_argument("--wait-lock", type=seconds(True), metavar="S",
+                   help="wait up to S seconds for another run's DIR.lock (default: 0)")
+    p.add_argument("--log-interval", type=seconds(False), metavar="S",
+                   help="seconds between progress lines (default: 30)")
+    p.add_argument("--quiet", action="store_true", help="only errors and the summary line")
+    p.add_argument("--offline", action="store_true",
+                   help="hf:// sources from the local Hugging Face cache only")
+    p.add_argument("--token", metavar="TOKEN",
+                   help="Hugging Face access token (default: HF_TOKEN); never recorded")
+
+
+def split_namespace(ns: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(recipe settings typed, run options typed)."""
+    given = vars(ns)
+    if "special_tokens" in given:
+        given["special_tokens"] = tuple(given["special_tokens"])
+    return ({k: v for k, v in given.items() if k in RECIPE_FIELDS},
+            {k: v for k, v in given.items() if k not in RECIPE_FIELDS})
