@@ -9,7 +9,8 @@ read back), :meth:`stop` ends it by its PID, :meth:`kill` SIGKILLs it (a crashed
 
 Identities (``-s3.config``):
 - ``rw``: may do everything (create buckets, read, write, list, delete);
-- ``ro``: may read and list only, for "a bucket without write permission".
+- ``ro``: may read and list only, for "a bucket without write permission";
+- ``elsewhere``: may read one bucket no test uses, for "access denied".
 
 :meth:`env` gives a subprocess the AWS SDK variables prep reads (endpoint, keys, region) and
 cuts it off from the machine's own AWS configuration (no profile, no instance metadata).
@@ -35,6 +36,9 @@ REGION = "us-east-1"
 IDENTITIES: dict[str, tuple[str, str, list[str]]] = {
     "rw": ("prep-test-rw", "prep-test-rw-secret", ["Admin", "Read", "Write", "List", "Tagging"]),
     "ro": ("prep-test-ro", "prep-test-ro-secret", ["Read", "List"]),
+    # may read one other bucket only: "access denied" on any bucket a test uses
+    "elsewhere": ("prep-test-elsewhere", "prep-test-elsewhere-secret",
+                  ["Read:prep-elsewhere", "List:prep-elsewhere"]),
 }
 # Every AWS SDK variable that could point a test's client somewhere else.
 AWS_VARIABLES = (

@@ -30,7 +30,7 @@ from prep.partition import Part, part_out
 from prep.pipeline import Outcome, run
 from prep.progress import LineReporter, Reporter, Snapshot, silent
 from prep.recipe import DEFAULTS, RECIPE_FIELDS, REQUIRED, Recipe, RunOptions, validate
-from prep.redact import redact_argv
+from prep.redact import environment_secrets, redact_argv
 from prep.sources import canonical_source
 from prep.state.manifest import Manifest
 
@@ -128,7 +128,9 @@ def prepare_outcome(
         opts,
         typed=typed,
         stop_requested=stop,
-        argv=None if argv is None else redact_argv(argv, [opts.token]),
+        argv=None if argv is None else redact_argv(
+            argv, [opts.token, *environment_secrets(os.environ)]
+        ),
         reporter=reporter or LineReporter(opts.log_interval),
     )
 

@@ -36,7 +36,7 @@ from prep.errors import (
 from prep.executors import EXECUTORS
 from prep.formats import DTYPES, FORMAT_NAMES
 from prep.recipe import RECIPE_FIELDS, Recipe, RunOptions, validate
-from prep.redact import RedactingFilter, redact_text
+from prep.redact import RedactingFilter, environment_secrets, redact_text
 from prep.startup import take_pending
 
 logger = logging.getLogger("prep")
@@ -116,7 +116,8 @@ class _Say:
 
     def __init__(self) -> None:
         self.to: Callable[[str], None] = lambda text: print(text, file=sys.stderr)
-        self.secrets: list[str | None] = []  # masked in every message (prep.redact)
+        # masked in every message (prep.redact): the cloud credentials from the start
+        self.secrets: list[str | None] = list(environment_secrets(os.environ))
 
     def __call__(self, text: str) -> None:
         self.to(redact_text(text, self.secrets))
@@ -156,7 +157,7 @@ def _console(say: _Say, run_args: dict[str, Any]) -> Iterator[Console]:
     token = run_args.get("token") or os.environ.get("HF_TOKEN")
     say.secrets.append(token)
     for handler in logging.getLogger("prep").handlers:  # the console's
-        handler.addFilter(RedactingFilter([token]))
+        handler.addFilter(RedactingFilter(say.secrets))
     with console:
         yield console
 

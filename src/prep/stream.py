@@ -131,6 +131,7 @@ def open_stream(
     """The files in read order and the document stream over them, from the first row (or,
     continuing a published stream, from ``files[first_file]`` after ``rows_before`` rows)."""
     files = read_order(source.files, recipe)
+    source.plan_reads(files[first_file:])
     return files, document_stream(source, files, recipe, first_file, rows_before)
 
 

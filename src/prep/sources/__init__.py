@@ -1,5 +1,6 @@
 """Where rows come from. :func:`resolve_source` picks the kind of source by the URI's
-scheme (``hf://`` the Hub, anything else local Parquet); every kind is a
+scheme (``hf://`` the Hub, ``s3://`` and ``gs://`` a bucket, anything else local Parquet);
+every kind is a
 :class:`~prep.sources.base.Source`. A new kind of source is one module here and one line in
 :func:`resolve_source`."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from prep.buckets import is_bucket_uri, parse_bucket_uri
 from prep.fsio import canonical_path
 from prep.hub.paths import dataset_uri, parse_dataset_uri
 from prep.sources.base import (
@@ -51,8 +53,13 @@ def resolve_source(
     offline: bool = False,
 ) -> Source:
     """The source's file list: ``hf://`` through the Hub (``offline``: its local cache; as
-    ``pinned`` recorded it on resume), ``sample`` the bundled corpus, anything else local
+    ``pinned`` recorded it on resume), ``s3://`` and ``gs://`` a bucket (as ``pinned``
+    recorded it, each object checked), ``sample`` the bundled corpus, anything else local
     (relative to ``base``; listed again, and compared with ``pinned`` by the caller)."""
+    if is_bucket_uri(spec):
+        from prep.sources.bucket import resolve_bucket_source
+
+        return resolve_bucket_source(spec, pinned)
     if spec.startswith("hf://"):
         from prep.hub.client import HubOptions
         from prep.sources.hub import resolve_hub_source
@@ -73,6 +80,8 @@ def recorded_uri(spec: str) -> str:
     written before paths were canonical is resolved here, best effort)."""
     if spec.startswith("hf://"):
         return dataset_uri(parse_dataset_uri(spec))
+    if is_bucket_uri(spec):
+        return parse_bucket_uri(spec).uri
     if spec == SAMPLE or os.path.isabs(spec):
         return spec
     return canonical_path(spec)

@@ -33,7 +33,7 @@ from typing import IO, ClassVar
 
 from prep.errors import InputError, IntegrityError
 from prep.fsio import hash_file
-from prep.state.identity import FileIdentity, SourceIdentity
+from prep.state.identity import FileIdentity, Fingerprint, SourceIdentity
 
 
 @dataclass
@@ -49,9 +49,10 @@ class SourceFile:
     expected_sha256: str | None = None
     # (inode, size, mtime_ns, ctime_ns) of the bytes ``sha256`` was computed from
     signature: tuple[int, int, int, int] | None = None
+    fingerprint: Fingerprint = ()  # the version without reading it (see FileIdentity)
 
     def identity(self) -> FileIdentity:
-        return FileIdentity(self.path, self.size, self.sha256)
+        return FileIdentity(self.path, self.size, self.sha256, self.fingerprint)
 
 
 @dataclass
@@ -85,6 +86,10 @@ class Source:
             self.revision,
             tuple(f.identity() for f in self.files),
         )
+
+    def plan_reads(self, files: list[SourceFile]) -> None:
+        """The order the run will read ``files`` in (a source that fetches files can start
+        on the next ones early); default: nothing to do."""
 
     def modified_since(self, f: SourceFile, recorded_mtime_ns: int | None) -> bool:
         """Whether a file not read yet changed since the run recorded it (default: a pinned

@@ -12,6 +12,7 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from prep.buckets import is_bucket_uri, parse_bucket_uri
 from prep.errors import InputError, UsageError
 from prep.fsio import canonical_path, file_sha256
 from prep.globs import fixed_lead, has_glob
@@ -66,7 +67,8 @@ def _glob_root(spec: str) -> Path:
 
 
 def canonical_source(spec: str, base: Path | None = None) -> str:
-    """``--source`` as one spelling per source: ``hf://`` and ``sample`` unchanged; a local
+    """``--source`` as one spelling per source: ``hf://`` and ``sample`` unchanged; a bucket
+    URI without a trailing slash (``s3://B/P/`` is ``s3://B/P``); a local
     file or directory as :func:`~prep.fsio.canonical_path`; a glob with its leading
     directories made canonical. A relative path is taken from ``base`` (default: the current
     directory), once.
@@ -75,6 +77,8 @@ def canonical_source(spec: str, base: Path | None = None) -> str:
     local ``sample`` also exists there (refused rather than guessed)."""
     if spec.startswith("hf://"):
         return spec
+    if is_bucket_uri(spec):
+        return parse_bucket_uri(spec).uri
     here = base if base is not None else Path.cwd()
     if spec == SAMPLE:
         if (here / SAMPLE).exists():

@@ -6,24 +6,40 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+Fingerprint = tuple[tuple[str, Any], ...]  # sorted (name, value) pairs, JSON scalars
+
 
 @dataclass(frozen=True)
 class FileIdentity:
-    """One source file: its path under the root, size, and SHA-256 once it was read."""
+    """One source file: its path under the root, size, SHA-256 once it was read, and its
+    ``fingerprint``: what the source's kind can tell about the version without reading it
+    (an object's ETag and version id), written only when there is one."""
 
     path: str
     size: int
     sha256: str | None
+    fingerprint: Fingerprint = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "size": self.size, "sha256": self.sha256}
+        out: dict[str, Any] = {"path": self.path, "size": self.size, "sha256": self.sha256}
+        if self.fingerprint:
+            out["fingerprint"] = dict(self.fingerprint)
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> FileIdentity:
         sha = d["sha256"]
         return cls(
-            path=str(d["path"]), size=int(d["size"]), sha256=None if sha is None else str(sha)
+            path=str(d["path"]),
+            size=int(d["size"]),
+            sha256=None if sha is None else str(sha),
+            fingerprint=fingerprint_of(d.get("fingerprint") or {}),
         )
+
+
+def fingerprint_of(values: dict[str, Any]) -> Fingerprint:
+    """A fingerprint from its JSON object (keys sorted: one spelling)."""
+    return tuple(sorted(values.items()))
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,11 @@ def canonical_json(obj: Any) -> bytes:
 
 
 def corpus_manifest_sha256(source: dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of the source's kind, revision and files."""
-    ident = {"kind": source["kind"], "revision": source["revision"], "files": source["files"]}
+    """SHA-256 of the canonical JSON of the source's kind, revision and files (path, size,
+    SHA-256)."""
+    # A file's fingerprint says how its version was recognized, not what was read: left out.
+    files = [{k: f[k] for k in ("path", "size", "sha256")} for f in source["files"]]
+    ident = {"kind": source["kind"], "revision": source["revision"], "files": files}
     return hashlib.sha256(canonical_json(ident)).hexdigest()
 
 

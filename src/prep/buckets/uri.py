@@ -1,0 +1,58 @@
+"""Bucket URIs: ``s3://BUCKET/KEY`` and ``gs://BUCKET/KEY``, parsed once into a
+:class:`BucketPath`, spelled one way (:meth:`BucketPath.uri`: no trailing slash, no empty
+key segment at the end)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from prep.errors import UsageError
+
+SCHEMES = ("s3", "gs")
+# S3's and GCS's common rules: 3-63 (GCS: up to 222 with dots) lower-case letters, digits,
+# dots, dashes and underscores (GCS), starting and ending with a letter or digit.
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
+
+
+def is_bucket_uri(spec: str) -> bool:
+    """Whether ``spec`` names an object store (``s3://`` or ``gs://``)."""
+    return any(spec.startswith(f"{s}://") for s in SCHEMES)
+
+
+@dataclass(frozen=True)
+class BucketPath:
+    """A bucket and a key (or key prefix) in it; ``key`` has no leading or trailing slash."""
+
+    scheme: str
+    bucket: str
+    key: str
+
+    @property
+    def uri(self) -> str:
+        return f"{self.scheme}://{self.bucket}/{self.key}" if self.key else (
+            f"{self.scheme}://{self.bucket}")
+
+    @property
+    def fs_path(self) -> str:
+        """The path ``pyarrow.fs`` names it by: ``BUCKET/KEY``."""
+        return f"{self.bucket}/{self.key}" if self.key else self.bucket
+
+    def at(self, fs_path: str) -> BucketPath:
+        """The object named ``fs_path`` (``BUCKET/KEY``) in the same bucket."""
+        return BucketPath(self.scheme, self.bucket, fs_path.partition("/")[2])
+
+
+def parse_bucket_uri(spec: str, flag: str = "--source") -> BucketPath:
+    """``spec`` parsed; raises ``UsageError`` (exit 2) for a missing or malformed bucket
+    name, naming the flag."""
+    scheme, _, rest = spec.partition("://")
+    bucket, _, key = rest.partition("/")
+    if scheme not in SCHEMES or not _BUCKET.match(bucket) or ".." in bucket:
+        raise UsageError(
+            f"{flag} {spec}: not a bucket URI; write {scheme or 's3'}://BUCKET/PREFIX/ (a "
+            "prefix: every *.parquet under it), .../GLOB or .../OBJECT, with the bucket name "
+            "in lower-case letters, digits, dots and dashes",
+            path=spec,
+        )
+    return BucketPath(scheme, bucket, key.strip("/"))

@@ -1,0 +1,171 @@
+"""``--source s3://...``: a corpus in a bucket on the real S3 server (tests/s3server.py)
+gives the same shards and per-file SHA-256 as the same files read locally; the listing is
+pinned (ETag in the manifest, the checkpoint's listing on resume); an object rewritten in
+the middle of a run or before a resume stops it with exit 1 naming it; no credential lands
+in anything written or printed."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import dir_bytes
+from harness import (
+    FAST,
+    World,
+    gate,
+    make_world,
+    no_traceback,
+    ops_corpus,
+    release,
+    run,
+    spawn,
+    staging_of,
+    wait_for,
+    write_plain,
+)
+from s3server import S3Server
+
+from prep.sources import canonical_source, resolve_source
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> World:
+    return make_world(tmp_path_factory.mktemp("bucketworld"), ops_corpus(4, 300),
+                      reference=True)
+
+
+@pytest.fixture(scope="module")
+def corpus_uri(world: World, s3_server: S3Server, s3_bucket: str) -> str:
+    """The world's source files uploaded under a prefix of their own (plus a file that is
+    not Parquet, which a prefix must pass over)."""
+    prefix = f"{s3_bucket}/corpus-{uuid.uuid4().hex[:8]}"
+    fs = s3_server.filesystem()
+    for p in sorted(world.source.glob("*.parquet")):
+        put(fs, f"{prefix}/{p.name}", p.read_bytes())
+    put(fs, f"{prefix}/README.md", b"not parquet")
+    return f"s3://{prefix}/"
+
+
+def put(fs, path: str, data: bytes) -> None:  # type: ignore[no-untyped-def]
+    with fs.open_output_stream(path) as out:
+        out.write(data)
+
+
+@pytest.fixture
+def aws(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
+    """This process's environment (inherited by every run it starts) set for ``rw``."""
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    return s3_server
+
+
+def args(world: World, uri: str, out: Path, *extra: object) -> list[str]:
+    return ["--out", str(out), *world.recipe(source=uri), *map(str, extra)]  # type: ignore[arg-type]
+
+
+def assert_like_reference(world: World, out: Path) -> None:
+    """The same shards, byte for byte, and the same per-file SHA-256 as the local run."""
+    got, want = dir_bytes(out), dict(world.reference)
+    manifest = json.loads(got.pop("_MANIFEST.json"))
+    reference = json.loads(want.pop("_MANIFEST.json"))
+    assert got == want
+    assert [(f["path"], f["size"], f["sha256"]) for f in manifest["source"]["files"]] == [
+        (f["path"], f["size"], f["sha256"]) for f in reference["source"]["files"]]
+
+
+def test_bucket_source_reads_as_local_files_do(world: World, corpus_uri: str, aws: S3Server,
+                                               tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = run(args(world, corpus_uri, out))
+    assert done.returncode == 0, done.stderr
+    assert_like_reference(world, out)
+    manifest = json.loads((out / "_MANIFEST.json").read_text())
+    assert manifest["source"]["kind"] == "bucket"
+    assert manifest["source"]["uri"] == corpus_uri.rstrip("/")
+    fs = aws.filesystem()
+    for f in manifest["source"]["files"]:
+        with fs.open_input_file(f"{corpus_uri[5:]}{f['path']}") as obj:
+            assert f["fingerprint"]["etag"] == obj.metadata()["ETag"].decode()
+    assert "4 objects" in done.stderr and "pinned" in done.stderr
+    # No credential anywhere: every file the run wrote, and everything it printed.
+    written = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()]
+    for secret in (*aws.secrets(), aws.env()["AWS_ACCESS_KEY_ID"]):
+        assert secret not in done.stderr
+        assert not any(secret.encode() in data for data in written)
+
+
+def test_prefix_glob_and_object_select_as_locally(world: World, corpus_uri: str,
+                                                  aws: S3Server) -> None:
+    prefix = corpus_uri.rstrip("/")
+    assert canonical_source(corpus_uri) == prefix
+    everything = resolve_source(corpus_uri, None)
+    assert [f.path for f in everything.files] == [p.name for p in sorted(
+        world.source.glob("*.parquet"))]
+    some = resolve_source(f"{prefix}/part-0000[13].parquet", None)
+    assert (some.root, [f.path for f in some.files]) == (
+        prefix, ["part-00001.parquet", "part-00003.parquet"])
+    deep = resolve_source(f"s3://{prefix.split('/')[2]}/**/part-00002.parquet", None)
+    assert [f.path for f in deep.files] == [f"{prefix.split('/', 3)[3]}/part-00002.parquet"]
+    one = resolve_source(f"{prefix}/part-00002.parquet", None)
+    assert (one.root, [(f.path, f.size) for f in one.files]) == (
+        prefix, [("part-00002.parquet", world.path(2).stat().st_size)])
+
+
+@pytest.fixture
+def private(world: World, aws: S3Server) -> Iterator[str]:
+    """A prefix of the world's files this test may rewrite."""
+    prefix = f"prep-tests/mine-{uuid.uuid4().hex[:8]}"
+    fs = aws.filesystem()
+    for p in sorted(world.source.glob("*.parquet")):
+        put(fs, f"{prefix}/{p.name}", p.read_bytes())
+    yield f"s3://{prefix}"
+
+
+def rewrite(aws: S3Server, world: World, uri: str, index: int) -> None:
+    """Object ``index`` rewritten with one character changed (same size, new ETag)."""
+    texts = list(world.files[index])
+    texts[5] = texts[5].replace("doc", "DOC", 1)
+    local = write_plain(world.root / "edited" / f"part-{index:05d}.parquet", texts)
+    put(aws.filesystem(), f"{uri[5:]}/part-{index:05d}.parquet", local.read_bytes())
+
+
+def test_object_rewritten_mid_run_stops_it(world: World, private: str, aws: S3Server,
+                                           tmp_path: Path) -> None:
+    where = tmp_path / "gate"
+    where.mkdir()
+    fault = gate("prep.sources.bucket.download", where, when="before")
+    proc = spawn(args(world, private, tmp_path / "out"),
+                 faults=[{**fault, "arg_contains": "part-00003"}])
+    wait_for((where / "reached").exists, "the download of part-00003", proc)
+    rewrite(aws, world, private, 3)
+    release(where)
+    code, err = proc.finish()
+    assert code == 1, err
+    assert f"source object {private}/part-00003.parquet changed since the run pinned it" in err
+    assert "ETag" in err
+    no_traceback(err)
+    assert staging_of(tmp_path / "out").exists()  # what was committed stays
+
+
+def test_object_rewritten_before_resume_is_refused(world: World, private: str, aws: S3Server,
+                                                   tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    kill = {"target": "prep.run.state.RunState.checkpoint", "action": "kill"}
+    first = run(args(world, private, out, *FAST), faults=[kill])
+    assert first.returncode == -9, first.stderr
+    original = (world.path(0)).read_bytes()
+    rewrite(aws, world, private, 0)
+    refused = run(["--out", out, "--resume"])
+    assert refused.returncode == 1, refused.stderr
+    assert f"source object {private}/part-00000.parquet changed since the run pinned it" in (
+        refused.stderr)
+    no_traceback(refused.stderr)
+    put(aws.filesystem(), f"{private[5:]}/part-00000.parquet", original)  # same bytes, ETag
+    done = run(["--out", out, "--resume"])
+    assert done.returncode == 0, done.stderr
+    assert "as the checkpoint pinned them" in done.stderr  # not listed again
+    assert_like_reference(world, out)
