@@ -2,7 +2,8 @@
 injected at their import sites. Started through ``tests/harness.py`` by the fault tests
 (tests/faults) and the operations tests (tests/ops).
 
-Used as ``python tests/fault_driver.py PREPARE-ARGS...`` (or ``merge DIR``) with the fault,
+Used as ``python tests/fault_driver.py PREPARE-ARGS...`` (or ``merge DIR``, or
+``train-tokenizer ARGS...``) with the fault,
 or a list of them, in the environment variable ``PREP_FAULT`` (JSON). Nothing under test is
 replaced: the target callable is wrapped, the original still runs (except for ``return``),
 and at the chosen call the wrapper does one thing: SIGKILL this process, raise
@@ -199,7 +200,7 @@ def main() -> int:
     from prep.cli import main as prep_main
     from prep.cli import run_prepare
 
-    if sys.argv[1:2] == ["merge"]:  # prep merge DIR: the other command a fault may target
+    if sys.argv[1:2] in (["merge"], ["train-tokenizer"]):  # the other commands a fault may target
         return prep_main(sys.argv[1:])
     return run_prepare(sys.argv[1:])
 

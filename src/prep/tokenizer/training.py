@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from prep.api import prepare_outcome
-from prep.errors import InputError, Interrupted, OutputError, UsageError
+from prep.errors import Interrupted, OutputError, UsageError
 from prep.formats.megatron import MegatronFormat
 from prep.fsio import atomic_write_bytes, fsync_dir
 from prep.progress import Reporter
@@ -162,13 +162,7 @@ def _count(staging: Path, recipe: TrainRecipe, run: dict[str, Any],
     prepare_outcome(staging / CORPUS, typed, {**options, "resume": True}, stop=stop,
                     reporter=reporter)
     manifest = Manifest.load(staging / CORPUS)
-    train = manifest.totals["train"]
-    if train.n_docs == 0:
-        raise InputError(
-            f"--source {recipe.source}: no train document with text (rows read: "
-            f"{manifest.source.rows_visited:,}, empty: {manifest.source.empty_rows_skipped:,}); "
-            f'check --text-column ("{recipe.text_column}") and --val-fraction/--split-column',
-            path=recipe.source)
+    train = manifest.totals["train"]  # never empty: prepare refuses that
     logger.info("corpus: %s train documents, %s bytes of text", f"{train.n_docs:,}",
                 f"{train.n_tokens:,}")
     return manifest

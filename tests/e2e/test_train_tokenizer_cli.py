@@ -1,0 +1,114 @@
+"""``prep train-tokenizer`` in-process: bad input (exit 2 for the command line, 1 for what
+it names, with what, where and how to fix), the byte strategy's file, and a trained
+tokenizer used by ``prep prepare`` (ids checked against the naive reference)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import bpe_reference as ref
+import pytest
+from conftest import split_bins, write_parquet
+
+from prep import cli
+from prep.tokenizer.files import merges_of
+
+DOCS = ["the cat sat on the mat", "the mat is flat", "aaaa bbbb aaaa", "naïve café"]
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_parquet(tmp_path_factory.mktemp("src") / "a.parquet", DOCS * 3)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str]:
+    code = cli.main(["train-tokenizer", *map(str, argv)])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--method", "wordpiece"], "argument --method: invalid choice: 'wordpiece'"),
+        (["--vocab-size", "100"], "--vocab-size 100 must be in 256..4,294,967,295"),
+        (["--vocab-size", "4294967296"], "must be in 256..4,294,967,295"),
+        (["--method", "byte", "--vocab-size", "512"],
+         "--vocab-size was given with --method byte"),
+        (["--min-pair-frequency", "0"], "--min-pair-frequency: "),
+        (["--special-token", "x", "--special-token", "x"], "must be distinct"),
+    ],
+)
+def test_command_line_mistakes_exit_2(capsys, source, tmp_path, extra, message) -> None:
+    code, err = run(capsys, "--source", source, "--out", tmp_path / "t", *extra)
+    assert code == 2, err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "t").exists() and not (tmp_path / "t.incomplete").exists()
+
+
+def test_no_source_exits_2_saying_what_to_give(capsys, tmp_path) -> None:
+    code, err = run(capsys, "--out", tmp_path / "t")
+    assert code == 2 and "--source is required to start" in err
+
+
+def test_a_source_without_the_text_column_exits_1(capsys, source, tmp_path) -> None:
+    code, err = run(capsys, "--source", source, "--text-column", "body", "--out",
+                    tmp_path / "t", "--workers", "1")
+    assert code == 1, err
+    assert "a.parquet" in err and "body" in err and "Traceback" not in err
+
+
+def test_a_source_without_text_exits_1(capsys, tmp_path) -> None:
+    blank = write_parquet(tmp_path / "blank.parquet", ["", "  ", "\n"])
+    code, err = run(capsys, "--source", blank, "--out", tmp_path / "t", "--workers", "1")
+    assert code == 1, err
+    assert "empty after 3 rows (3 empty): nothing to publish" in err
+    assert "--text-column" in err
+
+
+def test_a_source_with_val_documents_only_exits_1(capsys, tmp_path) -> None:
+    val = write_parquet(tmp_path / "val.parquet", ["a b", "c d"], split=["val", "val"])
+    code, err = run(capsys, "--source", val, "--split-column", "split", "--out",
+                    tmp_path / "t", "--workers", "1")
+    assert code == 1, err
+    assert "the train split is empty after 2 rows (0 empty): nothing to publish" in err
+    assert "--split-column" in err
+
+
+def test_byte_strategy_writes_its_own_file(capsys, source, tmp_path) -> None:
+    code, err = run(capsys, "--source", source, "--method", "byte", "--val-fraction", "0",
+                    "--out", tmp_path / "t", "--workers", "1")
+    assert code == 0, err
+    data = json.loads((tmp_path / "t" / "byte_vocabulary.json").read_text())
+    assert data["bytes"] == sorted(set("".join(DOCS).encode()))
+    assert not (tmp_path / "t" / "tokenizer.json").exists()
+
+
+def test_prepare_with_a_trained_tokenizer_gives_the_reference_ids(capsys, source, tmp_path):
+    tok = tmp_path / "tok"
+    code, err = run(capsys, "--source", source, "--vocab-size", "300", "--val-fraction", "0",
+                    "--special-token", "<|end|>", "--out", tok, "--workers", "1")
+    assert code == 0, err
+    merges = merges_of(tok / "tokenizer.json")
+    want = ref.train([d.encode() for d in DOCS * 3], 300, 2)
+    assert merges == [(a, b) for a, b, _ in want]
+    sep = 256 + len(merges)
+    out = tmp_path / "data"
+    code = cli.main(["prepare", "--source", str(source), "--tokenizer", str(tok), "--out",
+                     str(out), "--val-fraction", "0", "--workers", "1"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "engine: hf (gigatoken cannot reproduce" in err and "use_regex=false" in err
+    ids = [i for path in split_bins(out, "train") for i in _ids(path)]
+    expected = [i for d in DOCS * 3 for i in (sep, *ref.encode(d.encode(), merges))]
+    assert ids == expected
+    code = cli.main(["prepare", "--source", str(source), "--tokenizer", str(tok), "--out",
+                     str(tmp_path / "fast"), "--engine", "gigatoken", "--workers", "1"])
+    assert code == 2
+    assert "--engine gigatoken cannot reproduce" in capsys.readouterr().err
+
+
+def _ids(path: Path) -> list[int]:
+    from conftest import bin_ids
+
+    return [int(i) for i in bin_ids(path)]
