@@ -75,13 +75,37 @@ def test_a_source_with_val_documents_only_exits_1(capsys, tmp_path) -> None:
     assert "--split-column" in err
 
 
-def test_byte_strategy_writes_its_own_file(capsys, source, tmp_path) -> None:
+def test_byte_strategy_into_prepare(capsys, source, tmp_path) -> None:
+    """Its own file; prepare encodes with it (ids: each byte's rank, the special token
+    after them as separator) and refuses a document with a byte the vocabulary lacks,
+    naming file, row and byte (exit 1); an engine named explicitly exits 2."""
+    tok = tmp_path / "t"
     code, err = run(capsys, "--source", source, "--method", "byte", "--val-fraction", "0",
-                    "--out", tmp_path / "t", "--workers", "1")
+                    "--special-token", "<|end|>", "--out", tok, "--workers", "1")
     assert code == 0, err
-    data = json.loads((tmp_path / "t" / "byte_vocabulary.json").read_text())
-    assert data["bytes"] == sorted(set("".join(DOCS).encode()))
-    assert not (tmp_path / "t" / "tokenizer.json").exists()
+    data = json.loads((tok / "byte_vocabulary.json").read_text())
+    values = sorted(set("".join(DOCS).encode()))
+    assert data["bytes"] == values
+    assert not (tok / "tokenizer.json").exists()
+    out = tmp_path / "data"
+    code = cli.main(["prepare", "--source", str(source), "--tokenizer", str(tok), "--out",
+                     str(out), "--val-fraction", "0", "--workers", "1"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "engine: vocab-bytes" in err
+    ids = [i for path in split_bins(out, "train") for i in _ids(path)]
+    rank = {b: i for i, b in enumerate(values)}
+    assert ids == [i for d in DOCS * 3 for i in (len(values), *(rank[b] for b in d.encode()))]
+    other = write_parquet(tmp_path / "o" / "b.parquet", ["the cat", "the dog"])
+    code = cli.main(["prepare", "--source", str(other), "--tokenizer", str(tok), "--out",
+                     str(tmp_path / "refused"), "--val-fraction", "0", "--workers", "1"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "b.parquet row 1: " in err and "byte 0x64 at byte 4 of the document" in err
+    code = cli.main(["prepare", "--source", str(source), "--tokenizer", str(tok), "--out",
+                     str(tmp_path / "hf"), "--engine", "hf", "--workers", "1"])
+    assert code == 2
+    assert "--engine hf cannot reproduce" in capsys.readouterr().err
 
 
 def test_prepare_with_a_trained_tokenizer_gives_the_reference_ids(capsys, source, tmp_path):

@@ -11,6 +11,7 @@ import pytest
 from tokenizers import Tokenizer as HFTokenizer
 
 import prep
+from prep.encoders import vocab_bytes
 from prep.tokenizer import files
 from prep.tokenizer.model import Tokenizer
 
@@ -126,7 +127,7 @@ def test_hugging_face_gives_the_reference_ids(tmp_path) -> None:
 
 
 def test_load_reads_a_byte_directory(tmp_path) -> None:
-    (tmp_path / files.BYTE_FILE).write_bytes(files.byte_file([10, 97], ["<s>"]))
+    (tmp_path / vocab_bytes.BYTE_FILE).write_bytes(vocab_bytes.byte_file([10, 97], ["<s>"]))
     assert prep.Tokenizer.load(tmp_path).vocabulary == (b"\n", b"a")
     with pytest.raises(prep.InputError, match=r"holds neither tokenizer\.json"):
         prep.Tokenizer.load(tmp_path / "nothing")

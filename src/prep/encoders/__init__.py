@@ -21,6 +21,7 @@ import numpy.typing as npt
 from prep.encoders.byte import BYTE, EMPTY_SHA256, ByteEncoder
 from prep.encoders.hf import HFEncoder, load_tokenizer_file, parse_tokenizer, resolve_json
 from prep.encoders.separator import choose_separator
+from prep.encoders.vocab_bytes import BYTE_FILE, load_vocab_bytes
 from prep.errors import InputError
 from prep.fsio import canonical_path
 from prep.state.identity import TokenizerFingerprint, TokenizerIdentity
@@ -145,7 +146,8 @@ def load_encoder(
     offline: bool = False,
     require_sep: bool = True,
 ) -> Encoder:
-    """The encoder for ``--tokenizer``: ``byte``, a path, or ``hf:OWNER/NAME[@REV]``.
+    """The encoder for ``--tokenizer``: ``byte``, a path (a ``tokenizer.json``, or a trained
+    ``byte_vocabulary.json``), or ``hf:OWNER/NAME[@REV]``.
 
     For a Hub tokenizer, ``revision`` pins the commit (a resume passes the recorded one),
     ``token`` authenticates and ``offline`` reads the local cache only. ``require_sep``:
@@ -157,6 +159,10 @@ def load_encoder(
         )
         return ByteEncoder(identity)
     json_path, default_id, commit = _locate(spec, token, revision, offline)
+    if json_path.name == BYTE_FILE:
+        return load_vocab_bytes(json_path, spec=spec, default_id=default_id,
+                                doc_sep_id=doc_sep_id, no_doc_sep=no_doc_sep,
+                                tokenizer_id=tokenizer_id, require_sep=require_sep)
     enc = load_tokenizer_file(
         json_path,
         spec=spec,

@@ -24,6 +24,8 @@ from prep.encoders.flat import FlatIds
 from prep.encoders.gigatoken import ENGINE as GIGATOKEN
 from prep.encoders.gigatoken import Declined, load_gigatoken
 from prep.encoders.hf import batch_encode, configured
+from prep.encoders.vocab_bytes import ENGINE as VOCAB_BYTES
+from prep.encoders.vocab_bytes import VocabBytesEncoder
 from prep.errors import UsageError
 from prep.state.identity import TokenizerIdentity
 
@@ -47,7 +49,7 @@ class EngineSpec:
     @property
     def checked(self) -> bool:
         """Whether the run-time cross-check applies (an engine other than the reference)."""
-        return self.engine not in (HF, BYTE)
+        return self.engine not in (HF, BYTE, VOCAB_BYTES)
 
 
 class Reference:
@@ -73,6 +75,8 @@ def build_encoder(spec: EngineSpec) -> Any:
     """The engine ``spec`` names, in this process (an encoder with ``encode_flat``)."""
     if spec.json_path is None:
         return ByteEncoder(spec.identity)
+    if spec.engine == VOCAB_BYTES:
+        return VocabBytesEncoder(Path(spec.json_path), spec.identity)
     reference = Reference(spec.json_path)
     if spec.engine == HF:
         return reference
@@ -96,6 +100,16 @@ def choose_engine(requested: str, encoder: Any, threads: int | None) -> tuple[En
     threads = threads or 1  # per worker: the workers are the parallelism
     if isinstance(encoder, ByteEncoder):
         return EngineSpec(BYTE, identity, None, threads), encoder
+    if isinstance(encoder, VocabBytesEncoder):
+        if requested != AUTO:
+            raise UsageError(
+                f"--engine {requested} cannot reproduce {identity.spec}: a byte vocabulary "
+                "refuses bytes it lacks, which only prep's own encoder does (tokenizers would "
+                "drop them); use --engine auto"
+            )
+        logger.info("engine: %s (%s is a byte vocabulary; only prep's encoder refuses the "
+                    "bytes it lacks)", VOCAB_BYTES, identity.spec)
+        return EngineSpec(VOCAB_BYTES, identity, str(encoder.path), threads), encoder
     json_path = str(encoder.json_path)
     hf = EngineSpec(HF, identity, json_path, threads)
     if requested == HF:

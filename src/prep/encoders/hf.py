@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from prep.encoders.flat import FlatIds
 from prep.encoders.separator import choose_separator
+from prep.encoders.vocab_bytes import BYTE_FILE
 from prep.errors import InputError
 from prep.state.identity import TokenizerIdentity
 
@@ -63,9 +64,12 @@ class HFEncoder:
 
 
 def resolve_json(path: str, spec: str) -> Path:
-    """The ``tokenizer.json`` at ``path`` (typed as ``spec``), or in that directory."""
+    """The ``tokenizer.json`` at ``path`` (typed as ``spec``), or in that directory (or its
+    ``byte_vocabulary.json`` when it has no ``tokenizer.json``)."""
     p = Path(path)
     if p.is_dir():
+        if not (p / "tokenizer.json").is_file() and (p / BYTE_FILE).is_file():
+            return p / BYTE_FILE  # a trained byte vocabulary (encoders.vocab_bytes)
         p = p / "tokenizer.json"
         if not p.is_file():
             raise InputError(

@@ -8,9 +8,8 @@ same bytes), and reading them back.
   rejects the list form); no unknown token, no byte fallback, merges not ignored; a
   ``ByteLevel`` pre-tokenizer without prefix space or regex (a document is one word) and a
   ``ByteLevel`` decoder; no normalizer.
-- byte: ``byte_vocabulary.json`` (:data:`BYTE_FILE`), prep's own, because Hugging Face drops
-  characters it does not know without a word: ``{"type": "prep-byte-vocabulary",
-  "version": 1, "bytes": [...], "special_tokens": [...]}``; id ``i`` is the ``i``-th byte.
+- byte: ``byte_vocabulary.json``, prep's own (:mod:`prep.encoders.vocab_bytes`, which
+  ``prepare`` reads it with), because Hugging Face drops characters it does not know.
 - ``generation_config.json`` when special tokens are given: the first is the separator.
 
 Special tokens take the ids after the learned vocabulary, in the order given.
@@ -23,13 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from prep.encoders.vocab_bytes import BYTE_FILE, read_byte_file
 from prep.errors import InputError
 
 TOKENIZER_FILE = "tokenizer.json"
-BYTE_FILE = "byte_vocabulary.json"
 GENERATION_CONFIG = "generation_config.json"
-BYTE_TYPE = "prep-byte-vocabulary"
-BYTE_VERSION = 1
 
 
 def byte_to_unicode() -> dict[int, str]:
@@ -97,12 +94,6 @@ def tokenizer_json(merges: Sequence[tuple[int, int]], specials: Sequence[str] = 
     return _dumps(config)
 
 
-def byte_file(values: Sequence[int], specials: Sequence[str] = ()) -> bytes:
-    """``byte_vocabulary.json`` for the byte strategy's ascending distinct bytes."""
-    return _dumps({"type": BYTE_TYPE, "version": BYTE_VERSION, "bytes": list(values),
-                   "special_tokens": list(specials)})
-
-
 def generation_config(separator_id: int) -> bytes:
     """``generation_config.json`` naming the separator (prepare reads ``eos_token_id``)."""
     return _dumps({"eos_token_id": separator_id})
@@ -110,26 +101,6 @@ def generation_config(separator_id: int) -> bytes:
 
 def _bad(path: Path, why: str) -> InputError:
     return InputError(f"{path}: {why}; give a directory prep train-tokenizer wrote", path=path)
-
-
-def read_byte_file(path: Path) -> tuple[list[int], list[str]]:
-    """(bytes, special tokens) of a ``byte_vocabulary.json``; ``InputError`` when it is not
-    one this prep reads."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise _bad(path, f"cannot be read as JSON ({e})") from e
-    if not isinstance(data, dict) or data.get("type") != BYTE_TYPE:
-        raise _bad(path, f"not a {BYTE_TYPE} file")
-    if data.get("version") != BYTE_VERSION:
-        raise _bad(path, f"version {data.get('version')!r}; this prep reads {BYTE_VERSION}")
-    values, specials = data.get("bytes"), data.get("special_tokens", [])
-    if (not isinstance(values, list) or values != sorted(set(values))
-            or any(not isinstance(b, int) or not 0 <= b < 256 for b in values)):
-        raise _bad(path, '"bytes" must list distinct byte values 0..255, ascending')
-    if not isinstance(specials, list) or any(not isinstance(s, str) for s in specials):
-        raise _bad(path, '"special_tokens" must list strings')
-    return values, specials
 
 
 def merges_of(path: Path) -> list[tuple[int, int]]:

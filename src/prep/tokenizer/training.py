@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from prep.api import prepare_outcome
+from prep.encoders.vocab_bytes import BYTE_FILE, byte_file
 from prep.errors import Interrupted, OutputError, UsageError
 from prep.formats.megatron import MegatronFormat
 from prep.fsio import atomic_write_bytes, fsync_dir
@@ -43,10 +44,8 @@ from prep.state.manifest import Manifest
 from prep.tokenizer import bpe
 from prep.tokenizer.checkpoint import MergeCheckpoint
 from prep.tokenizer.files import (
-    BYTE_FILE,
     GENERATION_CONFIG,
     TOKENIZER_FILE,
-    byte_file,
     generation_config,
     tokenizer_json,
 )

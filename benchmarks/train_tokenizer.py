@@ -1,0 +1,128 @@
+"""prep train-tokenizer against Hugging Face's BpeTrainer, whole processes, alternated.
+
+Usage::
+
+    python benchmarks/train_tokenizer.py [--mb 40] [--vocab-size 50257] [--rounds 3]
+        [--corpus DIR] [--workdir DIR]
+
+Builds (or takes, ``--corpus``) a corpus of real text with ``make_corpus.py``, then runs, in
+alternating order, ``--rounds`` times each:
+
+- **prep**: ``python -m prep train-tokenizer --source CORPUS --vocab-size V --val-fraction 0
+  --out ...``: exact rules, no pre-tokenization (each document is one sequence);
+- **hf**: a child Python process that reads the same documents (the non-empty rows, as
+  prep does) and trains ``tokenizers``' ``BpeTrainer`` (vocabulary V, minimum frequency 2
+  as prep's default, the byte-level alphabet) behind GPT-2's byte-level pre-tokenizer.
+
+Each run's wall time and the peak RSS of its process tree (``os.wait4``'s ``ru_maxrss``:
+the largest process, in MiB) are taken; the medians, their ratio (prep / hf) and memory
+per input byte go to stderr and one JSON line on stdout. The corpus is built in its own
+process, so its memory is not counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MiB = 2**20
+
+HF_CHILD = r"""
+import sys, glob
+import pyarrow.parquet as pq
+from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers
+corpus, vocab, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+docs = []
+for path in sorted(glob.glob(corpus + "/**/*.parquet", recursive=True)):
+    docs += [t for t in pq.read_table(path, columns=["text"]).column("text").to_pylist()
+             if t and not t.isspace()]
+tok = Tokenizer(models.BPE())
+tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+tok.decoder = decoders.ByteLevel()
+trainer = trainers.BpeTrainer(vocab_size=vocab, min_frequency=2, show_progress=False,
+                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+tok.train_from_iterator(docs, trainer=trainer, length=len(docs))
+tok.save(out)
+"""
+
+
+def timed(argv: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS MiB) of the command, which must succeed."""
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.monotonic() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{argv[:4]} failed:\n{err.decode(errors='replace')}")
+    return seconds, usage.ru_maxrss * 1024 / MiB
+
+
+def corpus_of(args: argparse.Namespace, work: Path) -> tuple[Path, float]:
+    if args.corpus:
+        return Path(args.corpus), float("nan")
+    out = work / "corpus"
+    made = subprocess.run(
+        [sys.executable, str(HERE / "make_corpus.py"), "--out", str(out), "--mb", str(args.mb)],
+        check=True, capture_output=True, text=True,
+    )
+    return out, json.loads(made.stdout)["text_mb"]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--mb", type=float, default=40.0)
+    p.add_argument("--vocab-size", type=int, default=50_257)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--corpus", help="an existing corpus directory (default: build one)")
+    p.add_argument("--workdir", help="where corpus and outputs go (default: a temp dir)")
+    args = p.parse_args()
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-train-tok-"))
+    work.mkdir(parents=True, exist_ok=True)
+    corpus, text_mb = corpus_of(args, work)
+    runs: dict[str, list[tuple[float, float]]] = {"prep": [], "hf": []}
+    for r in range(args.rounds):
+        order = ["prep", "hf"] if r % 2 == 0 else ["hf", "prep"]
+        for name in order:
+            out = work / f"{name}-{r}"
+            shutil.rmtree(out, ignore_errors=True)
+            if name == "prep":
+                argv = [sys.executable, "-m", "prep", "train-tokenizer", "--source",
+                        str(corpus), "--vocab-size", str(args.vocab_size), "--val-fraction",
+                        "0", "--out", str(out), "--quiet"]
+            else:
+                out.mkdir()
+                argv = [sys.executable, "-c", HF_CHILD, str(corpus), str(args.vocab_size),
+                        str(out / "tokenizer.json")]
+            runs[name].append(timed(argv))
+            print(f"round {r} {name}: {runs[name][-1][0]:.1f} s, "
+                  f"{runs[name][-1][1]:,.0f} MiB", file=sys.stderr)
+    med = {k: (statistics.median(s for s, _ in v), statistics.median(m for _, m in v))
+           for k, v in runs.items()}
+    result = {
+        "text_mb": text_mb, "vocab_size": args.vocab_size, "rounds": args.rounds,
+        "prep_s": round(med["prep"][0], 2), "hf_s": round(med["hf"][0], 2),
+        "ratio": round(med["prep"][0] / med["hf"][0], 3),
+        "prep_peak_mib": round(med["prep"][1]), "hf_peak_mib": round(med["hf"][1]),
+        "prep_bytes_per_input_byte": round(med["prep"][1] * MiB / (text_mb * 1e6), 1),
+        "hf_bytes_per_input_byte": round(med["hf"][1] * MiB / (text_mb * 1e6), 1),
+        "runs": runs,
+    }
+    print(json.dumps(result))
+    if not args.workdir:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
