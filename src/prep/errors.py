@@ -64,6 +64,19 @@ class IntegrityError(PrepError, ValueError):
     a checkpoint that does not match. Nothing was changed."""
 
 
+def lost_file(path: Path, what: str, staging: Path) -> IntegrityError:
+    """The refusal of a staging file that is missing or shorter than its checkpoint says
+    (``what``): the two causes it can have, and the way out."""
+    return IntegrityError(
+        f"{path} {what}. A power loss on a disk or filesystem that does not honour fsync "
+        "(a write cache without power-loss protection, a mount with barriers off), or a "
+        f"change made by hand, can cause this; staging cannot be resumed. Delete {staging} "
+        "and rerun the command without --resume to start over (the work committed so far "
+        "is lost); if the machine lost power, check that its disks honour fsync first",
+        path=path,
+    )
+
+
 class LockedError(PrepError, TimeoutError):
     """Another run holds the output's lock: exit 75, try again later."""
 

@@ -57,6 +57,22 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def make_dirs(path: Path) -> None:
+    """``mkdir -p`` whose result survives a power cut: each directory it creates is
+    fsynced into its parent, so a dataset later renamed into ``path`` cannot vanish with a
+    parent whose own entry never reached the disk. A directory that exists is left as it
+    is (a concurrent creator's included)."""
+    missing = []
+    at = path
+    while not at.exists():
+        missing.append(at)
+        at = at.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another run's meanwhile: harmless
+            directory.mkdir()
+        fsync_dir(directory.parent)
+
+
 def hash_file(
     path: Path | IO[bytes],
     hasher: Hasher | None = None,

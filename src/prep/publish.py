@@ -25,7 +25,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from prep.errors import LockedError, OutputError
-from prep.fsio import atomic_write_bytes, fsync_dir, rename_noreplace, stray_temps
+from prep.fsio import atomic_write_bytes, fsync_dir, make_dirs, rename_noreplace, stray_temps
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def hold_lock(paths: OutputPaths, wait: float) -> Iterator[HeldLock]:
     """Hold ``DIR.lock`` for the block. A lock left by a dead process is free (the OS drops
     flock on exit). Raises ``LockedError`` naming the holder when it is busy. The block
     gets a :class:`HeldLock` to check, before each commit, that the lock is still ours."""
-    paths.final.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(paths.final.parent)  # durable: DIR is published into it
     lock = FileLock(str(paths.lock))
     held = HeldLock(paths, None)
     deadline = time.monotonic() + wait
@@ -174,7 +174,7 @@ def create_staging(paths: OutputPaths, populate: Callable[[Path], None]) -> None
     checkpoint, then rename it into place: staging never exists without a checkpoint."""
     if paths.building.exists():
         shutil.rmtree(paths.building)  # a crash mid-creation: nothing in it was committed
-    paths.building.mkdir(parents=True)
+    make_dirs(paths.building)
     try:
         populate(paths.building)
         fsync_dir(paths.building)

@@ -47,7 +47,7 @@ ALLOWED: dict[str, set[str]] = {
     "inspector": {"formats", "fsio", "publish", "state"},
     "tokenstream": {"formats", "fsio", "state"},
     "merge": {"formats", "fsio", "partition", "publish", "state", "verify"},
-    "executors": {"merge", "partition"},
+    "executors": {"fsio", "merge", "partition"},
     "mountpoint": {"formats", "fsio", "publish", "state"},
     "pipeline": {
         "formats", "fsio", "mountpoint", "progress", "publish", "recipe", "refresh", "run",

@@ -125,7 +125,10 @@ def test_check_open_refuses_changed_or_short_shards(tmp_path: Path, name: str) -
     path = tmp_path / fmt.shard_files(shard)[0]
     with pytest.raises(IntegrityError, match=r"its first 3 ids do not match the checkpoint"):
         fmt.check_open(tmp_path, OpenFile(shard, 3, 1, "0" * 64, (3,)), VOCAB)
+    lost = r"(?s)A power loss .* or a change made by hand, can cause this.* Delete .* rerun"
     with pytest.raises(IntegrityError, match=r"missing or shorter than its 4 committed ids"):
+        fmt.check_open(tmp_path, OpenFile(shard, 4, 1, "0" * 64, (4,)), VOCAB)
+    with pytest.raises(IntegrityError, match=lost):
         fmt.check_open(tmp_path, OpenFile(shard, 4, 1, "0" * 64, (4,)), VOCAB)
     path.unlink()
     with pytest.raises(IntegrityError, match=r"missing or shorter"):
@@ -150,6 +153,9 @@ def test_check_sealed_and_check_open_count_an_id_while_they_hash(tmp_path: Path,
     assert fmt.check_sealed(tmp_path, sealed, n, sha, VOCAB, None) == 0
     with pytest.raises(IntegrityError, match=rf"its size does not hold {n - 1:,} ids"):
         fmt.check_sealed(tmp_path, sealed, n - 1, sha, VOCAB, 0)
+    short = rf"shorter .* than its {n + 1:,} sealed ids\. A power loss"
+    with pytest.raises(IntegrityError, match=short):
+        fmt.check_sealed(tmp_path, sealed, n + 1, sha, VOCAB, 0)
     with pytest.raises(IntegrityError, match=r"the file was modified after it was sealed"):
         fmt.check_sealed(tmp_path, sealed, n, "0" * 64, VOCAB, 0)
 

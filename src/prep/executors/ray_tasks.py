@@ -24,6 +24,7 @@ from typing import Any
 
 from prep.errors import EXIT_OK, EXIT_TEMPFAIL, OutputError, UsageError
 from prep.executors import PartsFailed, PrepareJob, part_argv
+from prep.fsio import make_dirs
 from prep.partition import Part, parts_root
 
 logger = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ class RayExecutor:
         ray = _ray()
         root = parts_root(Path(os.path.abspath(out)))
         token = secrets.token_hex(16)
-        root.mkdir(parents=True, exist_ok=True)
+        make_dirs(root)  # each new directory fsynced into its parent
         check = root / _CHECK_NAME
         check.write_text(token, encoding="utf-8")
         started_here = not ray.is_initialized()

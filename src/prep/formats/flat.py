@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prep.errors import FormatError, InputError, IntegrityError, UsageError
+from prep.errors import FormatError, InputError, IntegrityError, UsageError, lost_file
 from prep.formats import header256
 from prep.formats.base import ids_problems, shard_stem, stem_pattern
 from prep.formats.idfile import (
@@ -180,10 +180,8 @@ class FlatFormat:
         start = len(self._header(vocab_size)(0))
         width = self._dtype(vocab_size).itemsize
         if not path.is_file() or path.stat().st_size < start + op.n_tokens * width:
-            raise IntegrityError(
-                f"{path} is missing or shorter than its {op.n_tokens:,} committed ids; "
-                f"staging was damaged. Delete {directory} to start over",
-                path=path,
+            raise lost_file(
+                path, f"is missing or shorter than its {op.n_tokens:,} committed ids", directory
             )
         hasher = _scan(directory, path, op.n_tokens, start, width, count_id)
         if hasher.hexdigest() != op.ids_sha256:
@@ -333,7 +331,10 @@ def check_sealed_file(
     directory: Path, path: Path, n: int, sha256: str, start: int, width: int, count_id: int | None
 ) -> int:
     """:meth:`FlatFormat.check_sealed` for a file whose ids start at byte ``start``."""
-    if path.stat().st_size != start + n * width:
+    size = path.stat().st_size
+    if size < start + n * width:
+        raise lost_file(path, f"is shorter ({size:,} bytes) than its {n:,} sealed ids", directory)
+    if size != start + n * width:
         raise _damaged(directory, path, f"its size does not hold {n:,} ids")
     whole = hashlib.sha256()
     hasher = _scan(directory, path, n, start, width, count_id, whole)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.encoders import Encoder
-from prep.errors import IntegrityError
+from prep.errors import IntegrityError, lost_file
 from prep.formats import ShardFormat, VerifiedOpen
 from prep.fsio import file_sha256, fsync_dir, stray_temps
 from prep.publish import OutputPaths
@@ -141,11 +141,7 @@ def check_shards(
 
 def _require_sealed(staging: Path, path: Path) -> None:
     if not path.is_file():
-        raise IntegrityError(
-            f"{path} is missing but the checkpoint lists it as sealed; staging was "
-            f"tampered with. Delete {staging} to start over",
-            path=path,
-        )
+        raise lost_file(path, "is missing but the checkpoint lists it as sealed", staging)
 
 
 def _check_sealed(staging: Path, path: Path, sha256: str) -> None:

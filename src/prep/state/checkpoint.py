@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.errors import IntegrityError
-from prep.fsio import atomic_write_bytes
+from prep.fsio import atomic_write_bytes, fsync_dir
 from prep.recipe import Recipe
 from prep.state.identity import SourceIdentity, TokenizerIdentity
 from prep.state.provenance import RefreshNote
@@ -191,7 +191,12 @@ def content_digest(content: dict[str, Any]) -> str:
 
 
 def save(directory: Path, cp: Checkpoint) -> None:
-    """Write ``checkpoint.json`` atomically (the caller has fsynced the open files)."""
+    """Write ``checkpoint.json`` atomically (the caller has fsynced the open files).
+
+    ``directory`` is fsynced first: a shard created since the last checkpoint (a rollover)
+    has a name the new checkpoint lists, and after a power cut a checkpoint that survived
+    must never list a name that did not."""
+    fsync_dir(directory)
     content = cp.to_json()
     content["digest"] = content_digest(content)
     data = json.dumps(content, indent=1, ensure_ascii=False) + "\n"
