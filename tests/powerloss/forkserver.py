@@ -1,0 +1,55 @@
+"""Resumes without the interpreter's start-up: this process imports prep once, then forks a
+fresh child for each command it reads (a JSON line ``{"argv": [...], "stderr": PATH}`` on
+stdin) and answers its exit code (a JSON line). The child is what ``scripts/prepare.py``
+(``argv[0] == "prepare"``) or ``python -m prep`` does, from the start-up guard to its exit
+code, in a process of its own: its workers, signals and descriptors are its own. A crash
+state costs its resume's own work only, not a second of imports (hundreds of states per
+recorded run). Single-threaded, so that forking it is safe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+
+import numpy  # noqa: F401 - imported once here, inherited by every child
+import pyarrow.parquet  # noqa: F401
+import tokenizers  # noqa: F401
+
+import prep.cli
+import prep.merge
+import prep.pipeline
+from prep.startup import guard, settle
+
+
+def child(argv: list[str], stderr: str) -> int:
+    fd = os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 2)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    try:
+        guard()
+        code = prep.cli.run_prepare(argv[1:]) if argv[0] == "prepare" else prep.cli.main(argv)
+        settle()
+    except BaseException:
+        traceback.print_exc()
+        code = 70
+    sys.stderr.flush()
+    return code
+
+
+def serve() -> None:
+    for line in sys.stdin:
+        req = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            os._exit(child(req["argv"], req["stderr"]))
+        _, status = os.waitpid(pid, 0)
+        print(json.dumps(os.waitstatus_to_exitcode(status)), flush=True)
+
+
+if __name__ == "__main__":
+    serve()
