@@ -2,12 +2,13 @@
 """Prepare a dataset: ``python scripts/prepare.py --out tokens/x [options]``; see --help."""
 
 import sys
-from pathlib import Path
 
 if __name__ == "__main__":
-    try:
+    try:  # the first statement: nothing but the interpreter runs before the signal guard
         from prep.startup import guard, settle
     except ImportError:  # running from a checkout without `pip install -e .`
+        from pathlib import Path
+
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
         from prep.startup import guard, settle
 

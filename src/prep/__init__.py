@@ -1,20 +1,14 @@
-"""prep: Parquet text corpora to llm.c ``.bin`` token files, reproducibly and resumably."""
+"""prep: Parquet text corpora to llm.c ``.bin`` token files, reproducibly and resumably.
 
-from typing import TYPE_CHECKING, Any
+Every public name is loaded on first use (PEP 562), so ``import prep`` imports nothing but
+this file: each entry point's first statement is the signal guard (``prep.startup``), and
+Python imports this package before any module of it, so whatever this file imported would
+run before the guard, in the window where a SIGTERM still kills the process by the signal.
+``tests/e2e/test_early_signals.py`` holds it to that."""
 
-from prep.errors import (
-    FormatError,
-    InputError,
-    IntegrityError,
-    Interrupted,
-    LockedError,
-    OutputError,
-    PrepError,
-    TransientError,
-    UsageError,
-)
-from prep.recipe import Recipe, RunOptions
-from prep.state.manifest import Manifest
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not from typing, which costs milliseconds before the guard
 
 __all__ = [
     "BinHeader",
@@ -38,31 +32,54 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
+# Each public name and the module that defines it.
+_HOMES = {
+    **dict.fromkeys(
+        ("FormatError", "InputError", "IntegrityError", "Interrupted", "LockedError",
+         "OutputError", "PrepError", "TransientError", "UsageError"),
+        "prep.errors",
+    ),
+    "Recipe": "prep.recipe",
+    "RunOptions": "prep.recipe",
+    "Manifest": "prep.state.manifest",
+    "prepare": "prep.api",
+    "TokenStream": "prep.tokenstream",
+    "Tokenizer": "prep.tokenizer.model",
+    "BinHeader": "prep.formats.llmc",
+    "read_bin": "prep.formats.llmc",
+    "write_bin": "prep.formats.llmc",
+}
+
 if TYPE_CHECKING:
+    from typing import Any
+
     from prep.api import prepare
+    from prep.errors import (
+        FormatError,
+        InputError,
+        IntegrityError,
+        Interrupted,
+        LockedError,
+        OutputError,
+        PrepError,
+        TransientError,
+        UsageError,
+    )
     from prep.formats.llmc import BinHeader, read_bin, write_bin
+    from prep.recipe import Recipe, RunOptions
+    from prep.state.manifest import Manifest
     from prep.tokenizer.model import Tokenizer
     from prep.tokenstream import TokenStream
 
 
 def __getattr__(name: str) -> Any:
-    # prepare() pulls in the whole pipeline (pyarrow, huggingface_hub) and the .bin helpers
-    # numpy: only when used, so `import prep` and `prep verify` stay quick, and the signal
-    # guard every command installs first (prep.startup) does not wait for them.
-    if name == "prepare":
-        from prep.api import prepare
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'prep' has no attribute {name!r}")
+    value = getattr(__import__(home, fromlist=[name]), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
 
-        return prepare
-    if name == "TokenStream":
-        from prep.tokenstream import TokenStream
 
-        return TokenStream
-    if name == "Tokenizer":
-        from prep.tokenizer.model import Tokenizer
-
-        return Tokenizer
-    if name in ("BinHeader", "read_bin", "write_bin"):
-        from prep.formats import llmc
-
-        return getattr(llmc, name)
-    raise AttributeError(f"module 'prep' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -28,7 +28,6 @@ from prep.errors import (
     EXIT_TEMPFAIL,
     EXIT_USAGE,
     InputError,
-    Interrupted,
     PrepError,
     UsageError,
     os_failure,
@@ -37,7 +36,7 @@ from prep.executors import EXECUTORS
 from prep.formats import DTYPES, FORMAT_NAMES
 from prep.recipe import RECIPE_FIELDS, Recipe, RunOptions, validate
 from prep.redact import RedactingFilter, environment_secrets, redact_text
-from prep.startup import take_pending
+from prep.startup import hand_back, take_over
 
 logger = logging.getLogger("prep")
 T = TypeVar("T")
@@ -74,40 +73,52 @@ def _split_args(ns: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]
 
 
 class _Signals:
-    """First SIGTERM/SIGINT: finish the batch, checkpoint, exit 75. Second SIGINT: abort."""
+    """The process's stop request. First SIGTERM/SIGINT: the command stops at its next safe
+    point (a checkpoint, the lock, before publishing) with exit 75. Second SIGINT: abort.
+
+    One per process (``STOP``), so that the parts of ``--parts N`` and the merge after them
+    share it: a request between two parts stops the next one before it takes its lock."""
 
     def __init__(self) -> None:
-        self.requested = False
-        self.early: str | None = None  # a signal that arrived during start-up
+        self.requested: str | None = None  # the first signal's name
+        self._depth = 0
+        self._old: dict[int, Any] = {}
 
     def __call__(self) -> bool:
-        return self.requested
+        return self.requested is not None
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         if self.requested and signum == signal.SIGINT:
             raise KeyboardInterrupt
-        self.requested = True
-        logger.warning("%s: finishing the current batch, then checkpointing", name)
+        if self.requested is None:
+            self.requested = name
+            logger.warning("%s: finishing the current batch, then checkpointing", name)
 
     @contextmanager
     def installed(self) -> Iterator[None]:
-        """Handle SIGTERM/SIGINT for the block; a signal the start-up guard recorded
-        before (``prep.startup``) counts as already requested."""
-        old = {s: signal.signal(s, self._handle) for s in (signal.SIGTERM, signal.SIGINT)}
-        early = take_pending()  # after installing: a signal from now on reaches _handle
-        if early:
-            self.requested = True
-            self.early = signal.Signals(early[0]).name
+        """Handle SIGTERM/SIGINT for the block, from before it touches anything (the
+        start-up guard, ``prep.startup``, ends the process at once until then); a second
+        SIGINT becomes ``_Aborted``. Blocks nest: the outermost installs and restores."""
+        if self._depth == 0:
+            self.requested = None
+            self._old = take_over(self._handle)
+        self._depth += 1
         try:
             yield
+        except KeyboardInterrupt:
+            raise _Aborted from None
         finally:
-            for s, h in old.items():
-                signal.signal(s, h)
+            self._depth -= 1
+            if self._depth == 0:
+                hand_back(self._old)
 
 
 class _Aborted(Exception):
-    """A second SIGINT during ``prepare``."""
+    """A second SIGINT during a command that writes."""
+
+
+STOP = _Signals()
 
 
 class _Say:
@@ -163,19 +174,11 @@ def _console(say: _Say, run_args: dict[str, Any]) -> Iterator[Console]:
 
 
 def _signalled(job: Callable[[_Signals], T]) -> T:
-    """``job(stop)`` with SIGTERM/SIGINT handled: a signal asks it to checkpoint and stop; a
-    signal during start-up stops it before any work; a second SIGINT aborts."""
-    signals = _Signals()
-    try:
-        with signals.installed():
-            if signals.early:
-                raise Interrupted(
-                    f"stopped by {signals.early} during start-up, before any work; "
-                    "nothing was changed. Rerun the same command"
-                )
-            return job(signals)
-    except KeyboardInterrupt:
-        raise _Aborted from None
+    """``job(stop)`` with SIGTERM/SIGINT taken over from the start-up guard before it touches
+    anything: a signal asks it to stop at its next safe point (exit 75); a second SIGINT
+    aborts. Every command that writes runs through here."""
+    with STOP.installed():
+        return job(STOP)
 
 
 def _prepare(say: _Say, argv: list[str], prog: str) -> int:
@@ -238,10 +241,10 @@ def _prepare_parts(
     validate({**typed, "part": f"0/{count}"})  # refuses what parts cannot do
     RunOptions(**{k: v for k, v in run_args.items() if k != "token"})  # checks the values
     shared = driver_options_removed(argv)
-    outcome = run_partitioned(
+    outcome = _signalled(lambda stop: run_partitioned(  # the parts ("local": here) share it
         run_prepare, shared, Path(run_args["out"]), count, executor,
-        threads=run_args.get("threads"), wait_lock=run_args.get("wait_lock", 0.0),
-    )
+        threads=run_args.get("threads"), wait_lock=run_args.get("wait_lock", 0.0), stop=stop,
+    ))
     console.summary(summary_line(outcome))
     return EXIT_OK
 
@@ -294,7 +297,8 @@ def _merge(say: _Say, argv: list[str]) -> int:
     console = Console(sys.stderr, ns.quiet, RUN["log_interval"])
     say.to = console.message
     with console:
-        outcome = merge(ns.dir, wait_lock=ns.wait_lock, threads=ns.threads, argv=list(argv))
+        outcome = _signalled(lambda stop: merge(
+            ns.dir, wait_lock=ns.wait_lock, threads=ns.threads, argv=list(argv), stop=stop))
         console.summary(summary_line(outcome))
     return EXIT_OK
 

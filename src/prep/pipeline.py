@@ -109,7 +109,7 @@ class _Lifecycle:
         # Checks that need no lock come first: a refused run leaves no DIR.lock behind.
         check_out(paths, resume=opts.resume, refresh=opts.refresh)
         self.resolve_early()
-        with hold_lock(paths, opts.wait_lock) as self.held:
+        with hold_lock(paths, opts.wait_lock, self.stop_requested) as self.held:
             if paths.inside:
                 recover(paths)  # what a kill during a publish into a mount point left
             check_out(paths, resume=opts.resume, refresh=opts.refresh)  # may have changed

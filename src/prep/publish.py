@@ -24,13 +24,18 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from prep.errors import LockedError, OutputError
+from prep.errors import Interrupted, LockedError, OutputError
 from prep.fsio import atomic_write_bytes, fsync_dir, make_dirs, rename_noreplace, stray_temps
 
 logger = logging.getLogger(__name__)
 
 
 STAGING_INSIDE = ".prep-staging"  # staging's name inside a mount point --out
+_LOCK_POLL = 0.1  # seconds between tries at a busy lock, and looks at the stop request
+
+
+def _never() -> bool:
+    return False
 
 
 @dataclass(frozen=True)
@@ -81,16 +86,25 @@ class OutputPaths:
 
 
 @contextlib.contextmanager
-def hold_lock(paths: OutputPaths, wait: float) -> Iterator[HeldLock]:
+def hold_lock(
+    paths: OutputPaths, wait: float, stop: Callable[[], bool] = _never
+) -> Iterator[HeldLock]:
     """Hold ``DIR.lock`` for the block. A lock left by a dead process is free (the OS drops
-    flock on exit). Raises ``LockedError`` naming the holder when it is busy. The block
-    gets a :class:`HeldLock` to check, before each commit, that the lock is still ours."""
+    flock on exit). Raises ``LockedError`` naming the holder when it is busy, and
+    ``Interrupted`` when ``stop()`` says so before the lock is taken (waiting included). The
+    block gets a :class:`HeldLock` to check, before each commit, that the lock is still ours."""
     make_dirs(paths.final.parent)  # durable: DIR is published into it
     lock = FileLock(str(paths.lock))
     held = HeldLock(paths, None)
     deadline = time.monotonic() + wait
     next_note = 0.0
     while True:
+        if stop():
+            raise Interrupted(
+                f"stopped on request before taking {paths.lock}; nothing was changed. "
+                "Rerun the same command",
+                path=paths.lock,
+            )
         try:
             lock.acquire(timeout=0)
             break
@@ -105,7 +119,7 @@ def hold_lock(paths: OutputPaths, wait: float) -> Iterator[HeldLock]:
             if time.monotonic() >= next_note:  # a line a minute, not a line a second
                 logger.info("waiting for %s held by %s", paths.lock, holder)
                 next_note = time.monotonic() + 60
-            time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+            time.sleep(min(_LOCK_POLL, max(0.0, deadline - time.monotonic())))
     try:
         for stray in stray_temps(paths.final.parent, paths.lock_info.name):
             stray.unlink(missing_ok=True)  # a lock-info write a crash interrupted; we hold it

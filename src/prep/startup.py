@@ -1,12 +1,19 @@
-"""The first thing a ``prepare`` process does: catch SIGTERM/SIGINT before the heavy imports.
+"""The first thing every ``prep`` process does: take SIGTERM/SIGINT before anything else.
 
 Importing numpy, pyarrow and tokenizers takes a large part of a second. A signal in that
 window would otherwise kill the process by the signal (exit 143 or 130) instead of the
-documented exit 75. :func:`guard` records such signals (stdlib only, so it is cheap to
-import); the CLI installs its real handlers and then :func:`take_pending` hands over what
-arrived in between, so no signal is lost. :func:`settle` covers the other end: once the
-command has returned, a signal while the interpreter exits must not turn a finished job into
-death by the signal.
+documented exit 75. :func:`guard` is therefore the first statement of every entry point, and
+this module and ``prep/__init__.py`` import only the standard library, so nothing of prep's
+runs before it. Until a command takes the signals over, nothing has been touched (no lock,
+no staging, no file): a signal then ends the process at once, with exit 75 and a line saying
+so, whatever the command. A command that writes takes them over (``prep.cli``) before it
+touches anything, and from then on a signal is a stop request it acts on at its next safe
+point. :func:`settle` covers the other end: once the command has returned, a signal while the
+interpreter exits must not turn a finished job into death by the signal.
+
+A signal ignored by the parent (``SIG_IGN`` is inherited: a background job of a
+non-interactive shell starts with SIGINT ignored) is taken over all the same: a stop request
+is never dropped without a word.
 
 :func:`dump_stacks_on_signal` (part of :func:`guard`, and of every worker's start) makes
 SIGUSR1 print each thread's Python stack to stderr, and nothing else: a run that seems stuck,
@@ -18,26 +25,57 @@ never to the process group (docs/operations.md).
 
 from __future__ import annotations
 
-import contextlib
 import faulthandler
 import os
 import signal
 import sys
-from types import FrameType
+
+TYPE_CHECKING = False  # typing itself costs milliseconds before the guard (mypy knows this)
+if TYPE_CHECKING:
+    from types import FrameType
+    from typing import Any
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
-_pending: list[int] = []
+EXIT_STOPPED = 75  # prep.errors.EXIT_TEMPFAIL, which this module must not import (too late)
+_taken_over = False  # a command has installed its own handlers: it decides from now on
 
 
-def _record(signum: int, frame: FrameType | None) -> None:
-    _pending.append(signum)
+def _leave_at_once(signum: int, frame: FrameType | None) -> None:
+    if _taken_over:  # the command is over (its handlers restored ours): its outcome stands
+        return
+    name = signal.Signals(signum).name
+    message = (f"prep: stopped: {name} before anything was written; nothing was changed. "
+               "Rerun the same command\n")
+    err = sys.__stderr__
+    try:  # said where it can be; the exit code says it anyway
+        if err is not None and err.fileno() == 2:
+            os.write(2, message.encode())
+    finally:
+        os._exit(EXIT_STOPPED)
 
 
 def guard() -> None:
-    """Record SIGTERM/SIGINT until the CLI's handlers take over; SIGUSR1 dumps stacks."""
+    """From now on, until a command takes them over (:func:`take_over`), SIGTERM and SIGINT
+    end the process at once with exit 75 (it has touched nothing); SIGUSR1 dumps stacks."""
     for s in SIGNALS:
-        signal.signal(s, _record)
+        signal.signal(s, _leave_at_once)
     dump_stacks_on_signal()
+
+
+def take_over(handler: Any) -> dict[int, Any]:
+    """Install ``handler`` for SIGTERM and SIGINT (also where the parent left them ignored);
+    returns the handlers it replaced, for :func:`hand_back`. Once this is called, the start-up
+    guard no longer ends the process: the caller has begun work and decides."""
+    global _taken_over
+    _taken_over = True
+    return {s: signal.signal(s, handler) for s in SIGNALS}
+
+
+def hand_back(old: dict[int, Any]) -> None:
+    """Put back what :func:`take_over` replaced. The start-up guard then stays in place but
+    does nothing: the command's outcome (published, or an error with its own message) stands."""
+    for s, h in old.items():
+        signal.signal(s, h)
 
 
 def dump_stacks_on_signal() -> None:
@@ -49,18 +87,14 @@ def dump_stacks_on_signal() -> None:
     # does), and only while it is file descriptor 2: with 2 closed, a later file could be
     # given that number, and the dump would land in it (a shard).
     err = sys.__stderr__
-    with contextlib.suppress(OSError, RuntimeError, ValueError):  # never stop a run
-        if usr1 is not None and err is not None and err.fileno() == 2:
+    if usr1 is None or err is None:
+        return
+    try:
+        if err.fileno() == 2:
             os.fstat(2)
             faulthandler.register(usr1, file=err, all_threads=True)
-
-
-def take_pending() -> list[int]:
-    """Signals recorded by :func:`guard` so far (call after installing the real handlers,
-    so that any later signal reaches those)."""
-    taken = list(_pending)
-    _pending.clear()
-    return taken
+    except (OSError, RuntimeError, ValueError):
+        return  # never stop a run for it
 
 
 def settle() -> None:

@@ -216,9 +216,9 @@ def test_a_stop_request_checkpoints_and_resume_continues(
     out = tmp_path / "out"
     polls: list[int] = []
 
-    def stop() -> bool:
+    def stop() -> bool:  # one look before taking the lock, then one after each batch
         polls.append(1)
-        return len(polls) >= 6
+        return len(polls) >= 7
 
     with pytest.raises(prep.Interrupted) as e:
         prep.prepare(

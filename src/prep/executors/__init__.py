@@ -90,13 +90,14 @@ def executor_for(name: str) -> Executor:
 
 def run_partitioned(
     job: PrepareJob, argv: Sequence[str], out: Path, count: int, executor: str, *,
-    threads: int | None, wait_lock: float,
+    threads: int | None, wait_lock: float, stop: Callable[[], bool],
 ) -> MergeOutcome:
     """``--parts N --executor E``: run parts ``0..N-1`` with the executor, then merge them
     into ``out``. A part that fails stops before the merge (``PartsFailed``); rerunning the
-    same command keeps the published parts and resumes the others."""
+    same command keeps the published parts and resumes the others. ``stop()`` is the merge's
+    stop request (each part polls its own)."""
     from prep.merge import merge
 
     runner = executor_for(executor)
     runner.run_parts(job, argv, out, [Part(i, count) for i in range(count)], threads)
-    return merge(out, wait_lock=wait_lock, threads=threads, argv=list(argv))
+    return merge(out, wait_lock=wait_lock, threads=threads, argv=list(argv), stop=stop)

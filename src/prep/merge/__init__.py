@@ -17,11 +17,12 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from prep.errors import IntegrityError, OutputError
+from prep.errors import IntegrityError, Interrupted, OutputError
 from prep.formats import get_format
 from prep.fsio import fsync_dir, rename_noreplace
 from prep.merge.plan import MergePlan, PartManifest, plan_merge
@@ -135,19 +136,25 @@ def _build(out: Path, plan: MergePlan, provenance: MergeProvenance) -> None:
     fsync_dir(out.parent)
 
 
+def _never() -> bool:
+    return False
+
+
 def merge(
     out: Path, *, wait_lock: float = 0.0, threads: int | None = None,
-    argv: list[str] | None = None,
+    argv: list[str] | None = None, stop: Callable[[], bool] = _never,
 ) -> MergeOutcome:
     """Verify the parts of ``out`` and publish their merge as ``out``.
 
     Raises ``IntegrityError`` (a missing, unfinished, tampered or mismatched part; nothing
     published), ``OutputError`` (``out`` exists and is something else, or a single run's
-    staging is in the way), ``LockedError`` (another run or merge holds the lock)."""
+    staging is in the way), ``LockedError`` (another run or merge holds the lock),
+    ``Interrupted`` when ``stop()`` says so before the lock or before publishing (nothing
+    published; a rerun merges again)."""
     t0 = time.monotonic()
     paths = OutputPaths.for_out(out)
     out = paths.final
-    with hold_lock(paths, wait_lock):
+    with hold_lock(paths, wait_lock, stop):
         if paths.staging.exists():
             raise OutputError(
                 f"{paths.staging} is a single run's staging for {out}; finish it or remove "
@@ -164,6 +171,12 @@ def merge(
             shutil.rmtree(merging_dir(out), ignore_errors=True)
             logger.info("%s is already this merge; nothing to do", out)
             return MergeOutcome("already-complete", out, plan.manifest, time.monotonic() - t0)
+        if stop():  # after the verification, the long part; building is links only
+            raise Interrupted(
+                f"stopped on request after verifying the parts; {out} was not published. "
+                "Rerun the same command",
+                path=out,
+            )
         provenance = MergeProvenance(
             merged_at=time.time(),
             merge_seconds=time.monotonic() - t0,

@@ -120,7 +120,7 @@ def train_tokenizer(
             return TrainOutcome("already-complete", paths.final)
         raise OutputError(f"{paths.final} already exists; prep never overwrites it. Choose "
                           "another --out or delete it", path=paths.final)
-    with hold_lock(paths, float(run.get("wait_lock", 0.0))):
+    with hold_lock(paths, float(run.get("wait_lock", 0.0)), stop):
         recipe = recipe_for(typed, paths.staging, resume)
         _staging(paths, recipe, resume)
         staging = paths.staging
