@@ -4,7 +4,7 @@
 The oracles, for every distinct state of every recorded run under each model:
 
 - the state holds no dataset at ``--out``, or the one the run publishes (for a refresh:
-  the old version or the new one, whole);
+  always the old version or the new one, whole);
 - the resume exits 0 and ``--out`` holds, byte for byte, the dataset an uninterrupted run
   publishes; or it exits non-zero (a *refusal*) and publishes nothing;
 - every state after the run's last operation (it had exited 0) holds the dataset, with no
@@ -13,7 +13,7 @@ The oracles, for every distinct state of every recorded run under each model:
 A scenario's ``command(volume)`` is its argv below the path where the recorded filesystem
 (*the volume*) is seen: the recorder's mount, or a crash state written out. With
 ``mount_out`` the volume is ``--out`` itself (a mount point, as ``prep.mountpoint``
-publishes into); the crash state is then bind-mounted on itself to be one again.
+publishes into); a crash state is then written into a tmpfs mounted there.
 """
 
 from __future__ import annotations
@@ -187,11 +187,13 @@ class Report:
 
 @contextlib.contextmanager
 def as_volume(sc: Scenario, state_dir: Path) -> Iterator[Path]:
-    """``state_dir`` seen as the volume (bind-mounted on itself with ``mount_out``)."""
+    """``state_dir`` as the volume: with ``mount_out`` a tmpfs mounted there (another
+    device: ``os.path.ismount`` does not see a bind mount within one filesystem)."""
     if not sc.mount_out:
         yield state_dir
         return
-    subprocess.run(["mount", "--bind", str(state_dir), str(state_dir)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m", "prep-state", str(state_dir)],
+                   check=True)
     try:
         yield state_dir
     finally:
@@ -206,12 +208,14 @@ def judge(sc: Scenario, replay: cs.Replay, state: cs.State, scratch: Path,
         shutil.rmtree(scratch)
     volume = scratch / "out" if sc.mount_out else scratch / "vol"
     volume.mkdir(parents=True)
-    cs.materialize(replay, state, volume)
     with as_volume(sc, volume):
+        cs.materialize(replay, state, volume)
         out = sc.out_in(volume)
         held = published(out)
         if held is not None and held != sc.expected and held != sc.before:
             return Outcome("wrong data in the state", detail=", ".join(sorted(held)))
+        if held is None and sc.before is not None:
+            return Outcome("no version at --out during a refresh")
         if runner is None:
             return Outcome("ok" if held == sc.expected else "lost after exit 0")
         code, err = runner.run([*sc.command(volume), *sc.resume])
