@@ -2,19 +2,30 @@
 
 A directory rename cannot replace a mount point, so when ``--out`` is one (an empty
 filesystem mounted for the dataset), staging is ``OUT/.prep-staging`` (on the same
-filesystem) and publishing renames each of its files into ``OUT``, ``_MANIFEST.json``
-last: that rename is the commit point (a dataset is a directory with a manifest), and
-``OUT`` is fsynced before and after it. A kill before the commit leaves some files in
-``OUT`` and the rest, with the manifest, in staging; the next run moves them back (under
-the lock) and publishes again. The empty staging directory is removed after the commit
-(or by the next run). ``lost+found``, which mkfs puts at the root of ext filesystems, is
-not counted as content and is left alone.
+filesystem) and publishing puts each of its files into ``OUT``, ``_MANIFEST.json`` last:
+the manifest's arrival is the commit point (a dataset is a directory with a manifest).
+
+Files go from one directory to the other as hard links first: every file is linked into
+``OUT``, ``OUT`` is fsynced, the manifest is linked (and ``OUT`` fsynced again), and only
+then are the old names removed from staging. A rename between two directories would be
+two directory changes that a power cut may keep one of, the removal from staging without
+the name in ``OUT`` (the file lost); with links, a file is in staging, or in ``OUT``, or
+both, at every instant and after any cut. A filesystem without hard links gets renames.
+
+A kill (or cut) before the commit leaves some files in ``OUT`` and all of them, with the
+manifest, in staging; the next run (under the lock) removes them from ``OUT`` (or moves
+back what an older prep had moved) and publishes again. After the commit, what is left in
+staging is links of the published files, which the next run removes with the emptied
+directory. ``lost+found``, which mkfs puts at the root of ext filesystems, is not counted as
+content and is left alone.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+from pathlib import Path
 
 from prep.errors import OutputError, PrepError
 from prep.formats import get_format
@@ -33,57 +44,118 @@ def _content(paths: OutputPaths) -> list[str]:
     return sorted(n for n in os.listdir(paths.final) if n not in own | IGNORED)
 
 
+def _same(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are one file (two links of an inode)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def _published_early(paths: OutputPaths, names: list[str]) -> bool:
     """Whether ``names`` (in ``OUT``, which has no manifest) are files an interrupted
-    publish moved out of staging: staging holds the manifest that lists each of them, and
-    none of them is still in staging."""
+    publish put there: staging holds the manifest that lists each of them, and each is
+    still staging's own file (a link) or gone from staging (moved by an older prep)."""
     try:
         manifest = read_manifest(paths.staging)
     except (OSError, PrepError):  # no readable manifest: nothing to recognise them by
         return False
     fmt = get_format(manifest.format, manifest.dtype)
     listed = {f for e in manifest.files for f in fmt.shard_files(e.name)} | {PROVENANCE_NAME}
-    return all(n in listed and not (paths.staging / n).exists() for n in names)
+    staging, final = paths.staging, paths.final
+    return all(
+        n in listed and (not (staging / n).exists() or _same(staging / n, final / n))
+        for n in names
+    )
 
 
 def mount_state(paths: OutputPaths) -> str:
     """What a mount point ``--out`` holds: ``dataset`` (a manifest), ``empty`` (nothing but
-    staging and ``lost+found``, or the files an interrupted publish moved, which
-    :func:`recover` moves back), or ``other``."""
+    staging and ``lost+found``, or the files an interrupted publish put there, which
+    :func:`recover` takes back), or ``other``."""
     if (paths.final / MANIFEST_NAME).is_file():
         return "dataset"
     names = _content(paths)
     return "empty" if not names or _published_early(paths, names) else "other"
 
 
+def _linked(src: Path, dst: Path, names: list[str]) -> bool:
+    """Hard-link ``src/NAME`` to ``dst/NAME`` for each name, then fsync ``dst``. Raises
+    ``OutputError`` when a name exists in ``dst`` (nothing is replaced); False, with
+    nothing left linked, where the filesystem has no hard links."""
+    done: list[str] = []
+    try:
+        for name in names:
+            os.link(src / name, dst / name)
+            done.append(name)
+    except FileExistsError as e:
+        raise OutputError(f"{dst / e.filename} appeared while publishing; it was not "
+                          "replaced", path=dst) from e
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV):
+            raise
+        for name in done:
+            (dst / name).unlink()
+        return False
+    fsync_dir(dst)
+    return True
+
+
+def _move(src: Path, dst: Path, names: list[str]) -> None:
+    """Move ``names`` from ``src`` to ``dst`` so that each is in one of the two at every
+    instant, after any power cut too: linked into ``dst`` (fsynced), then unlinked from
+    ``src`` (fsynced). Renamed where the filesystem has no hard links."""
+    if not names:
+        return
+    if _linked(src, dst, names):
+        for name in names:
+            (src / name).unlink()
+    else:
+        for name in names:
+            rename_noreplace(src / name, dst / name)
+        fsync_dir(dst)
+    fsync_dir(src)
+
+
+def _drop_links(keep: Path, drop: Path, names: list[str]) -> list[str]:
+    """Unlink each ``drop/NAME`` that is a link of ``keep/NAME``; returns the others."""
+    others = []
+    for name in names:
+        if _same(keep / name, drop / name):
+            (drop / name).unlink()
+        else:
+            others.append(name)
+    return others
+
+
 def recover(paths: OutputPaths) -> None:
-    """Under the lock, undo what a kill left: the files of an interrupted publish go back
-    into staging (to be verified and published again); an empty staging directory left in
-    a published dataset is removed."""
+    """Under the lock, undo what a kill or a power cut left: files an interrupted publish
+    put in ``OUT`` go back to staging (to be verified and published again); in a published
+    dataset, staging's links of its files and the emptied staging directory are removed."""
     staging, final = paths.staging, paths.final
     if not staging.is_dir():
         return
     if (final / MANIFEST_NAME).is_file():
-        if not any(staging.iterdir()):
-            staging.rmdir()
-            fsync_dir(final)
+        if _drop_links(final, staging, sorted(os.listdir(staging))):
+            return  # not what a publish leaves: kept, as any unfinished staging
+        fsync_dir(staging)
+        staging.rmdir()
+        fsync_dir(final)
         return
     names = _content(paths)
     if names and _published_early(paths, names):
-        for name in names:
-            rename_noreplace(final / name, staging / name)
-        fsync_dir(staging)
+        _move(final, staging, _drop_links(staging, final, names))
         fsync_dir(final)
         logger.info(
-            "an interrupted publish had moved %d files into %s; moved them back to %s",
+            "an interrupted publish had put %d files into %s; took them back into %s",
             len(names), final, staging,
         )
 
 
 def publish_into(paths: OutputPaths) -> None:
-    """Rename every file of staging into ``OUT``, then ``_MANIFEST.json`` (the commit
-    point), fsyncing ``OUT`` before and after; remove the emptied staging directory.
-    Raises ``OutputError`` when ``OUT`` holds anything else (nothing is replaced)."""
+    """Put every file of staging into ``OUT`` (linked, ``OUT`` fsynced), then
+    ``_MANIFEST.json`` (the commit point); remove staging. Raises ``OutputError`` when
+    ``OUT`` holds anything else (nothing is replaced)."""
     staging, final = paths.staging, paths.final
     if _content(paths):
         raise OutputError(
@@ -91,11 +163,20 @@ def publish_into(paths: OutputPaths) -> None:
             f"empty {final} (keep {staging.name}), then rerun with --resume",
             path=final,
         )
-    for name in sorted(os.listdir(staging)):
-        if name != MANIFEST_NAME:
+    files = [n for n in sorted(os.listdir(staging)) if n != MANIFEST_NAME]
+    if _linked(staging, final, files):
+        if not _linked(staging, final, [MANIFEST_NAME]):
+            raise OutputError(f"{final}: could not link {MANIFEST_NAME} where the other "
+                              f"files were linked; {staging} is kept: rerun with --resume",
+                              path=final)
+        for name in [*files, MANIFEST_NAME]:
+            (staging / name).unlink()
+        fsync_dir(staging)
+    else:  # no hard links here: renames, the manifest last
+        for name in files:
             rename_noreplace(staging / name, final / name)
-    fsync_dir(final)
-    rename_noreplace(staging / MANIFEST_NAME, final / MANIFEST_NAME)
-    fsync_dir(final)
+        fsync_dir(final)
+        rename_noreplace(staging / MANIFEST_NAME, final / MANIFEST_NAME)
+        fsync_dir(final)
     staging.rmdir()
     fsync_dir(final)

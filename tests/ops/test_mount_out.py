@@ -1,6 +1,6 @@
 """``--out`` on a mount point (issue 11: "an existing empty directory (a mount point) is
 refused as --out. Accept it"). A real tmpfs is mounted at ``OUT``: staging lives inside it
-(``OUT/.prep-staging``), publishing renames the files into ``OUT`` with ``_MANIFEST.json``
+(``OUT/.prep-staging``), publishing links the files into ``OUT`` with ``_MANIFEST.json``
 last. Real processes killed with SIGKILL during the run and during the publish, then
 resumed, give the bytes of a run into an ordinary directory. Needs root for mount(2)."""
 
@@ -78,12 +78,13 @@ def test_an_empty_mount_point_is_published_onto(mount: Path, corpus: Path,
 
 def test_a_kill_during_publish_then_resume(mount: Path, corpus: Path,
                                           reference: dict[str, bytes]) -> None:
-    kill = {"target": "prep.mountpoint.rename_noreplace", "nth": 3, "action": "kill"}
+    kill = {"target": "prep.mountpoint.os.link", "nth": 3, "action": "kill"}
     r = run([*recipe(corpus), "--out", mount], faults=kill)
     assert r.returncode == -signal.SIGKILL, r.stderr
     moved = sorted(p.name for p in mount.iterdir() if p.name != STAGING)
     assert len(moved) == 3 and "_MANIFEST.json" not in moved  # killed mid-publish
     assert (mount / STAGING / "_MANIFEST.json").is_file()
+    assert all((mount / STAGING / name).samefile(mount / name) for name in moved)  # links
 
     again = run([*recipe(corpus), "--out", mount])  # without --resume: refused, kept
     assert again.returncode == 1 and "--resume" in again.stderr, again.stderr
@@ -98,17 +99,18 @@ def test_a_kill_during_publish_then_resume(mount: Path, corpus: Path,
 
 def test_a_kill_right_after_the_commit_point(mount: Path, corpus: Path,
                                             reference: dict[str, bytes]) -> None:
-    kill = {"target": "prep.mountpoint.rename_noreplace", "arg_contains": "_MANIFEST.json",
+    kill = {"target": "prep.mountpoint.os.link", "arg_contains": "_MANIFEST.json",
             "action": "kill"}
     r = run([*recipe(corpus), "--out", mount], faults=kill)
     assert r.returncode == -signal.SIGKILL, r.stderr
-    assert dir_bytes(mount) == reference  # the manifest's rename published it
-    assert (mount / STAGING).is_dir() and not any((mount / STAGING).iterdir())
+    assert dir_bytes(mount) == reference  # the manifest's link published it
+    left = sorted(p.name for p in (mount / STAGING).iterdir())  # staging's own links
+    assert left and all((mount / STAGING / name).samefile(mount / name) for name in left)
     assert prep("verify", mount).returncode == 0
 
     done = run([*recipe(corpus), "--out", mount, "--resume"])
     assert done.returncode == 0 and "already complete" in done.stderr, done.stderr
-    assert not (mount / STAGING).exists()  # the empty staging left by the kill is removed
+    assert not (mount / STAGING).exists()  # the staging left by the kill is removed
 
 
 def test_a_live_then_killed_run_is_inspected_and_resumed_by_the_printed_command(
