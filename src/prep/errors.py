@@ -71,8 +71,8 @@ def lost_file(path: Path, what: str, staging: Path) -> IntegrityError:
         f"{path} {what}. A power loss on a disk or filesystem that does not honour fsync "
         "(a write cache without power-loss protection, a mount with barriers off), or a "
         f"change made by hand, can cause this; staging cannot be resumed. Delete {staging} "
-        "and rerun the command without --resume to start over (the work committed so far "
-        "is lost); if the machine lost power, check that its disks honour fsync first",
+        "to start over (rerun the command without --resume; the work committed so far is "
+        "lost); if the machine lost power, check that its disks honour fsync first",
         path=path,
     )
 

@@ -69,6 +69,7 @@ class Replay:
     durable: dict[int, int] = field(default_factory=dict)  # version at the last fsync
     store: dict[tuple[int, int], bytes] = field(default_factory=dict)  # kept versions
     torn: tuple[int, int] | None = None  # (inode, version) of a torn last write
+    applied: int = 0  # operations replayed
 
     @classmethod
     def start(cls, initial: tuple[dict[str, int], dict[int, bytes], set[int]]) -> Replay:
@@ -106,6 +107,7 @@ class Replay:
     def apply(self, op: tuple[Any, ...]) -> None:
         kind = op[0]
         self.torn = None
+        self.applied += 1
         if kind in ("mkdir", "create", "link"):
             _, parent, name, ino = op
             if kind == "mkdir":
@@ -169,7 +171,7 @@ class Replay:
             torn.extend(bytes(offset - len(torn)))
         end = offset + cut
         torn[offset:end] = raw[:cut]
-        version = -1000 - len(self.store)  # unique, never a real version
+        version = -1 - self.applied  # this write's own: the same in every model's replay
         self.store[(ino, version)] = bytes(torn)
         return version
 

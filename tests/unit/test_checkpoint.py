@@ -137,6 +137,7 @@ def test_missing_checkpoint(tmp_path: Path) -> None:
     with pytest.raises(IntegrityError) as info:
         ckpt.load(tmp_path)
     assert f"{tmp_path / 'checkpoint.json'} is missing" in str(info.value)
+    assert "A power loss" in str(info.value) and "without --resume" in str(info.value)
     assert f"Delete {tmp_path} to start over" in str(info.value)
 
 

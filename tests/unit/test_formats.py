@@ -125,7 +125,8 @@ def test_check_open_refuses_changed_or_short_shards(tmp_path: Path, name: str) -
     path = tmp_path / fmt.shard_files(shard)[0]
     with pytest.raises(IntegrityError, match=r"its first 3 ids do not match the checkpoint"):
         fmt.check_open(tmp_path, OpenFile(shard, 3, 1, "0" * 64, (3,)), VOCAB)
-    lost = r"(?s)A power loss .* or a change made by hand, can cause this.* Delete .* rerun"
+    lost = (r"(?s)A power loss .* or a change made by hand, can cause this.* Delete .* to start "
+            r"over \(rerun the command without --resume")
     with pytest.raises(IntegrityError, match=r"missing or shorter than its 4 committed ids"):
         fmt.check_open(tmp_path, OpenFile(shard, 4, 1, "0" * 64, (4,)), VOCAB)
     with pytest.raises(IntegrityError, match=lost):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prep.errors import IntegrityError
+from prep.errors import IntegrityError, lost_file
 from prep.fsio import atomic_write_bytes, fsync_dir
 from prep.recipe import Recipe
 from prep.state.identity import SourceIdentity, TokenizerIdentity
@@ -210,11 +210,7 @@ def load(directory: Path) -> Checkpoint:
     try:
         raw = path.read_bytes()
     except FileNotFoundError as e:
-        raise IntegrityError(
-            f"{path} is missing: the staging directory cannot be resumed. Delete "
-            f"{directory} to start over",
-            path=path,
-        ) from e
+        raise lost_file(path, "is missing", directory) from e
     try:
         content = json.loads(raw)
         if isinstance(content, dict) and content.get("format") == FORMAT:
