@@ -44,8 +44,7 @@ def missing(fs: str) -> str | None:
 def loop_fs(fs: str, image: Path, mount: Path) -> Iterator[None]:
     with open(image, "wb") as f:
         f.truncate(SIZE[fs])
-    dev = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True,
-                         text=True, check=True).stdout.strip()
+    dev = attach(image)
     try:
         subprocess.run([*MKFS[fs], dev], check=True, capture_output=True)
         mount.mkdir(parents=True, exist_ok=True)
@@ -54,6 +53,17 @@ def loop_fs(fs: str, image: Path, mount: Path) -> Iterator[None]:
         with contextlib.suppress(subprocess.CalledProcessError):
             subprocess.run(["umount", str(mount)], check=True, capture_output=True)
         subprocess.run(["losetup", "-d", dev], check=False)
+
+
+def attach(image: Path) -> str:
+    """A free loop device backed by ``image``. Another test process may take the device
+    ``losetup -f`` found free between its look-up and its attach: then try again."""
+    for _ in range(5):
+        done = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True,
+                              text=True, check=False)
+        if done.returncode == 0:
+            return done.stdout.strip()
+    raise AssertionError(f"no loop device: {done.stderr}")
 
 
 def power_cut(mount: Path) -> None:
