@@ -68,15 +68,15 @@ def timed(argv: list[str]) -> tuple[float, float]:
     return seconds, usage.ru_maxrss * 1024 / MiB
 
 
-def corpus_of(args: argparse.Namespace, work: Path) -> tuple[Path, float]:
+def corpus_of(args: argparse.Namespace, work: Path) -> Path:
     if args.corpus:
-        return Path(args.corpus), float("nan")
+        return Path(args.corpus)
     out = work / "corpus"
-    made = subprocess.run(
+    subprocess.run(
         [sys.executable, str(HERE / "make_corpus.py"), "--out", str(out), "--mb", str(args.mb)],
         check=True, capture_output=True, text=True,
     )
-    return out, json.loads(made.stdout)["text_mb"]
+    return out
 
 
 def main() -> int:
@@ -89,7 +89,7 @@ def main() -> int:
     args = p.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-train-tok-"))
     work.mkdir(parents=True, exist_ok=True)
-    corpus, text_mb = corpus_of(args, work)
+    corpus = corpus_of(args, work)
     runs: dict[str, list[tuple[float, float]]] = {"prep": [], "hf": []}
     for r in range(args.rounds):
         order = ["prep", "hf"] if r % 2 == 0 else ["hf", "prep"]
@@ -109,8 +109,10 @@ def main() -> int:
                   f"{runs[name][-1][1]:,.0f} MiB", file=sys.stderr)
     med = {k: (statistics.median(s for s, _ in v), statistics.median(m for _, m in v))
            for k, v in runs.items()}
+    trained = json.loads((work / "prep-0" / "training.json").read_text())["source"]
+    text_mb = trained["train_bytes"] / 1e6  # every non-empty row: --val-fraction 0
     result = {
-        "text_mb": text_mb, "vocab_size": args.vocab_size, "rounds": args.rounds,
+        "text_mb": round(text_mb, 3), "vocab_size": args.vocab_size, "rounds": args.rounds,
         "prep_s": round(med["prep"][0], 2), "hf_s": round(med["hf"][0], 2),
         "ratio": round(med["prep"][0] / med["hf"][0], 3),
         "prep_peak_mib": round(med["prep"][1]), "hf_peak_mib": round(med["hf"][1]),

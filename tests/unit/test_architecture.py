@@ -62,8 +62,8 @@ ALLOWED: dict[str, set[str]] = {
         "state", "tokenizer", "verify",
     },
     "tokenizer": {
-        "", "api", "encoders", "formats", "fsio", "options", "progress", "publish", "sources",
-        "state",
+        "", "api", "encoders", "formats", "fsio", "options", "progress", "publish", "recipe",
+        "sources", "state",
     },
     "__main__": {"cli", "startup"},
     "": {"api", "formats", "recipe", "state", "tokenizer", "tokenstream"},  # the public API

@@ -26,6 +26,9 @@
 #define NONE 0xFFFFFFFFu
 /* Positions and ids are 32-bit: the corpus must leave room for every id a merge creates. */
 #define MAX_POSITIONS (0xFFFFFFFFull - 1024ull)
+/* Positions ahead whose node is fetched while this one is merged: a pair's positions are
+ * ascending but far apart, and each would otherwise wait for memory. */
+#define PREFETCH 8
 
 typedef struct {
     uint64_t key; /* left << 32 | right */
@@ -41,9 +44,16 @@ typedef struct {
     uint32_t pair;
 } Entry;
 
+/* One position: its id (or SEP, DEAD), its token's length (at its first and last position)
+ * and the pair the token starting here forms with the next (NONE if none). Together, so
+ * that visiting a position costs one cache line, not three. */
+typedef struct {
+    uint32_t tok, span, at;
+} Node;
+
 typedef struct {
     PyObject_HEAD
-    uint32_t *tok, *span, *pair_at; /* pair_at[i]: the pair a live token at i starts */
+    Node *node;
     uint64_t n;
     Pair *pairs;
     uint64_t n_pairs, cap_pairs;
@@ -163,9 +173,7 @@ static Entry heap_pop(Trainer *t) {
 }
 
 static void Trainer_dealloc(Trainer *t) {
-    free(t->tok);
-    free(t->span);
-    free(t->pair_at);
+    free(t->node);
     free(t->left_of);
     free(t->right_of);
     for (uint64_t i = 0; i < t->n_pairs; i++) free(t->pairs[i].pos);
@@ -185,12 +193,12 @@ static void Trainer_dealloc(Trainer *t) {
 static int count_all(Trainer *t) {
     uint64_t n = t->n;
     for (uint64_t i = 0; i < n; i++) {
-        t->pair_at[i] = NONE;
-        if (i + 1 == n || t->tok[i] == SEP || t->tok[i + 1] == SEP) continue;
-        uint32_t p = pair_of(t, KEY(t->tok[i], t->tok[i + 1]));
+        t->node[i].at = NONE;
+        if (i + 1 == n || t->node[i].tok == SEP || t->node[i + 1].tok == SEP) continue;
+        uint32_t p = pair_of(t, KEY(t->node[i].tok, t->node[i + 1].tok));
         if (p == NONE) return -1;
         t->pairs[p].count++;
-        t->pair_at[i] = p;
+        t->node[i].at = p;
     }
     free(t->table);
     t->table = NULL;
@@ -203,8 +211,8 @@ static int count_all(Trainer *t) {
         if (!p->pos) return -1;
     }
     for (uint64_t i = 0; i < n; i++) {
-        if (t->pair_at[i] == NONE) continue;
-        Pair *p = &t->pairs[t->pair_at[i]];
+        if (t->node[i].at == NONE) continue;
+        Pair *p = &t->pairs[t->node[i].at];
         if (p->pos) p->pos[p->len++] = (uint32_t)i;
     }
     for (uint64_t i = 0; i < t->n_pairs; i++)
@@ -225,7 +233,7 @@ static int Trainer_init(Trainer *t, PyObject *args, PyObject *kw) {
         return -1;
     }
     uint64_t n = (uint64_t)buf.len / 4;
-    if (n > MAX_POSITIONS || next_id >= DEAD - n || min_freq < 1 || t->tok) {
+    if (n > MAX_POSITIONS || next_id >= DEAD - n || min_freq < 1 || t->node) {
         PyBuffer_Release(&buf);
         PyErr_SetString(PyExc_ValueError, "corpus too large for 32-bit positions, or bad "
                                           "next_id/min_freq, or initialised twice");
@@ -234,25 +242,24 @@ static int Trainer_init(Trainer *t, PyObject *args, PyObject *kw) {
     t->n = n;
     t->next_id = (uint32_t)next_id;
     t->min_freq = min_freq;
-    t->tok = malloc((n ? n : 1) * sizeof(uint32_t));
-    t->span = malloc((n ? n : 1) * sizeof(uint32_t));
-    t->pair_at = malloc((n ? n : 1) * sizeof(uint32_t));
+    t->node = malloc((n ? n : 1) * sizeof(Node));
     t->table_cap = 1 << 16;
     t->table = calloc(t->table_cap, sizeof(uint32_t));
-    if (!t->tok || !t->span || !t->pair_at || !t->table) {
+    if (!t->node || !t->table) {
         PyBuffer_Release(&buf);
         PyErr_NoMemory();
         return -1;
     }
-    memcpy(t->tok, buf.buf, n * sizeof(uint32_t));
+    const uint32_t *ids = buf.buf;
+    for (uint64_t i = 0; i < n; i++) t->node[i].tok = ids[i];
     PyBuffer_Release(&buf);
     for (uint64_t i = 0; i < n; i++) {
-        if (t->tok[i] == DEAD || (t->tok[i] != SEP && t->tok[i] >= t->next_id)) {
-            PyErr_Format(PyExc_ValueError, "id %u at %llu is not below next_id", t->tok[i],
+        if (t->node[i].tok == DEAD || (t->node[i].tok != SEP && t->node[i].tok >= t->next_id)) {
+            PyErr_Format(PyExc_ValueError, "id %u at %llu is not below next_id", t->node[i].tok,
                          (unsigned long long)i);
             return -1;
         }
-        t->span[i] = 1;
+        t->node[i].span = 1;
     }
     int failed;
     Py_BEGIN_ALLOW_THREADS failed = count_all(t);
@@ -309,7 +316,8 @@ static int sides_ready(Trainer *t, uint32_t c) {
 /* Replace every occurrence of pair w, left to right without overlap; -1 when out of memory,
  * -2 when the counts disagree with the sequence (a bug). */
 static int merge(Trainer *t, uint32_t w) {
-    uint32_t *tok = t->tok, *span = t->span, *at = t->pair_at, c = t->next_id;
+    Node *nd = t->node;
+    uint32_t c = t->next_id;
     uint32_t a = (uint32_t)(t->pairs[w].key >> 32);
     uint32_t *pos = t->pairs[w].pos, len = t->pairs[w].len;
     uint64_t n = t->n;
@@ -320,29 +328,30 @@ static int merge(Trainer *t, uint32_t w) {
     int rc = 0;
     for (uint32_t k = 0; k < len && rc == 0; k++) {
         uint32_t i = pos[k];
-        if ((k && pos[k - 1] == i) || tok[i] != a || at[i] != w) continue;
-        uint64_t j = (uint64_t)i + span[i];
-        uint64_t after = j + span[j];
-        if (i > 0 && tok[i - 1] != SEP) {
-            uint32_t p = i - span[i - 1], x = tok[p];
-            dec(t, at[p]);
+        if (k + PREFETCH < len) __builtin_prefetch(&nd[pos[k + PREFETCH]], 1);
+        if ((k && pos[k - 1] == i) || nd[i].tok != a || nd[i].at != w) continue;
+        uint64_t j = (uint64_t)i + nd[i].span;
+        uint64_t after = j + nd[j].span;
+        if (i > 0 && nd[i - 1].tok != SEP) {
+            uint32_t p = i - nd[i - 1].span, x = nd[p].tok;
+            dec(t, nd[p].at);
             /* (c, c) has one slot, left_of[c], whichever side finds it */
-            at[p] = inc(t, &t->left_of[x], KEY(x, c), p);
-            if (at[p] == NONE) rc = -1;
+            nd[p].at = inc(t, &t->left_of[x], KEY(x, c), p);
+            if (nd[p].at == NONE) rc = -1;
         }
         t->pairs[w].count--;
-        at[i] = NONE;
-        if (after < n && tok[after] != SEP) {
-            uint32_t y = tok[after];
-            dec(t, at[j]);
-            at[i] = inc(t, y == c ? &t->left_of[c] : &t->right_of[y], KEY(c, y), i);
-            if (at[i] == NONE) rc = -1;
+        nd[i].at = NONE;
+        if (after < n && nd[after].tok != SEP) {
+            uint32_t y = nd[after].tok;
+            dec(t, nd[j].at);
+            nd[i].at = inc(t, y == c ? &t->left_of[c] : &t->right_of[y], KEY(c, y), i);
+            if (nd[i].at == NONE) rc = -1;
         }
-        uint32_t joined = span[i] + span[j];
-        span[i] = joined;
-        span[after - 1] = joined;
-        tok[j] = DEAD;
-        tok[i] = c;
+        uint32_t joined = nd[i].span + nd[j].span;
+        nd[i].span = joined;
+        nd[after - 1].span = joined;
+        nd[j].tok = DEAD;
+        nd[i].tok = c;
     }
     free(pos);
     for (uint64_t k = 0; k < t->n_touched; k++) {
@@ -352,8 +361,9 @@ static int merge(Trainer *t, uint32_t w) {
         if (x == c) t->right_of[y] = NONE;
         if (rc) continue;
         if (q->count >= t->min_freq) {
-            uint32_t *fit = realloc(q->pos, (size_t)q->len * sizeof(uint32_t));
-            if (fit) { /* the list is complete: give its doubling slack back */
+            /* the list is complete: give a long one's doubling slack back */
+            uint32_t *fit = q->len >= 256 ? realloc(q->pos, (size_t)q->len * 4) : NULL;
+            if (fit) {
                 q->pos = fit;
                 q->cap = q->len;
             }
@@ -385,7 +395,7 @@ static uint32_t select_winner(Trainer *t, int *err) {
 static PyObject *Trainer_step(Trainer *t, PyObject *args) {
     unsigned long long want;
     if (!PyArg_ParseTuple(args, "K", &want)) return NULL;
-    if (!t->tok) {
+    if (!t->node) {
         PyErr_SetString(PyExc_ValueError, "Trainer not initialised");
         return NULL;
     }
@@ -428,17 +438,17 @@ static PyObject *Trainer_step(Trainer *t, PyObject *args) {
 static PyObject *Trainer_sequence(Trainer *t, PyObject *Py_UNUSED(ignored)) {
     /* The live ids with their separators: all a resumed training needs (with the merges). */
     uint64_t live = 0;
-    for (uint64_t i = 0; i < t->n; i++) live += t->tok[i] != DEAD;
+    for (uint64_t i = 0; i < t->n; i++) live += t->node[i].tok != DEAD;
     PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(live * 4));
     if (!out) return NULL;
     uint32_t *dst = (uint32_t *)PyBytes_AS_STRING(out);
     for (uint64_t i = 0, k = 0; i < t->n; i++)
-        if (t->tok[i] != DEAD) dst[k++] = t->tok[i];
+        if (t->node[i].tok != DEAD) dst[k++] = t->node[i].tok;
     return out;
 }
 
 static PyObject *Trainer_memory(Trainer *t, PyObject *Py_UNUSED(ignored)) {
-    uint64_t bytes = t->n * 12 + t->cap_side * 8 + t->cap_pairs * sizeof(Pair) + t->table_cap * 4 +
+    uint64_t bytes = t->n * sizeof(Node) + t->cap_side * 8 + t->cap_pairs * sizeof(Pair) + t->table_cap * 4 +
                      t->heap_cap * sizeof(Entry) + t->cap_touched * 4;
     for (uint64_t i = 0; i < t->n_pairs; i++) bytes += (uint64_t)t->pairs[i].cap * 4;
     return PyLong_FromUnsignedLongLong(bytes);

@@ -15,6 +15,7 @@ from typing import Any
 
 from prep.errors import IntegrityError, UsageError
 from prep.options import EXIT_CODES, Parser, count, fraction, seconds
+from prep.recipe import RunOptions
 from prep.tokenizer.model import (
     DEFAULT_MIN_FREQUENCY,
     DEFAULT_VOCABULARY,
@@ -105,6 +106,9 @@ class TrainRecipe:
 
 
 RECIPE_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainRecipe))
+# The one source of the help's defaults: the recipe's fields and prepare's run options.
+D = {f.name: f.default for f in dataclasses.fields(TrainRecipe)}
+R = {f.name: f.default for f in dataclasses.fields(RunOptions)}
 
 
 def parser(prog: str = "prep train-tokenizer") -> Parser:
@@ -130,12 +134,15 @@ def parser(prog: str = "prep train-tokenizer") -> Parser:
     p.add_argument("--special-token", action="append", dest="special_tokens", metavar="TEXT",
                    help="append a special token after the learned ids (repeatable); the "
                    "first is the separator prepare uses")
-    p.add_argument("--text-column", metavar="NAME", help="the text column (default: text)")
+    p.add_argument("--text-column", metavar="NAME",
+                   help=f"the text column (default: {D['text_column']})")
     p.add_argument("--split-column", metavar="NAME",
                    help="take each row's split (train or val) from this column")
     p.add_argument("--val-fraction", type=fraction, metavar="F",
-                   help="fraction held out as val, as prepare splits (default: 0.01)")
-    p.add_argument("--seed", type=count(0), help="seed of the split hash (default: 1337)")
+                   help=f"fraction held out as val, as prepare splits (default: "
+                   f"{D['val_fraction']})")
+    p.add_argument("--seed", type=count(0),
+                   help=f"seed of the split hash (default: {D['seed']})")
     p.add_argument("--max-documents", type=count(1), metavar="N",
                    help="stop after N source rows (default: all)")
     p.add_argument("--train-bytes", type=count(1), metavar="N",
@@ -149,15 +156,17 @@ def _run_options(p: Parser) -> None:
     p.add_argument("--workers", type=count(1), metavar="N",
                    help="worker processes reading the corpus (default: one per core)")
     p.add_argument("--batch-size", type=count(1), metavar="N",
-                   help="documents per batch while reading (default: 512)")
+                   help=f"documents per batch while reading (default: {R['batch_size']})")
     p.add_argument("--checkpoint-interval", type=seconds(False), metavar="S",
-                   help="seconds between checkpoints, in each phase (default: 60)")
+                   help=f"seconds between checkpoints, in each phase (default: "
+                   f"{R['checkpoint_interval']:g})")
     p.add_argument("--resume", action="store_true",
                    help="continue DIR.incomplete/ (or start, or find DIR complete)")
     p.add_argument("--wait-lock", type=seconds(True), metavar="S",
-                   help="wait up to S seconds for another run's DIR.lock (default: 0)")
+                   help=f"wait up to S seconds for another run's DIR.lock (default: "
+                   f"{R['wait_lock']:g})")
     p.add_argument("--log-interval", type=seconds(False), metavar="S",
-                   help="seconds between progress lines (default: 30)")
+                   help=f"seconds between progress lines (default: {R['log_interval']:g})")
     p.add_argument("--quiet", action="store_true", help="only errors and the summary line")
     p.add_argument("--offline", action="store_true",
                    help="hf:// sources from the local Hugging Face cache only")

@@ -39,6 +39,7 @@ from prep.formats.megatron import MegatronFormat
 from prep.fsio import atomic_write_bytes, fsync_dir
 from prep.progress import Reporter
 from prep.publish import OutputPaths, create_staging, hold_lock, publish
+from prep.recipe import RunOptions
 from prep.sources import canonical_source
 from prep.state.manifest import Manifest
 from prep.tokenizer import bpe
@@ -54,6 +55,7 @@ from prep.tokenizer.recipe import TrainRecipe
 
 logger = logging.getLogger(__name__)
 
+RUN_DEFAULTS = RunOptions(out=Path("."))
 RECIPE_FILE = "recipe.json"
 CORPUS = "corpus"
 STEP = 64  # merges between two looks at the clock and at signals
@@ -218,7 +220,7 @@ def _learn(staging: Path, recipe: TrainRecipe, manifest: Manifest, run: dict[str
 def _merge(staging: Path, recipe: TrainRecipe, manifest: Manifest, run: dict[str, Any],
            stop: Callable[[], bool]) -> list[bpe.Merge]:
     """Phase 2 (BPE): from the last checkpoint, or from the corpus."""
-    interval = float(run.get("checkpoint_interval") or 60.0)
+    interval = float(run.get("checkpoint_interval") or RUN_DEFAULTS.checkpoint_interval)
     saved = MergeCheckpoint.load(staging)
     if saved is not None:
         merges = list(saved.merges)
