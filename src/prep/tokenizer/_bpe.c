@@ -1,19 +1,19 @@
 /* prep.tokenizer._bpe: the exact BPE trainer of docs/tokenizer.md, compiled.
  *
- * The same algorithm as prep/tokenizer/bpe.py (the pure-Python fallback, which documents it
- * step by step); both must give the same merges as the rules, and the tests hold both to a
- * naive reference.
+ * The same algorithm as prep/tokenizer/bpe.py (the pure-Python fallback); both must give
+ * the rules' merges, and the tests hold both to a naive reference.
  *
  * Layout: the corpus is one flat array of positions, documents separated by SEP. A live
- * token starts at a position whose tok[] holds its id; the positions it covers after the
- * first hold DEAD. span[] holds the token's length at its first and its last position, so
- * the next token starts at i + span[i] and the previous one at i - span[i - 1]: a doubly
- * linked list in 8 bytes per input byte. Each pair has a 64-bit count and the positions
- * where it started when it was counted, in ascending order (every pair is created during
- * one pass, which visits positions in order); an entry is checked, not trusted, when used.
- * A max-heap of (count, pair) with lazy deletion picks the winner: an entry's count is an
- * upper bound of the pair's (old pairs only lose occurrences), so the first entry whose
- * count is exact is the winner.
+ * token starts at a position whose node holds its id; the positions it covers after the
+ * first hold DEAD. A node also holds the token's length (valid at its first and its last
+ * position), so the next token starts at i + span[i] and the previous one at
+ * i - span[i - 1] (a doubly linked list without pointers), and the pair the token forms with
+ * the next one: 12 bytes a position, one cache line a visit. Each pair has a 64-bit count
+ * and the positions where it started when it was counted, ascending (every pair is created
+ * during one pass, which visits positions in order); an entry is checked, not trusted, when
+ * used. A max-heap of (count, pair) with lazy deletion picks the winner: an entry's count is
+ * an upper bound of the pair's (only pairs holding the newest id ever gain), so the first
+ * entry whose count is exact is the winner, ties to the smaller (left, right).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -32,7 +32,6 @@
 
 typedef struct {
     uint64_t key; /* left << 32 | right */
-    int64_t count;
     uint32_t *pos;
     uint32_t len, cap;
     uint64_t stamp; /* the merge that last created occurrences of it (heap push once) */
@@ -56,7 +55,9 @@ typedef struct {
     Node *node;
     uint64_t n;
     Pair *pairs;
-    uint64_t n_pairs, cap_pairs;
+    int64_t *count; /* apart from the pairs: the hot path (a neighbour's pair losing one)
+                       touches only this, 8 bytes a pair */
+    uint64_t n_pairs, cap_pairs, cap_count;
     uint32_t *table; /* open addressing: pair index + 1, 0 empty */
     uint64_t table_cap;
     Entry *heap;
@@ -116,11 +117,13 @@ static uint32_t pair_of(Trainer *t, uint64_t key) {
         if (t->n_pairs + 1 >= 0xFFFFFFFEull || table_rehash(t, t->table_cap * 2)) return NONE;
         return pair_of(t, key);
     }
-    if (grow((void **)&t->pairs, &t->cap_pairs, t->n_pairs + 1, sizeof(Pair))) return NONE;
+    if (grow((void **)&t->pairs, &t->cap_pairs, t->n_pairs + 1, sizeof(Pair)) ||
+        grow((void **)&t->count, &t->cap_count, t->n_pairs + 1, sizeof(int64_t)))
+        return NONE;
     uint32_t i = (uint32_t)t->n_pairs++;
     Pair *p = &t->pairs[i];
     p->key = key;
-    p->count = 0;
+    t->count[i] = 0;
     p->pos = NULL;
     p->len = p->cap = 0;
     p->stamp = UINT64_MAX;
@@ -145,7 +148,7 @@ static int above(const Entry *a, const Entry *b) {
 
 static int heap_push(Trainer *t, uint32_t pair) {
     if (grow((void **)&t->heap, &t->heap_cap, t->heap_len + 1, sizeof(Entry))) return -1;
-    Entry e = {t->pairs[pair].count, t->pairs[pair].key, pair};
+    Entry e = {t->count[pair], t->pairs[pair].key, pair};
     uint64_t i = t->heap_len++;
     while (i > 0) {
         uint64_t up = (i - 1) / 2;
@@ -178,6 +181,7 @@ static void Trainer_dealloc(Trainer *t) {
     free(t->right_of);
     for (uint64_t i = 0; i < t->n_pairs; i++) free(t->pairs[i].pos);
     free(t->pairs);
+    free(t->count);
     free(t->table);
     free(t->heap);
     free(t->touched);
@@ -197,7 +201,7 @@ static int count_all(Trainer *t) {
         if (i + 1 == n || t->node[i].tok == SEP || t->node[i + 1].tok == SEP) continue;
         uint32_t p = pair_of(t, KEY(t->node[i].tok, t->node[i + 1].tok));
         if (p == NONE) return -1;
-        t->pairs[p].count++;
+        t->count[p]++;
         t->node[i].at = p;
     }
     free(t->table);
@@ -205,8 +209,8 @@ static int count_all(Trainer *t) {
     t->table_cap = 0;
     for (uint64_t i = 0; i < t->n_pairs; i++) {
         Pair *p = &t->pairs[i];
-        if (p->count < t->min_freq) continue;
-        p->cap = (uint32_t)p->count;
+        if (t->count[i] < t->min_freq) continue;
+        p->cap = (uint32_t)t->count[i];
         p->pos = malloc((size_t)p->cap * sizeof(uint32_t));
         if (!p->pos) return -1;
     }
@@ -216,7 +220,7 @@ static int count_all(Trainer *t) {
         if (p->pos) p->pos[p->len++] = (uint32_t)i;
     }
     for (uint64_t i = 0; i < t->n_pairs; i++)
-        if (t->pairs[i].count >= t->min_freq && heap_push(t, (uint32_t)i)) return -1;
+        if (t->count[i] >= t->min_freq && heap_push(t, (uint32_t)i)) return -1;
     return 0;
 }
 
@@ -272,8 +276,9 @@ static int Trainer_init(Trainer *t, PyObject *args, PyObject *kw) {
 
 /* An old pair lost an occurrence; below min_freq it can never win again: drop its list. */
 static void dec(Trainer *t, uint32_t p) {
+    if (--t->count[p] >= t->min_freq) return;
     Pair *q = &t->pairs[p];
-    if (--q->count < t->min_freq && q->stamp != t->merges && q->pos) {
+    if (q->stamp != t->merges && q->pos) {
         free(q->pos);
         q->pos = NULL;
         q->len = q->cap = 0;
@@ -287,19 +292,20 @@ static uint32_t inc(Trainer *t, uint32_t *slot, uint64_t key, uint32_t at) {
     if (p == NONE) {
         if (t->n_pairs + 1 >= NONE ||
             grow((void **)&t->pairs, &t->cap_pairs, t->n_pairs + 1, sizeof(Pair)) ||
+            grow((void **)&t->count, &t->cap_count, t->n_pairs + 1, sizeof(int64_t)) ||
             grow((void **)&t->touched, &t->cap_touched, t->n_touched + 1, sizeof(uint32_t)))
             return NONE;
         p = (uint32_t)t->n_pairs++;
         Pair *q = &t->pairs[p];
         q->key = key;
-        q->count = 0;
+        t->count[p] = 0;
         q->pos = NULL;
         q->len = q->cap = 0;
         q->stamp = t->merges;
         t->touched[t->n_touched++] = p;
         *slot = p;
     }
-    t->pairs[p].count++;
+    t->count[p]++;
     return pos_push(&t->pairs[p], at) ? NONE : p;
 }
 
@@ -339,7 +345,7 @@ static int merge(Trainer *t, uint32_t w) {
             nd[p].at = inc(t, &t->left_of[x], KEY(x, c), p);
             if (nd[p].at == NONE) rc = -1;
         }
-        t->pairs[w].count--;
+        t->count[w]--;
         nd[i].at = NONE;
         if (after < n && nd[after].tok != SEP) {
             uint32_t y = nd[after].tok;
@@ -360,7 +366,7 @@ static int merge(Trainer *t, uint32_t w) {
         if (y == c) t->left_of[x] = NONE;
         if (x == c) t->right_of[y] = NONE;
         if (rc) continue;
-        if (q->count >= t->min_freq) {
+        if (t->count[t->touched[k]] >= t->min_freq) {
             /* the list is complete: give a long one's doubling slack back */
             uint32_t *fit = q->len >= 256 ? realloc(q->pos, (size_t)q->len * 4) : NULL;
             if (fit) {
@@ -375,14 +381,14 @@ static int merge(Trainer *t, uint32_t w) {
         }
     }
     if (rc) return rc;
-    return t->pairs[w].count != 0 ? -2 : 0;
+    return t->count[w] != 0 ? -2 : 0;
 }
 
 /* The next winner (its pair index), or NONE when no pair reaches min_freq. */
 static uint32_t select_winner(Trainer *t, int *err) {
     while (t->heap_len) {
         Entry e = heap_pop(t);
-        int64_t now = t->pairs[e.pair].count;
+        int64_t now = t->count[e.pair];
         if (now == e.count) return e.pair;
         if (now >= t->min_freq && heap_push(t, e.pair)) {
             *err = -1;
@@ -408,7 +414,7 @@ static PyObject *Trainer_step(Trainer *t, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS w = select_winner(t, &err);
         if (w != NONE && t->next_id >= DEAD - 1) err = -3;
         if (w != NONE && !err) {
-            count = t->pairs[w].count; /* what is merged, before it drops to 0 */
+            count = t->count[w]; /* what is merged, before it drops to 0 */
             err = merge(t, w);
         }
         Py_END_ALLOW_THREADS if (err) {
@@ -448,7 +454,8 @@ static PyObject *Trainer_sequence(Trainer *t, PyObject *Py_UNUSED(ignored)) {
 }
 
 static PyObject *Trainer_memory(Trainer *t, PyObject *Py_UNUSED(ignored)) {
-    uint64_t bytes = t->n * sizeof(Node) + t->cap_side * 8 + t->cap_pairs * sizeof(Pair) + t->table_cap * 4 +
+    uint64_t bytes = t->n * sizeof(Node) + t->cap_side * 8 + t->cap_pairs * sizeof(Pair) +
+                     t->cap_count * 8 + t->table_cap * 4 +
                      t->heap_cap * sizeof(Entry) + t->cap_touched * 4;
     for (uint64_t i = 0; i < t->n_pairs; i++) bytes += (uint64_t)t->pairs[i].cap * 4;
     return PyLong_FromUnsignedLongLong(bytes);
