@@ -136,3 +136,13 @@ def _ids(path: Path) -> list[int]:
     from conftest import bin_ids
 
     return [int(i) for i in bin_ids(path)]
+
+
+def test_an_out_in_the_way_is_never_overwritten(capsys, source, tmp_path) -> None:
+    out = tmp_path / "t"
+    out.mkdir()
+    (out / "x").write_text("keep")
+    code, err = run(capsys, "--source", source, "--out", out)
+    assert code == 1
+    assert f"{out} already exists; prep never overwrites it" in err
+    assert (out / "x").read_text() == "keep" and [p.name for p in out.iterdir()] == ["x"]

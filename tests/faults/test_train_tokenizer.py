@@ -9,7 +9,6 @@ give merges of their own."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -136,13 +135,3 @@ def test_sigterm_while_merging_exits_75_and_resumes(corpus, reference, tmp_path)
     done = plain(args(corpus[0], out, *SLOW, "--resume"))
     assert done.returncode == 0, done.stderr
     assert outputs(out) == reference
-
-
-def test_a_finished_directory_is_never_overwritten(corpus, reference, tmp_path):
-    out = tmp_path / "tok"
-    out.mkdir()
-    (out / "x").write_text("keep")
-    done = plain(args(corpus[0], out))
-    assert done.returncode == 1
-    assert f"{out} already exists; prep never overwrites it" in done.stderr
-    assert (out / "x").read_text() == "keep" and os.listdir(out) == ["x"]

@@ -52,7 +52,7 @@ def check(impl: object, docs: list[bytes], size: int, freq: int, chunk: int) -> 
 
 
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(CORPUS, st.integers(256, 330), st.integers(1, 3), st.integers(1, 9))
 def test_same_merges_as_the_reference(impl, docs, size, freq, chunk) -> None:
     check(impl, docs, size, freq, chunk)
