@@ -22,6 +22,7 @@ checkpoint are removed, and staging is renamed to ``DIR``.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import time
@@ -81,8 +82,6 @@ def recipe_for(typed: dict[str, Any], staging: Path, resume: bool) -> TrainRecip
     typed one, which needs ``--source``."""
     stored = staging / RECIPE_FILE
     if resume and stored.is_file():
-        import json
-
         recipe = TrainRecipe.from_json(json.loads(stored.read_text()))
         given = dict(typed)
         if "source" in given:
@@ -143,8 +142,6 @@ def _staging(paths: OutputPaths, recipe: TrainRecipe, resume: bool) -> None:
                 "or delete it to start over", path=paths.staging)
         logger.info("resuming %s", paths.staging)
         return
-    import json
-
     raw = json.dumps(recipe.to_json(), indent=2).encode()
     create_staging(paths, lambda d: atomic_write_bytes(d / RECIPE_FILE, raw))
 
@@ -256,8 +253,6 @@ def _merge(staging: Path, recipe: TrainRecipe, manifest: Manifest, run: dict[str
 def _tidy(staging: Path) -> tuple[int, int, int, int]:
     """Remove what only training needed (corpus, checkpoints, its lock files); the summary
     (ids, merges, documents, text bytes) from ``training.json``."""
-    import json
-
     for entry in staging.iterdir():
         if entry.name in (TOKENIZER_FILE, BYTE_FILE, GENERATION_CONFIG, TRAINING_FILE):
             continue
