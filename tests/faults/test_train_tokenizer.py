@@ -120,17 +120,23 @@ def test_sigkill_in_each_phase_then_resume_gives_the_same_bytes(corpus, referenc
     assert not h.staging_of(out).exists()
 
 
-def test_sigterm_while_merging_exits_75_and_resumes(corpus, reference, tmp_path):
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [("prep.run.state.RunState.checkpoint", "while counting the corpus, stopped on request; "
+      "checkpoint at row "),
+     ("prep.tokenizer.checkpoint.MergeCheckpoint.save", "stopped after 192 merges, "
+      "checkpointed; rerun the same command with --resume")],
+)
+def test_sigterm_in_each_phase_exits_75_and_resumes(corpus, reference, tmp_path, target, said):
     out, gate = tmp_path / "tok", tmp_path / "gate"
     gate.mkdir()
-    proc = h.spawn(args(corpus[0], out, *SLOW),
-                   faults=[h.gate("prep.tokenizer.checkpoint.MergeCheckpoint.save", gate)])
-    h.wait_for(lambda: (gate / "reached").exists(), "the first merge checkpoint", proc)
+    proc = h.spawn(args(corpus[0], out, *SLOW), faults=[h.gate(target, gate, nth=2)])
+    h.wait_for(lambda: (gate / "reached").exists(), "the second checkpoint", proc)
     proc.send_signal(signal.SIGTERM)
     h.release(gate)
     code, err = proc.finish()
     assert code == 75, err
-    assert "stopped after 128 merges, checkpointed; rerun the same command with --resume" in err
+    assert said in err and "prep prepare" not in err.split("prep: stopped:")[-1]
     h.no_traceback(err)
     done = plain(args(corpus[0], out, *SLOW, "--resume"))
     assert done.returncode == 0, done.stderr

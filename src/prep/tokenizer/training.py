@@ -157,8 +157,13 @@ def _count(staging: Path, recipe: TrainRecipe, run: dict[str, Any],
     passed = ("workers", "batch_size", "checkpoint_interval", "log_interval", "quiet",
               "token", "offline")
     options = {k: run[k] for k in passed if run.get(k) is not None}
-    prepare_outcome(staging / CORPUS, typed, {**options, "resume": True}, stop=stop,
-                    reporter=reporter)
+    try:
+        prepare_outcome(staging / CORPUS, typed, {**options, "resume": True}, stop=stop,
+                        reporter=reporter)
+    except Interrupted as e:  # its hint names prepare; the command to rerun is this one
+        why = str(e).split(" Resume with:")[0]
+        raise Interrupted(f"while counting the corpus, {why} Rerun the same command with "
+                          "--resume to continue") from None
     manifest = Manifest.load(staging / CORPUS)
     train = manifest.totals["train"]  # never empty: prepare refuses that
     logger.info("corpus: %s train documents, %s bytes of text", f"{train.n_docs:,}",
