@@ -146,3 +146,21 @@ def test_an_out_in_the_way_is_never_overwritten(capsys, source, tmp_path) -> Non
     assert code == 1
     assert f"{out} already exists; prep never overwrites it" in err
     assert (out / "x").read_text() == "keep" and [p.name for p in out.iterdir()] == ["x"]
+
+
+def test_without_the_compiled_trainer_the_same_files(capsys, source, tmp_path, monkeypatch):
+    """A newcomer without a C compiler trains with the pure-Python twin: the same
+    tokenizer.json, and training.json says which trainer ran."""
+    from prep.tokenizer import bpe
+
+    common = ["--source", source, "--vocab-size", "300", "--val-fraction", "0", "--workers", "1"]
+    assert run(capsys, *common, "--out", tmp_path / "c")[0] == 0
+    monkeypatch.setattr(bpe, "COMPILED", None)
+    monkeypatch.setattr(bpe, "IMPLEMENTATION", "python")
+    code, err = run(capsys, *common, "--out", tmp_path / "py")
+    assert code == 0 and "merging: the python trainer" in err
+    c, py = (json.loads((tmp_path / d / "training.json").read_text()) for d in ("c", "py"))
+    assert py["versions"]["trainer"] == "python"
+    assert {**c, "versions": None} == {**py, "versions": None}
+    assert (tmp_path / "c/tokenizer.json").read_bytes() == (
+        tmp_path / "py/tokenizer.json").read_bytes()

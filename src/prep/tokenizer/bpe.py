@@ -56,7 +56,7 @@ class PyTrainer:
 
     def __init__(self, sequence: Any, next_id: int, min_freq: int) -> None:
         ids = array("I")
-        ids.frombytes(sequence)
+        ids.frombytes(memoryview(sequence).cast("B"))  # bytes, or a numpy array of uint32
         if len(ids) > MAX_POSITIONS or min_freq < 1:
             raise ValueError("corpus too large for 32-bit positions, or min_freq < 1")
         self.tok = list(ids)
