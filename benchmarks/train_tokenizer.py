@@ -14,9 +14,12 @@ alternating order, ``--rounds`` times each:
   prep does) and trains ``tokenizers``' ``BpeTrainer`` (vocabulary V, minimum frequency 2
   as prep's default, the byte-level alphabet) behind GPT-2's byte-level pre-tokenizer.
 
-Each run's wall time and the peak RSS of its process tree (``os.wait4``'s ``ru_maxrss``:
-the largest process, in MiB) are taken; the medians, their ratio (prep / hf) and memory
-per input byte go to stderr and one JSON line on stdout. The corpus is built in its own
+Each run's wall time, the peak RSS of its process tree (``os.wait4``'s ``ru_maxrss``: the
+largest process, in MiB) and its CPU time (user + system, the waited-for children
+included) are taken; the medians, the ratio of wall times (prep / hf) and memory per input
+byte go to stderr and one JSON line on stdout. hf trains on both cores (Rayon); prep's
+merging is one thread, so on a machine shared with other jobs the CPU times tell what each
+costs. The corpus is built in its own
 process, so its memory is not counted.
 """
 
@@ -55,8 +58,8 @@ tok.save(out)
 """
 
 
-def timed(argv: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS MiB) of the command, which must succeed."""
+def timed(argv: list[str]) -> tuple[float, float, float]:
+    """(wall seconds, peak RSS MiB, CPU seconds) of the command, which must succeed."""
     start = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None
@@ -65,7 +68,7 @@ def timed(argv: list[str]) -> tuple[float, float]:
     seconds = time.monotonic() - start
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{argv[:4]} failed:\n{err.decode(errors='replace')}")
-    return seconds, usage.ru_maxrss * 1024 / MiB
+    return seconds, usage.ru_maxrss * 1024 / MiB, usage.ru_utime + usage.ru_stime
 
 
 def corpus_of(args: argparse.Namespace, work: Path) -> Path:
@@ -90,7 +93,7 @@ def main() -> int:
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-train-tok-"))
     work.mkdir(parents=True, exist_ok=True)
     corpus = corpus_of(args, work)
-    runs: dict[str, list[tuple[float, float]]] = {"prep": [], "hf": []}
+    runs: dict[str, list[tuple[float, float, float]]] = {"prep": [], "hf": []}
     for r in range(args.rounds):
         order = ["prep", "hf"] if r % 2 == 0 else ["hf", "prep"]
         for name in order:
@@ -105,9 +108,10 @@ def main() -> int:
                 argv = [sys.executable, "-c", HF_CHILD, str(corpus), str(args.vocab_size),
                         str(out / "tokenizer.json")]
             runs[name].append(timed(argv))
-            print(f"round {r} {name}: {runs[name][-1][0]:.1f} s, "
-                  f"{runs[name][-1][1]:,.0f} MiB", file=sys.stderr)
-    med = {k: (statistics.median(s for s, _ in v), statistics.median(m for _, m in v))
+            wall, rss, cpu = runs[name][-1]
+            print(f"round {r} {name}: {wall:.1f} s, {rss:,.0f} MiB, {cpu:.1f} CPU s",
+                  file=sys.stderr)
+    med = {k: tuple(statistics.median(run[i] for run in v) for i in range(3))
            for k, v in runs.items()}
     trained = json.loads((work / "prep-0" / "training.json").read_text())["source"]
     text_mb = trained["train_bytes"] / 1e6  # every non-empty row: --val-fraction 0
@@ -115,6 +119,7 @@ def main() -> int:
         "text_mb": round(text_mb, 3), "vocab_size": args.vocab_size, "rounds": args.rounds,
         "prep_s": round(med["prep"][0], 2), "hf_s": round(med["hf"][0], 2),
         "ratio": round(med["prep"][0] / med["hf"][0], 3),
+        "prep_cpu_s": round(med["prep"][2], 2), "hf_cpu_s": round(med["hf"][2], 2),
         "prep_peak_mib": round(med["prep"][1]), "hf_peak_mib": round(med["hf"][1]),
         "prep_bytes_per_input_byte": round(med["prep"][1] * MiB / (text_mb * 1e6), 1),
         "hf_bytes_per_input_byte": round(med["hf"][1] * MiB / (text_mb * 1e6), 1),
