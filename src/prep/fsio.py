@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import errno
+import functools
 import hashlib
 import os
 import sys
@@ -142,12 +142,14 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
+    """The C library's symbols, once per process: the interpreter's own (``CDLL(None)``).
+    ``ctypes.util.find_library`` would run ``ldconfig -p`` in a subprocess at every call."""
     if not sys.platform.startswith("linux"):
         return None
-    name = ctypes.util.find_library("c")
     try:
-        lib = ctypes.CDLL(name or "libc.so.6", use_errno=True)
+        lib = ctypes.CDLL(None, use_errno=True)
     except OSError:
         return None
     return lib if hasattr(lib, "renameat2") else None

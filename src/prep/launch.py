@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from prep.startup import dump_stacks_on_signal
+from prep.startup import dump_stacks_on_signal, keep_out_unneeded
 
 ORPHAN_CHECK_SECONDS = 1.0
 POLL_SECONDS = 0.5
@@ -80,12 +80,14 @@ def _die_with_parent() -> None:
 
 
 def adopt(parent: int, watch: bool = True) -> None:
-    """In a child of ``parent``: ignore SIGINT and SIGTERM, dump stacks on SIGUSR1
-    (``prep.startup``), and die with the parent (with a watcher thread when ``watch``; a
-    process that forks must not have one, and checks ``os.getppid()`` itself)."""
+    """In a child of ``parent``: ignore SIGINT and SIGTERM, dump stacks on SIGUSR1 and keep
+    out the modules it does not need (``prep.startup``), and die with the parent (with a
+    watcher thread when ``watch``; a process that forks must not have one, and checks
+    ``os.getppid()`` itself)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    dump_stacks_on_signal()  # a forked child has it already; a spawned one needs it
+    dump_stacks_on_signal()  # a forked child has these already; a spawned one needs them
+    keep_out_unneeded()
     _die_with_parent()
     if os.getppid() != parent:  # the parent died before the line above took effect
         os._exit(1)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import NoReturn, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TextIO
 
-from tqdm import tqdm
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class BarReporter:
 
     def _open(self, snap: Snapshot) -> tqdm[NoReturn]:
         known = snap.total_rows is not None
-        bar: tqdm[NoReturn] = tqdm(
+        bar: tqdm[NoReturn] = _tqdm()(
             total=snap.total_rows,
             initial=snap.start_rows,
             file=self.stream,
@@ -116,6 +117,14 @@ class BarReporter:
             self._bar = None
 
 
+def _tqdm() -> Any:
+    """tqdm, imported when a bar is first drawn: a run whose stderr is not a terminal (cron,
+    scripts, tests) never draws one, and importing tqdm is a tenth of a small run's start."""
+    from tqdm import tqdm
+
+    return tqdm
+
+
 # tqdm fills {bar} with whatever the terminal's width leaves; {postfix} is ", <stats>".
 _BAR = "{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} rows [{elapsed}<{remaining}{postfix}]"
 _COUNTER = "{n_fmt} rows [{elapsed}{postfix}]"
@@ -125,7 +134,7 @@ def _bar_stats(snap: Snapshot) -> str:
     el = max(snap.seconds, 1e-9)
     tok_rate = (snap.tokens - snap.start_tokens) / el
     mb_rate = (snap.text_bytes - snap.start_bytes) / 1e6 / el
-    size = tqdm.format_sizeof
+    size = _tqdm().format_sizeof
     return f"{size(snap.tokens)} tok, {size(tok_rate)} tok/s, {mb_rate:,.1f} MB/s"
 
 
@@ -134,7 +143,7 @@ class BarLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            tqdm.write(self.format(record), file=self.stream)
+            _tqdm().write(self.format(record), file=self.stream)
         except Exception:  # the logging contract: report, never raise
             self.handleError(record)
 

@@ -36,6 +36,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# Modules a dependency loads when it can but prep's own processes never need: gigatoken
+# hands each encoded batch back as an awkward Array when awkward imports (a tenth to a third
+# of a second of import in every process that encodes, and ~40 MiB), and as numpy views of
+# one flat buffer otherwise, which is all prep uses (encoders/gigatoken.py).
+UNNEEDED = ("awkward",)
 EXIT_STOPPED = 75  # prep.errors.EXIT_TEMPFAIL, which this module must not import (too late)
 _taken_over = False  # a command has installed its own handlers: it decides from now on
 
@@ -60,6 +65,15 @@ def guard() -> None:
     for s in SIGNALS:
         signal.signal(s, _leave_at_once)
     dump_stacks_on_signal()
+    keep_out_unneeded()
+
+
+def keep_out_unneeded() -> None:
+    """In a process prep owns (an entry point's, or a worker's: a library caller's process
+    keeps whatever it imports): the :data:`UNNEEDED` modules become unimportable, unless
+    something has imported them already."""
+    for name in UNNEEDED:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: "not importable"
 
 
 def take_over(handler: Any) -> dict[int, Any]:

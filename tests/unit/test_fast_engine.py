@@ -7,6 +7,7 @@ implementation."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,24 @@ def test_a_batch_of_only_special_text_and_an_empty_batch() -> None:
     assert only.offsets.tolist() == [0, 7]
     empty = engine.encode_flat([], [])
     assert empty.ids.size == 0 and empty.offsets.tolist() == [0]
+
+
+def test_the_same_ids_with_awkward_kept_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """prep's own processes keep awkward out (``prep.startup.UNNEEDED``): gigatoken then
+    returns one numpy view per document instead of an awkward Array, and the engine must give
+    the same ids, offsets included (empty documents, an empty batch, one document)."""
+    path = GPT2_DIR / "tokenizer.json"
+    engine = load_gigatoken(path.read_bytes(), hf_reference(path))
+    texts = ["", *parity_texts(), ""]
+    batches = [texts, texts[1:2], []]
+    with_awkward = [engine.encode_fast([t.encode() for t in b]) for b in batches]
+    monkeypatch.setitem(sys.modules, "awkward", None)
+    assert isinstance(engine._backend.encode_batch([b"a"], parallel=False), list)  # the premise
+    for batch, want in zip(batches, with_awkward, strict=True):
+        got = engine.encode_fast([t.encode() for t in batch])
+        assert got.ids.dtype == want.ids.dtype and got.offsets.dtype == want.offsets.dtype
+        assert np.array_equal(got.offsets, want.offsets)
+        assert np.array_equal(got.ids, want.ids)
 
 
 def gpt2_config() -> dict[str, Any]:

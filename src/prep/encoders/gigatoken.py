@@ -177,6 +177,8 @@ class GigatokenEncoder:
         """gigatoken alone: on this thread (workers give the parallelism) unless built with
         ``parallel``, then on gigatoken's thread pool."""
         out = self._backend.encode_batch(list(utf8), parallel=self._parallel)
+        if isinstance(out, list):  # awkward kept out (prep.startup): one view per document
+            return FlatIds.of(out)
         layout = out.layout
         return FlatIds(
             np.asarray(layout.content.data, dtype=np.uint32),

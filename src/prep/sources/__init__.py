@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from prep.buckets import is_bucket_uri, parse_bucket_uri
+from prep.buckets.uri import is_bucket_uri, parse_bucket_uri
 from prep.fsio import canonical_path
 from prep.hub.paths import dataset_uri, parse_dataset_uri
 from prep.sources.base import (

@@ -20,20 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from prep.buckets import (
-    BucketPath,
-    ObjectCache,
+from prep.buckets.cache import ObjectCache
+from prep.buckets.client import Store, open_store, store_error
+from prep.buckets.objects import (
     ObjectChanged,
     ObjectPin,
-    Store,
+    changed,
     download,
-    open_store,
-    parse_bucket_uri,
     pin_all,
     select,
-    store_error,
 )
-from prep.buckets.objects import changed
+from prep.buckets.uri import BucketPath, parse_bucket_uri
 from prep.errors import InputError, IntegrityError
 from prep.sources.base import Source, SourceFile
 from prep.state.changes import listing_changes

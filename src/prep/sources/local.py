@@ -12,7 +12,7 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from prep.buckets import is_bucket_uri, parse_bucket_uri
+from prep.buckets.uri import is_bucket_uri, parse_bucket_uri
 from prep.errors import InputError, UsageError
 from prep.fsio import canonical_path, file_sha256
 from prep.globs import fixed_lead, has_glob

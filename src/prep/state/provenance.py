@@ -16,6 +16,14 @@ from prep.fsio import atomic_write_bytes
 from prep.state.manifest import PROVENANCE_NAME, package_versions
 
 
+def host_platform() -> str:
+    """``SYSTEM-RELEASE-MACHINE`` of this host (``Linux-6.1.0-13-amd64-x86_64``): what
+    ``platform.platform()`` says but its processor field, which costs a ``uname -p``
+    subprocess on Linux and which it drops anyway when it equals the machine."""
+    u = platform.uname()  # its processor field is computed only when read
+    return f"{u.system}-{u.release}-{u.machine}"
+
+
 @dataclass(frozen=True)
 class RefreshNote:
     """Why a refresh rebuilt: the published corpus hash it replaces and what changed; then
@@ -102,7 +110,7 @@ class Provenance:
             "tokens_per_second": round(self.tokens / secs, 1) if secs else None,
             "text_mb_per_second": round(self.text_bytes / 1e6 / secs, 3) if secs else None,
             "python": sys.version.split()[0],
-            "platform": platform.platform(),
+            "platform": host_platform(),
             "host": socket.gethostname(),
             "packages": self.packages,
             "argv": self.argv,
@@ -168,7 +176,7 @@ class MergeProvenance:
             "merged_at": self.merged_at,
             "merge_seconds": round(self.merge_seconds, 3),
             "python": sys.version.split()[0],
-            "platform": platform.platform(),
+            "platform": host_platform(),
             "host": socket.gethostname(),
             "packages": self.packages,
             "argv": self.argv,
