@@ -12,16 +12,28 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import traceback
 
-import numpy  # noqa: F401 - imported once here, inherited by every child
+# Everything a run imports, once here, inherited by every child: gigatoken's import of
+# awkward alone is seconds, and each of hundreds of resumes would pay it again.
+import awkward  # noqa: F401
+import gigatoken  # noqa: F401
+import huggingface_hub  # noqa: F401
+import numpy  # noqa: F401
 import pyarrow.parquet  # noqa: F401
 import tokenizers  # noqa: F401
 
+import prep.api
 import prep.cli
+import prep.encoders.gigatoken
 import prep.merge
 import prep.pipeline
+import prep.run.tasks
 from prep.startup import guard, settle
+
+if threading.active_count() != 1:  # a fork would copy a lock some thread holds
+    raise SystemExit(f"the fork server must be single-threaded: {threading.enumerate()}")
 
 
 def child(argv: list[str], stderr: str) -> int:
