@@ -14,7 +14,7 @@ Fault keys:
 
 ``target``          dotted path to wrap, resolved from its import site: ``prep.fsio.os.replace``
                     (the ``os`` that ``prep.fsio`` calls), ``prep.formats.idfile.IdFileWriter``,
-                    ``prep.pipeline.publish``, ``pathlib.Path.unlink``...
+                    ``prep.outputs.local.LocalDir.publish``, ``pathlib.Path.unlink``...
 ``nth``             act at the Nth matching call (1-based; default 1)
 ``when``            ``before`` or ``after`` the original runs (default ``after``)
 ``action``          ``kill`` (SIGKILL), ``enospc`` (raise OSError(ENOSPC)), ``sleep`` (``seconds``),

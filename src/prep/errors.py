@@ -96,7 +96,9 @@ class Interrupted(PrepError):
     exit_code = EXIT_TEMPFAIL
 
 
-def os_failure(e: OSError, final: Path | None = None, staging: Path | None = None) -> PrepError:
+def os_failure(
+    e: OSError, final: Path | str | None = None, staging: Path | None = None
+) -> PrepError:
     """The one translation of an OS error no layer below turned into a ``PrepError``: a
     read or a write that failed (disk full, I/O error, a directory where a file belongs).
     With ``final`` and ``staging`` (a prepare run's ``--out`` and its staging directory),

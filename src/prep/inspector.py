@@ -6,8 +6,6 @@ summary, or a staging directory's checkpoint progress. Read-only; returns text l
 
 from __future__ import annotations
 
-import fcntl
-import os
 import shlex
 import time
 from collections.abc import Callable
@@ -20,7 +18,7 @@ import numpy.typing as npt
 from prep.errors import InputError, PrepError
 from prep.formats import ShardFormat, get_format
 from prep.fsio import file_sha256
-from prep.publish import OutputPaths, describe_holder, out_of_staging
+from prep.outputs import lock_holder, output_of_staging, resolve_output
 from prep.state import checkpoint as ckpt
 from prep.state.manifest import MANIFEST_NAME, read_manifest
 
@@ -118,9 +116,8 @@ def inspect_staging(directory: Path) -> list[str]:
     cp = ckpt.load(directory)
     age = time.time() - cp.written_at
     p = cp.progress
-    paths = OutputPaths.for_out(out_of_staging(directory))
-    final = paths.final  # absolute: the printed command works from anywhere
-    holder = lock_holder(paths)
+    out = output_of_staging(directory)  # absolute: the printed command works from anywhere
+    holder = lock_holder(out.lock_paths)
     state = "finished, ready to publish" if p.finished else "in progress"
     if holder is None:
         state += ", not running (the lock is free: the run stopped or was killed)"
@@ -138,26 +135,8 @@ def inspect_staging(directory: Path) -> list[str]:
             f"({len(s.sealed)} sealed)"
         )
     if holder is None:
-        lines.append(f"resume with: prep prepare --out {shlex.quote(str(final))} --resume")
+        lines.append(f"resume with: prep prepare --out {shlex.quote(str(out))} --resume")
     return lines
-
-
-def lock_holder(paths: OutputPaths) -> str | None:
-    """Who holds ``DIR.lock`` (from ``DIR.lock.json``), or None when it is free. Probes with
-    a shared, non-blocking flock on a read-only descriptor: creates nothing, and holds the
-    probe for an instant only (a run starting in that instant finds the lock busy and exits
-    75, which is safe to rerun)."""
-    try:
-        fd = os.open(paths.lock, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return f"{paths.lock.name} held by {describe_holder(paths)}"
-    finally:
-        os.close(fd)  # closing drops the probe's own lock
-    return None
 
 
 def _format_near(directory: Path) -> tuple[ShardFormat, str | None]:
@@ -184,7 +163,7 @@ def inspect_path(path: Path, *, first: int = 16, tokenizer: str | None = None) -
         return inspect_staging(path)
     if path.is_dir() and (path / MANIFEST_NAME).exists():
         return inspect_manifest(path)
-    inside = OutputPaths.for_out(path).staging  # a mount point --out: staging is inside it
+    inside = resolve_output(path).staging  # a mount point --out: staging is inside it
     if path.is_dir() and (inside / ckpt.CHECKPOINT_NAME).exists():
         return inspect_staging(inside)
     raise InputError(

@@ -1,9 +1,8 @@
-"""The run's lifecycle: take the lock, decide what to do with ``DIR`` and its staging
+"""The run's lifecycle: take the lock, decide what to do with the output and its staging
 directory (start, resume, refuse, refresh), run the job, publish.
 
-Publishing renames the finished staging directory to ``DIR`` (never replacing one), or
-its files into ``DIR`` when ``DIR`` is a mount point (see ``prep.mountpoint``); a refresh
-swaps it in atomically instead (see ``prep.refresh``).
+What an output is (a directory, a mount point) and how it publishes, recovers and swaps a
+refresh in is :mod:`prep.outputs`'s; this module only sequences it.
 """
 
 from __future__ import annotations
@@ -19,11 +18,10 @@ from typing import Any
 from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError, os_failure
 from prep.formats import get_format
 from prep.fsio import fsync_dir
-from prep.mountpoint import mount_state, publish_into, recover
+from prep.outputs import ABSENT, DATASET, EMPTY, HeldLock, Output, resolve_output
 from prep.progress import Reporter, silent
-from prep.publish import HeldLock, OutputPaths, hold_lock, is_empty_dir, publish
 from prep.recipe import REQUIRED, Recipe, RunOptions
-from prep.refresh import check_complete, check_fresh, recover_swap, swap_in
+from prep.refresh import check_complete, check_fresh
 from prep.run.increment import Increment, plan_increment, start_refresh
 from prep.run.inputs import Inputs, fresh_inputs, recorded
 from prep.run.loop import StopRequested, execute
@@ -44,7 +42,7 @@ class Outcome:
     ``up-to-date``; ``manifest`` is the published one when this run published."""
 
     status: str
-    out: Path
+    out: Path | str
     manifest: Manifest | None = None
     seconds: float = 0.0
     changes: tuple[str, ...] = ()
@@ -78,21 +76,21 @@ def run(
     if recipe is not None:
         get_format(recipe.format, recipe.dtype)
     life = _Lifecycle(
-        OutputPaths.for_out(opts.out), recipe, opts, typed or {}, stop_requested, argv, reporter
+        resolve_output(opts.out), recipe, opts, typed or {}, stop_requested, argv, reporter
     )
     try:
         return life.run()
     except PrepError:
         raise
     except OSError as e:  # staging creation, the lock info, publishing: not only the job
-        raise os_failure(e, life.paths.final, life.paths.staging) from e
+        raise os_failure(e, str(life.out), life.out.staging) from e
 
 
 @dataclass
 class _Lifecycle:
-    """One invocation: what it was asked, and the decisions about ``DIR`` and staging."""
+    """One invocation: what it was asked, and the decisions about the output and staging."""
 
-    paths: OutputPaths
+    out: Output
     typed_recipe: Recipe | None
     opts: RunOptions
     typed: dict[str, Any]
@@ -105,37 +103,36 @@ class _Lifecycle:
     held: HeldLock | None = None
 
     def run(self) -> Outcome:
-        paths, opts = self.paths, self.opts
-        # Checks that need no lock come first: a refused run leaves no DIR.lock behind.
-        check_out(paths, resume=opts.resume, refresh=opts.refresh)
+        out, opts = self.out, self.opts
+        # Checks that need no lock come first: a refused run leaves no lock file behind.
+        out.check_out(resume=opts.resume, refresh=opts.refresh)
         self.resolve_early()
-        with hold_lock(paths, opts.wait_lock, self.stop_requested) as self.held:
-            if paths.inside:
-                recover(paths)  # what a kill during a publish into a mount point left
-            check_out(paths, resume=opts.resume, refresh=opts.refresh)  # may have changed
+        with out.hold_lock(opts.wait_lock, self.stop_requested) as self.held:
+            out.recover()  # what a kill during a publish left
+            out.check_out(resume=opts.resume, refresh=opts.refresh)  # may have changed
             if opts.refresh:
                 return self.refresh()
-            if out_state(paths) == "dataset":  # with --resume: check_out let it pass
-                check_complete(paths, self.typed, self.opts.token, self.opts.offline)
-                if paths.staging.exists():
+            if out.state() == DATASET:  # with --resume: check_out let it pass
+                check_complete(out, self.typed, self.opts.token, self.opts.offline)
+                if out.staging.exists():
                     logger.warning(
                         "%s holds an unfinished refresh; rerun with --refresh to finish it",
-                        paths.staging,
+                        out.staging,
                     )
-                logger.info("%s is already complete; nothing to do", paths.final)
-                return Outcome("already-complete", paths.final)
+                logger.info("%s is already complete; nothing to do", out)
+                return Outcome("already-complete", out.location)
             return self.publish(self.build())
 
     def resolve_early(self) -> None:
         """Before the lock: a fresh start's source and tokenizer (a refresh's source), so a
-        missing file, a bad tokenizer or a missing recipe is refused without creating
-        ``DIR.lock``. A resume resolves nothing here: its checkpoint pins what it reads."""
-        if self.paths.staging.exists():
+        missing file, a bad tokenizer or a missing recipe is refused without creating the
+        lock file. A resume resolves nothing here: its checkpoint pins what it reads."""
+        if self.out.staging.exists():
             return
-        state = out_state(self.paths)
-        if state in ("absent", "empty"):
+        state = self.out.state()
+        if state in (ABSENT, EMPTY):
             self.early = fresh_inputs(self.recipe, self.opts)
-        elif state == "dataset" and self.opts.refresh:
+        elif state == DATASET and self.opts.refresh:
             self.early_source = resolve_source(
                 self.recipe.source, self.opts.token, offline=self.opts.offline
             )
@@ -148,22 +145,22 @@ class _Lifecycle:
             return self.typed_recipe
         what = " and ".join(f"--{n}" for n in REQUIRED if n not in self.typed)
         what += " were" if " and " in what else " was"
-        final = self.paths.final
-        if out_state(self.paths) == "dataset":  # only a refresh gets here with DIR complete
+        out = self.out
+        if out.state() == DATASET:  # only a refresh gets here with the dataset complete
             why = (
-                f"--refresh of {final}: {what} not typed; a refresh compares the typed "
+                f"--refresh of {out}: {what} not typed; a refresh compares the typed "
                 "recipe with the published one. Type the recipe in full (--source, "
                 "--tokenizer and the options the dataset was built with)"
             )
         else:
             why = (
-                f"nothing to resume at {final}: neither it nor {self.paths.staging.name} "
+                f"nothing to resume at {out}: neither it nor {out.staging.name} "
                 "exists (a run stopped before its first checkpoint leaves nothing), and "
                 f"{what} not typed, so there is no recipe to start from. Rerun the "
                 "original command with --source, --tokenizer and its other options "
                 "(--resume may stay)"
             )
-        raise MissingRecipe(why, path=final)
+        raise MissingRecipe(why, path=str(out))
 
     def build(
         self,
@@ -174,24 +171,24 @@ class _Lifecycle:
     ) -> Manifest:
         """Bring staging to "ready to publish" (a verified manifest in it); returns the
         manifest."""
-        paths, opts = self.paths, self.opts
-        if paths.staging.exists():
+        out, opts = self.out, self.opts
+        if out.staging.exists():
             if not (opts.resume or opts.refresh):
                 raise OutputError(
-                    f"{paths.staging} is left over from an interrupted run; rerun with "
+                    f"{out.staging} is left over from an interrupted run; rerun with "
                     "--resume to continue it, or delete it to start over",
-                    path=paths.staging,
+                    path=out.staging,
                 )
-            if (paths.staging / MANIFEST_NAME).exists():
+            if (out.staging / MANIFEST_NAME).exists():
                 return self.verified_ready()
-            plan = plan_restore(paths, opts, self.typed, self.stop_requested)
-            state, stream = apply_restore(plan, paths, opts), plan.stream
+            plan = plan_restore(out, opts, self.typed, self.stop_requested)
+            state, stream = apply_restore(plan, out, opts), plan.stream
         else:
             inputs = self.early or fresh_inputs(self.recipe, opts, source)
             if refresh is None:
-                state, stream = start(paths, self.recipe, opts, inputs)
+                state, stream = start(out, self.recipe, opts, inputs)
             else:
-                state, stream = start_refresh(paths, self.recipe, opts, inputs, refresh, increment)
+                state, stream = start_refresh(out, self.recipe, opts, inputs, refresh, increment)
         if self.held is not None:
             state.check_lock = self.held.check
         return execute(state, stream, self.stop_requested, self.argv, self.reporter)
@@ -200,12 +197,12 @@ class _Lifecycle:
         """A staging directory a crash left after its manifest was written: verify it, and
         that typed options agree with the run (its checkpoint's recipe, or once that is
         dropped, its manifest), as for any resume."""
-        staging, opts = self.paths.staging, self.opts
+        staging, opts = self.out.staging, self.opts
         if (staging / ckpt.CHECKPOINT_NAME).exists():
             if self.typed:
                 check_recipe(staging, recorded(ckpt.load(staging)).recipe, self.typed)
         else:
-            check_complete(self.paths, self.typed, opts.token, opts.offline, staged=True)
+            check_complete(self.out, self.typed, opts.token, opts.offline, staged=True)
         manifest = read_manifest(staging)
         problems = verify_dataset(staging, check_extra=False)
         if problems:
@@ -217,127 +214,67 @@ class _Lifecycle:
         return manifest
 
     def publish(self, manifest: Manifest, changes: tuple[str, ...] = ()) -> Outcome:
-        """Drop the checkpoint and rename staging to ``DIR``, or swap it in over the
-        published version (a refresh)."""
-        paths = self.paths
+        """Drop the checkpoint and publish staging, or swap it in over the published
+        version (a refresh)."""
+        out = self.out
         if self.held is not None:
             self.held.check()
-        _drop_checkpoint(paths)
-        if self.opts.refresh and out_state(paths) == "dataset":
-            swap_in(paths)
-            logger.info(
-                "swapped in the new version of %s (previous kept as %s)",
-                paths.final,
-                paths.previous.name,
-            )
+        _drop_checkpoint(out)
+        if self.opts.refresh and out.state() == DATASET:
+            out.swap_in()
         else:
-            if paths.inside:
-                publish_into(paths)
-            else:
-                publish(paths)
-            logger.info("published %s", paths.final)
-        return Outcome("published", paths.final, manifest, time.monotonic() - self.t0, changes)
+            out.publish()
+        return Outcome("published", out.location, manifest, time.monotonic() - self.t0, changes)
 
     def refresh(self) -> Outcome:
         """Up to date: exit quickly. Otherwise build (or resume building) the new version in
         staging and swap it in; the old version stays in place, untouched, until the swap."""
-        paths = self.paths
-        recover_swap(paths)
-        if out_state(paths) != "dataset":  # absent or empty: a first build
+        out = self.out
+        out.recover_swap()
+        if out.state() != DATASET:  # absent or empty: a first build
             return self.publish(self.build())
         source: Source | None = None
         note: RefreshNote | None = None
         inc: Increment | None = None
         changes: tuple[str, ...] = ()
-        if not paths.staging.exists():
+        if not out.staging.exists():
             opts = self.opts
             source = self.early_source or resolve_source(
                 self.recipe.source, opts.token, offline=opts.offline
             )
-            fresh = check_fresh(paths, self.recipe, source, opts.token, opts.offline)
+            fresh = check_fresh(out, self.recipe, source, opts.token, opts.offline)
             if fresh.unchanged:
-                logger.info("%s is up to date", paths.final)
-                return Outcome("up-to-date", paths.final, seconds=time.monotonic() - self.t0)
+                logger.info("%s is up to date", out)
+                return Outcome("up-to-date", out.location, seconds=time.monotonic() - self.t0)
             changes = tuple(fresh.changes)
-            logger.info("%s changed: %s", paths.final, "; ".join(changes))
-            if paths.inside:
-                raise _no_swap_on_mount(paths)
-            plan = plan_increment(paths, fresh.manifest, self.recipe, source, fresh.settings)
+            logger.info("%s changed: %s", out, "; ".join(changes))
+            out.check_swap()
+            plan = plan_increment(out, fresh.manifest, self.recipe, source, fresh.settings)
             if isinstance(plan, Increment):
                 inc, note = plan, plan.note(fresh.previous_corpus_sha256, changes)
             else:
                 logger.info("full rebuild: %s", plan)
                 note = RefreshNote(fresh.previous_corpus_sha256, changes, fallback=plan)
         else:
-            logger.info("continuing the refresh in %s", paths.staging)
+            logger.info("continuing the refresh in %s", out.staging)
         try:
             manifest = self.build(source=source, refresh=note, increment=inc)
         except IntegrityError as e:
             if source is not None:
                 raise
             raise e.with_hint(
-                f"{paths.final} is intact; {paths.staging} is an unfinished refresh that "
-                f"cannot continue: delete {paths.staging} and rerun with --refresh to build "
+                f"{out} is intact; {out.staging} is an unfinished refresh that "
+                f"cannot continue: delete {out.staging} and rerun with --refresh to build "
                 "the new version from the current source"
             ) from e
-        if manifest.to_bytes() == (paths.final / MANIFEST_NAME).read_bytes():
-            logger.info("the rebuilt version is identical; %s is up to date", paths.final)
-            shutil.rmtree(paths.staging)
-            return Outcome("up-to-date", paths.final, seconds=time.monotonic() - self.t0)
+        if manifest.to_bytes() == (out.refresh_base() / MANIFEST_NAME).read_bytes():
+            logger.info("the rebuilt version is identical; %s is up to date", out)
+            shutil.rmtree(out.staging)
+            return Outcome("up-to-date", out.location, seconds=time.monotonic() - self.t0)
         return self.publish(manifest, changes)
 
 
-def _drop_checkpoint(paths: OutputPaths) -> None:
+def _drop_checkpoint(out: Output) -> None:
     with contextlib.suppress(FileNotFoundError):
-        (paths.staging / ckpt.CHECKPOINT_NAME).unlink()
-    fsync_dir(paths.staging)
-
-
-def out_state(paths: OutputPaths) -> str:
-    """What ``--out`` is now: ``absent``; ``empty`` (an empty directory, published onto;
-    for a mount point see ``prep.mountpoint``); ``dataset`` (holds ``_MANIFEST.json``); or
-    ``other``."""
-    final = paths.final
-    if not final.exists() and not final.is_symlink():
-        return "absent"
-    if paths.inside:
-        return mount_state(paths)
-    if final.is_dir() and (final / MANIFEST_NAME).is_file():
-        return "dataset"
-    return "empty" if is_empty_dir(final) else "other"
-
-
-def _no_swap_on_mount(paths: OutputPaths) -> OutputError:
-    final = paths.final
-    return OutputError(
-        f"--refresh of {final}: it is a mount point, and a refresh swaps the new version in "
-        f"by renaming directories, which cannot replace a mount point; {final} is kept as "
-        f"it is. To rebuild it, empty it and rerun without --refresh; to refresh from "
-        f"cron, give a directory inside the mount (e.g. --out {final / final.name})",
-        path=final,
-    )
-
-
-def check_out(paths: OutputPaths, *, resume: bool, refresh: bool) -> None:
-    """Refuse an ``--out`` no run can use, each with the way out: a file or a directory that
-    is not a prep dataset (``--refresh`` cannot help there), or (without --resume or
-    --refresh) a dataset. Read-only: called before the lock is taken, so a refused run
-    leaves no ``DIR.lock``, and again under it."""
-    state, final = out_state(paths), paths.final
-    if state == "other":
-        what = (
-            "a symbolic link" if final.is_symlink()
-            else "a directory that is not empty" if final.is_dir() else "not a directory"
-        )
-        raise OutputError(
-            f"{final} exists and is not a prep dataset ({what}, no {MANIFEST_NAME}); prep "
-            "writes only into a new or an empty directory. Choose another --out, or move "
-            f"{final} away",
-            path=final,
-        )
-    if state == "dataset" and not (resume or refresh):
-        raise OutputError(
-            f"{final} already exists; prep never overwrites a dataset. Choose another "
-            "--out, delete it to rebuild, or use --refresh to update it",
-            path=final,
-        )
+        (out.staging / ckpt.CHECKPOINT_NAME).unlink()
+    fsync_dir(out.staging)

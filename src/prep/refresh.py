@@ -1,42 +1,24 @@
-"""``--refresh`` for cron: the quick "unchanged?" test, and the atomic swap of a new version.
+"""``--refresh`` for cron: the quick "unchanged?" test, and the checks of a complete dataset.
 
 Unchanged means: the source lists the same files with the same sizes and mtimes (a file
 whose mtime changed is hashed and compared), the same Hub commit, the same tokenizer bytes
 and separator, and the same recipe as the published version recorded. No Parquet content is
-read for it.
-
-The swap exchanges ``DIR.incomplete`` (the new version) with ``DIR`` in one
-``renameat2(RENAME_EXCHANGE)``, then moves the old version to ``DIR.previous``. A journal
-(``DIR.swap.json``, written first, naming the new manifest's SHA-256) lets the next run
-finish an interrupted swap forward; it never swaps the old version back in. Where the
-exchange is unavailable (not Linux, or a filesystem without it) the swap is two renames and
-``DIR`` is missing for the instant between them.
+read for it. Swapping the new version in is the output's (:meth:`prep.outputs.Output.swap_in`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import shutil
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from prep.encoders import tokenizer_fingerprint
 from prep.errors import IntegrityError
-from prep.fsio import (
-    atomic_write_bytes,
-    exchange,
-    file_sha256,
-    fsync_dir,
-    rename_noreplace,
-    stray_temps,
-)
-from prep.publish import OutputPaths
+from prep.outputs import Output
 from prep.recipe import Recipe
 from prep.sources import Source, recorded_uri
 from prep.state.changes import fingerprint_changes, manifest_conflicts, recipe_changes
-from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest
+from prep.state.manifest import Manifest, read_manifest
 from prep.state.provenance import read_source_mtimes
 
 logger = logging.getLogger(__name__)
@@ -61,19 +43,13 @@ class Freshness:
         return self.manifest.corpus_manifest_sha256
 
 
-def _manifest_sha(directory: Path) -> str | None:
-    try:
-        return file_sha256(directory / MANIFEST_NAME)
-    except FileNotFoundError:
-        return None
-
-
 def check_fresh(
-    paths: OutputPaths, recipe: Recipe, source: Source, token: str | None, offline: bool = False
+    out: Output, recipe: Recipe, source: Source, token: str | None, offline: bool = False
 ) -> Freshness:
-    """Compare the published ``DIR`` with the current source, tokenizer and recipe."""
-    manifest = read_manifest(paths.final)
-    changes = source.changes_from(manifest.source.identity(), read_source_mtimes(paths.final))
+    """Compare the published version with the current source, tokenizer and recipe."""
+    published = out.refresh_base()
+    manifest = read_manifest(published)
+    changes = source.changes_from(manifest.source.identity(), read_source_mtimes(published))
     tok = tokenizer_fingerprint(
         recipe.tokenizer,
         doc_sep_id=recipe.doc_sep_id,
@@ -83,7 +59,7 @@ def check_fresh(
         offline=offline,
     )
     settings = fingerprint_changes(manifest, tok)
-    settings += recipe_changes(manifest, recipe, recipe.dataset or paths.final.name)
+    settings += recipe_changes(manifest, recipe, recipe.dataset or out.name)
     return Freshness(manifest, changes + settings, settings)
 
 
@@ -110,7 +86,7 @@ def complete_conflicts(
 
 
 def check_complete(
-    paths: OutputPaths,
+    out: Output,
     typed: dict[str, Any],
     token: str | None,
     offline: bool = False,
@@ -122,73 +98,23 @@ def check_complete(
     staging directory, ready to publish (a crash came after its checkpoint was dropped)."""
     if not typed:
         return
-    final = paths.final
-    where = paths.staging if staged else final
-    conflicts = complete_conflicts(read_manifest(where), typed, token, offline)
+    name = out.name
+    where = out.staging if staged else out
+    manifest = read_manifest(out.staging) if staged else out.published_manifest()
+    conflicts = complete_conflicts(manifest, typed, token, offline)
     if not conflicts:
         return
     if staged:
-        state = f"it is complete and ready to publish as {final.name}"
-        keep = f"Drop them to publish it as it is, then rebuild {final.name} with them by"
+        state = f"it is complete and ready to publish as {name}"
+        keep = f"Drop them to publish it as it is, then rebuild {name} with them by"
     else:
         state = "it is complete"
-        keep = f"Drop them to keep {final.name} as it is, or rebuild it with them by"
+        keep = f"Drop them to keep {name} as it is, or rebuild it with them by"
     raise IntegrityError(
         f"--resume of {where}: {state}, and options contradict the recipe it was built "
         "with:\n  "
         + "\n  ".join(conflicts)
         + f"\n{keep} --refresh (type the full recipe; the current version is kept as "
-        f"{final.name}.previous)",
-        path=where,
+        f"{name}.previous)",
+        path=str(where),
     )
-
-
-def _retire(paths: OutputPaths) -> None:
-    """Move the old version (now at the staging name) to ``DIR.previous``."""
-    if paths.previous.exists():
-        shutil.rmtree(paths.previous)
-    rename_noreplace(paths.staging, paths.previous)
-    fsync_dir(paths.final.parent)
-
-
-def recover_swap(paths: OutputPaths) -> None:
-    """Finish forward a swap that a crash interrupted (the journal says which way)."""
-    for stray in stray_temps(paths.final.parent, paths.journal.name):
-        stray.unlink()  # a journal write that a crash interrupted; never took effect
-    if not paths.journal.exists():
-        return
-    try:
-        new_sha = json.loads(paths.journal.read_bytes())["new_manifest_sha256"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise IntegrityError(
-            f"{paths.journal} is unreadable ({e}); inspect {paths.final} and "
-            f"{paths.staging}, keep the newer one as {paths.final}, then delete the journal",
-            path=paths.journal,
-        ) from e
-    if _manifest_sha(paths.final) == new_sha:
-        if paths.staging.exists() and _manifest_sha(paths.staging) != new_sha:
-            logger.info("finishing an interrupted swap: moving the old version aside")
-            _retire(paths)
-    elif not paths.final.exists() and _manifest_sha(paths.staging) == new_sha:
-        logger.info("finishing an interrupted swap: publishing the new version")
-        rename_noreplace(paths.staging, paths.final)
-        fsync_dir(paths.final.parent)
-    paths.journal.unlink()
-    fsync_dir(paths.final.parent)
-
-
-def swap_in(paths: OutputPaths) -> None:
-    """Replace ``DIR`` with the finished staging directory; keep the old as ``DIR.previous``."""
-    new_sha = _manifest_sha(paths.staging)
-    atomic_write_bytes(paths.journal, json.dumps({"new_manifest_sha256": new_sha}).encode())
-    if exchange(paths.staging, paths.final):
-        fsync_dir(paths.final.parent)
-        _retire(paths)
-    else:
-        if paths.previous.exists():
-            shutil.rmtree(paths.previous)
-        rename_noreplace(paths.final, paths.previous)
-        rename_noreplace(paths.staging, paths.final)
-        fsync_dir(paths.final.parent)
-    paths.journal.unlink()
-    fsync_dir(paths.final.parent)

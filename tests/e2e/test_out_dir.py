@@ -116,7 +116,7 @@ def test_an_empty_directory_that_fills_up_before_publishing_is_not_replaced(
     out.mkdir()
     theirs = out / "theirs.txt"
     # parked at the publishing rename itself, after prep saw the directory empty
-    gate = {"target": "prep.publish.os.rename", "action": "gate", "when": "before",
+    gate = {"target": "prep.outputs.local.os.rename", "action": "gate", "when": "before",
             "arg_contains": "ds.incomplete",
             "reached": str(tmp_path / "reached"), "release": str(tmp_path / "release")}
     proc = subprocess.Popen(

@@ -59,9 +59,10 @@ KILLS = {
     "between checkpoints of new rows": (
         kill("prep.run.state.RunState.checkpoint", nth=40), "old"),
     "while sealing": (kill("prep.formats.idfile.IdFileWriter.seal", nth=2), "old"),
-    "before the exchange": (kill("prep.refresh.exchange", "before"), "old"),
-    "after the exchange": (kill("prep.refresh.exchange", "after"), "new"),
-    "while retiring the old version": (kill("prep.refresh.rename_noreplace", "before"), "new"),
+    "before the exchange": (kill("prep.outputs.local.exchange", "before"), "old"),
+    "after the exchange": (kill("prep.outputs.local.exchange", "after"), "new"),
+    "while retiring the old version":
+        (kill("prep.outputs.local.rename_noreplace", "before"), "new"),
 }  # fmt: skip
 
 
@@ -99,7 +100,7 @@ def test_incremental_refresh_killed_at_random_moments(g: h.Versions, tmp_path: P
         kill("prep.run.increment._reuse", nth=rng.randint(1, shards)),
         *(kill("prep.run.state.RunState.checkpoint", nth=rng.randint(1, 50)) for _ in range(3)),
         kill("prep.formats.idfile.IdFileWriter.seal", nth=1),
-        kill("prep.refresh.exchange", rng.choice(["before", "after"])),
+        kill("prep.outputs.local.exchange", rng.choice(["before", "after"])),
     ]
     fired = 0
     for n, point in enumerate(points):
@@ -114,7 +115,7 @@ def test_incremental_refresh_killed_at_random_moments(g: h.Versions, tmp_path: P
         done = h.run(cmd, faults=point, mark=tmp_path / "fired")
         assert done.returncode == -signal.SIGKILL, f"{point} did not fire:\n{done.stderr}"
         h.no_traceback(done.stderr)
-        swapped = point["target"] == "prep.refresh.exchange" and point["when"] == "after"
+        swapped = point["target"] == "prep.outputs.local.exchange" and point["when"] == "after"
         assert g.whole_version(out) == ("new" if swapped else "old")
         fired += 1
     assert len((tmp_path / "fired").read_text().splitlines()) == fired

@@ -16,7 +16,8 @@ CKPT = "checkpoint.json"
 REPLACE = "prep.fsio.os.replace"  # the os.replace that atomic_write_bytes calls
 FSYNC = "prep.formats.idfile.os.fsync"
 SEAL = "prep.formats.idfile.IdFileWriter.seal"
-RENAME = "prep.publish.rename_noreplace"
+RENAME = "prep.outputs.base.rename_noreplace"  # creating staging
+PUBLISH_RENAME = "prep.outputs.local.rename_noreplace"
 
 # Where the kill leaves things: only the temporary building directory, a staging
 # directory, or the published dataset.
@@ -71,11 +72,11 @@ CASES = [
     pytest.param(kill("pathlib.Path.unlink", arg_contains=CKPT, within="_drop_checkpoint"),
                  STAGING, False, id="checkpoint-removed-not-yet-renamed"),
     # publishing
-    pytest.param(kill("prep.pipeline.publish", "before"), STAGING, False,
+    pytest.param(kill("prep.outputs.local.LocalDir.publish", "before"), STAGING, False,
                  id="right-before-publish"),
-    pytest.param(kill(RENAME, "before", within="publish"), STAGING, False,
+    pytest.param(kill(PUBLISH_RENAME, "before", within="publish"), STAGING, False,
                  id="right-before-the-final-rename"),
-    pytest.param(kill(RENAME, within="publish"), PUBLISHED, False,
+    pytest.param(kill(PUBLISH_RENAME, within="publish"), PUBLISHED, False,
                  id="after-the-final-rename-before-fsync"),
 ]  # fmt: skip
 

@@ -367,7 +367,8 @@ def test_typed_options_contradicting_a_staging_whose_checkpoint_is_dropped(
     staging): the manifest is the recipe, and contradicting options are refused against it
     exactly like a resume of a complete DIR (issue 8 point 5)."""
     out = tmp_path / "out"
-    before_publish = {"target": "prep.pipeline.publish", "when": "before", "action": "kill"}
+    before_publish = {"target": "prep.outputs.local.LocalDir.publish", "when": "before",
+                      "action": "kill"}
     done = h.run(["--out", out, *w.recipe()], faults=before_publish)
     assert done.returncode == -signal.SIGKILL, done.stderr
     staging = h.staging_of(out)

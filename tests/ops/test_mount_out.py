@@ -78,7 +78,7 @@ def test_an_empty_mount_point_is_published_onto(mount: Path, corpus: Path,
 
 def test_a_kill_during_publish_then_resume(mount: Path, corpus: Path,
                                           reference: dict[str, bytes]) -> None:
-    kill = {"target": "prep.mountpoint.os.link", "nth": 3, "action": "kill"}
+    kill = {"target": "prep.outputs.mount.os.link", "nth": 3, "action": "kill"}
     r = run([*recipe(corpus), "--out", mount], faults=kill)
     assert r.returncode == -signal.SIGKILL, r.stderr
     moved = sorted(p.name for p in mount.iterdir() if p.name != STAGING)
@@ -99,7 +99,7 @@ def test_a_kill_during_publish_then_resume(mount: Path, corpus: Path,
 
 def test_a_kill_right_after_the_commit_point(mount: Path, corpus: Path,
                                             reference: dict[str, bytes]) -> None:
-    kill = {"target": "prep.mountpoint.os.link", "arg_contains": "_MANIFEST.json",
+    kill = {"target": "prep.outputs.mount.os.link", "arg_contains": "_MANIFEST.json",
             "action": "kill"}
     r = run([*recipe(corpus), "--out", mount], faults=kill)
     assert r.returncode == -signal.SIGKILL, r.stderr

@@ -228,8 +228,8 @@ def test_reader_sees_old_or_new_manifest_never_none_during_the_swap(
         g1.mkdir()
         g2.mkdir()
         refresh = spawn(w.args(out, "--refresh"), tmp_path / "refresh.log", [
-            gate("prep.refresh.exchange", g1, when="before"),
-            gate("prep.refresh.exchange", g2, when="after"),
+            gate("prep.outputs.local.exchange", g1, when="before"),
+            gate("prep.outputs.local.exchange", g2, when="after"),
         ])
         wait_for((g1 / "reached").exists, "the refresh to reach the swap", refresh)
         release(g1)

@@ -34,20 +34,20 @@ CASES: dict[str, tuple[list[dict[str, Any]], bool, tuple[str, str, str, bool]]] 
         [kill("prep.fsio.os.replace", "before", arg_contains="swap.json")],
         False, ("old", "new", "missing", False)),
     "journal written, before the exchange": (
-        [kill("prep.refresh.exchange", "before")],
+        [kill("prep.outputs.local.exchange", "before")],
         False, ("old", "new", "missing", True)),
     "right after the exchange": (
-        [kill("prep.refresh.exchange")],
+        [kill("prep.outputs.local.exchange")],
         False, ("new", "old", "missing", True)),
     "older DIR.previous deleted, old version not yet moved": (
-        [kill("prep.refresh.rename_noreplace", "before")],
+        [kill("prep.outputs.local.rename_noreplace", "before")],
         True, ("new", "old", "missing", True)),
     "old version moved aside, journal not yet removed": (
-        [kill("prep.refresh._retire")],
+        [kill("prep.outputs.local.LocalDir._retire")],
         False, ("new", "missing", "old", True)),
     "no exchange: between the two renames": (
-        [{"target": "prep.refresh.exchange", "action": "return", "value": False},
-         kill("prep.refresh.rename_noreplace")],
+        [{"target": "prep.outputs.local.exchange", "action": "return", "value": False},
+         kill("prep.outputs.local.rename_noreplace")],
         False, ("missing", "new", "old", True)),
 }
 

@@ -12,7 +12,7 @@ The oracles, for every distinct state of every recorded run under each model:
 
 A scenario's ``command(volume)`` is its argv below the path where the recorded filesystem
 (*the volume*) is seen: the recorder's mount, or a crash state written out. With
-``mount_out`` the volume is ``--out`` itself (a mount point, as ``prep.mountpoint``
+``mount_out`` the volume is ``--out`` itself (a mount point, as ``prep.outputs.mount``
 publishes into); a crash state is then written into a tmpfs mounted there.
 """
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import make_corpus, numbered_docs
 
 from prep.formats import get_format
-from prep.publish import OutputPaths
+from prep.outputs import LocalDir, resolve_output
 from prep.recipe import Recipe, RunOptions
 from prep.run.inputs import fresh_inputs
 from prep.run.loop import commit_batch
@@ -28,7 +28,7 @@ BATCH = 16
 class Setup:
     recipe: Recipe
     opts: RunOptions
-    paths: OutputPaths
+    paths: LocalDir
 
 
 def setup(root: Path, texts: list[str] | None = None, name: str = "out") -> Setup:
@@ -39,7 +39,7 @@ def setup(root: Path, texts: list[str] | None = None, name: str = "out") -> Setu
         source=str(src), tokenizer="byte", doc_sep_id=0, max_file_tokens=700, val_fraction=0.2
     )
     opts = RunOptions(out=root / name, batch_size=BATCH)
-    return Setup(recipe, opts, OutputPaths.for_out(opts.out))
+    return Setup(recipe, opts, resolve_output(opts.out))
 
 
 def started(s: Setup) -> tuple[RunState, Iterator[StreamItem]]:

@@ -26,8 +26,8 @@ from prep.errors import IntegrityError, Interrupted, OutputError
 from prep.formats import get_format
 from prep.fsio import fsync_dir, rename_noreplace
 from prep.merge.plan import MergePlan, PartManifest, plan_merge
+from prep.outputs import resolve_output
 from prep.partition import Part, parts_root
-from prep.publish import OutputPaths, hold_lock
 from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest, write_manifest
 from prep.state.provenance import MergeProvenance, read_provenance_json, write_provenance
 from prep.verify import verify_dataset
@@ -152,14 +152,14 @@ def merge(
     ``Interrupted`` when ``stop()`` says so before the lock or before publishing (nothing
     published; a rerun merges again)."""
     t0 = time.monotonic()
-    paths = OutputPaths.for_out(out)
-    out = paths.final
-    with hold_lock(paths, wait_lock, stop):
-        if paths.staging.exists():
+    output = resolve_output(out)
+    out = Path(os.path.abspath(out))
+    with output.hold_lock(wait_lock, stop):
+        if output.staging.exists():
             raise OutputError(
-                f"{paths.staging} is a single run's staging for {out}; finish it or remove "
+                f"{output.staging} is a single run's staging for {out}; finish it or remove "
                 "it before merging parts into the same directory",
-                path=paths.staging,
+                path=output.staging,
             )
         part_dirs = find_parts(out)
         logger.info("verifying %d parts in %s", len(part_dirs), parts_root(out))

@@ -101,7 +101,7 @@ def finish(state: RunState, argv: list[str] | None) -> Manifest:
     """Seal, hash the source files never reached (they still belong to the identity),
     write ``_PROVENANCE.json`` then ``_MANIFEST.json`` into staging; returns the manifest.
     An empty train split removes staging and raises ``InputError``."""
-    staging, recipe, identity = state.paths.staging, state.recipe, state.encoder.identity
+    staging, recipe, identity = state.out.staging, state.recipe, state.encoder.identity
     totals = seal(state)
     if totals["train"].n_tokens == 0:
         shutil.rmtree(staging, ignore_errors=True)
@@ -119,7 +119,7 @@ def finish(state: RunState, argv: list[str] | None) -> Manifest:
     manifest = build_manifest(
         part=part_of(state, recipe),
         recipe=recipe,
-        dataset=recipe.dataset or state.paths.final.name,
+        dataset=recipe.dataset or state.out.name,
         tokenizer=identity,
         layout=(
             state.fmt.name,

@@ -24,7 +24,7 @@ from pathlib import Path
 from prep.errors import IntegrityError
 from prep.formats import ShardFormat
 from prep.fsio import file_sha256
-from prep.publish import OutputPaths
+from prep.outputs import Output
 from prep.recipe import Recipe, RunOptions
 from prep.run.inputs import Inputs
 from prep.run.prefix import base_cursor
@@ -106,7 +106,7 @@ def _listing_break(manifest: Manifest, source: Source) -> str | None:
 
 
 def plan_increment(
-    paths: OutputPaths, manifest: Manifest, recipe: Recipe, source: Source, settings: list[str]
+    out: Output, manifest: Manifest, recipe: Recipe, source: Source, settings: list[str]
 ) -> Increment | str:
     """The published version to continue, or the one-line reason for a full rebuild
     (``settings``: how the tokenizer and recipe differ from the published ones)."""
@@ -121,7 +121,7 @@ def plan_increment(
         return "--shuffle-files or --shuffle-buffer is set: new rows do not only go at the end"
     if settings:
         return "the tokenizer or recipe changed (" + "; ".join(settings) + ")"
-    was = read_packages(paths.final)
+    was = read_packages(out.refresh_base())
     if was is None:
         return "the published _PROVENANCE.json does not say which package versions built it"
     versions = version_changes(was, output_versions())
@@ -202,7 +202,7 @@ def _split_state(
 
 
 def start_increment(
-    paths: OutputPaths,
+    out: Output,
     recipe: Recipe,
     opts: RunOptions,
     inputs: Inputs,
@@ -217,11 +217,11 @@ def start_increment(
     fmt = output_format(recipe, vocab)
     base = inc.base()
     files, stream = open_stream(source, recipe, base.files, base.rows_visited)
-    writers = make_writers(paths.building, recipe, encoder.identity, fmt)
+    writers = make_writers(out.building, recipe, encoder.identity, fmt)
     cursor = base_cursor(base)
     facts = run_facts(source, note)
     state = RunState(
-        paths, recipe, opts, source, encoder, fmt, facts, output_versions(), writers, files
+        out, recipe, opts, source, encoder, fmt, facts, output_versions(), writers, files
     )
     state.cursor, state.base = cursor, base
 
@@ -229,12 +229,14 @@ def start_increment(
         parsed = fmt.parse_name(f.name)
         return parsed[1] if parsed else -1
 
+    published = out.refresh_base()
+
     def populate(building: Path) -> None:
         for split, w in writers.items():
             *sealed, last = sorted((f for f in m.files if f.split == split), key=order)
             for entry in sealed:
-                _reuse(paths.final, building, entry, fmt, link=True)
-            _reuse(paths.final, building, last, fmt, link=False)
+                _reuse(published, building, entry, fmt, link=True)
+            _reuse(published, building, last, fmt, link=False)
             try:
                 verified = fmt.continue_sealed(building, last, m, vocab)
             except IntegrityError as e:  # its bytes are the manifest's, yet inconsistent
@@ -258,7 +260,7 @@ def start_increment(
 
 
 def start_refresh(
-    paths: OutputPaths,
+    out: Output,
     recipe: Recipe,
     opts: RunOptions,
     inputs: Inputs,
@@ -269,9 +271,9 @@ def start_refresh(
     there is none or one of its shards fails its check, from scratch."""
     if inc is not None:
         try:
-            return start_increment(paths, recipe, opts, inputs, inc, note)
+            return start_increment(out, recipe, opts, inputs, inc, note)
         except ReuseRefused as e:
             reason = f"a published shard cannot be reused: {e}"
             logger.warning("full rebuild: %s", reason)
             note = RefreshNote(note.previous_corpus_manifest_sha256, note.changes, fallback=reason)
-    return start(paths, recipe, opts, inputs, note)
+    return start(out, recipe, opts, inputs, note)

@@ -121,7 +121,7 @@ def run_loop(
                 state.checkpoint()
                 raise Interrupted(
                     f"stopped on request; checkpoint at row {state.cursor.rows_visited:,}. "
-                    f"Resume with: prep prepare --out {state.paths.final} --resume"
+                    f"Resume with: prep prepare --out {state.out} --resume"
                 )
             if now - last_ckpt >= interval:
                 state.checkpoint()
@@ -139,7 +139,7 @@ def run_loop(
 def discard_if_empty(state: RunState) -> bool:
     """Bad input before anything was committed: remove the empty staging directory so the
     corrected command can simply be run again. True when it is gone."""
-    staging = state.paths.staging
+    staging = state.out.staging
     if state.fresh and state.committed_rows == 0:
         shutil.rmtree(staging, ignore_errors=True)
     return not staging.exists()
@@ -166,7 +166,7 @@ def execute(
         if discard_if_empty(state):
             raise
         raise e.with_hint(
-            f"(the committed part stays in {state.paths.staging}; a fixed source is a new "
+            f"(the committed part stays in {state.out.staging}; a fixed source is a new "
             "source: delete that directory and run again)"
         ) from e
     except BaseException:

@@ -38,7 +38,7 @@ def replay(
     preparer: Preparer,
     cp: Checkpoint,
     stop_requested: StopRequested,
-    final: Path,
+    final: Path | str,
     parallel: tuple[Source, list[SourceFile], int] | None = None,
 ) -> tuple[Cursor, ReplayCounts]:
     """Re-read the committed prefix (no tokenizing) and check its digest; returns the

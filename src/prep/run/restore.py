@@ -19,7 +19,7 @@ from prep.encoders import Encoder
 from prep.errors import IntegrityError, lost_file
 from prep.formats import ShardFormat, VerifiedOpen
 from prep.fsio import file_sha256, fsync_dir, stray_temps
-from prep.publish import OutputPaths
+from prep.outputs import Output
 from prep.recipe import Recipe, RunOptions
 from prep.run.inputs import Inputs, pinned_encoder, pinned_source, recorded
 from prep.run.prefix import replay
@@ -165,14 +165,14 @@ def unnamed_files(staging: Path, cp: Checkpoint, fmt: ShardFormat) -> list[Path]
 
 
 def plan_restore(
-    paths: OutputPaths,
+    out: Output,
     opts: RunOptions,
     typed: dict[str, Any],
     stop_requested: StopRequested,
 ) -> RestorePlan:
     """Check staging against its checkpoint and replay the source, changing nothing."""
     t0 = time.monotonic()
-    staging = paths.staging
+    staging = out.staging
     cp = recorded(ckpt.load(staging))
     check_recipe(staging, cp.recipe, typed)
     source = pinned_source(cp, opts)
@@ -195,7 +195,7 @@ def plan_restore(
         if cp.recipe.shuffle_buffer == 0:
             parallel = (source, files, opts.workers or default_workers())
         preparer = Preparer(cp.recipe, files)
-        cursor, counts = replay(stream, preparer, cp, stop_requested, paths.final, parallel)
+        cursor, counts = replay(stream, preparer, cp, stop_requested, str(out), parallel)
         check_replayed(staging, cp, counts)
         live = stream
     cursor.empty_rows_skipped = cp.progress.empty_rows_skipped
@@ -210,11 +210,11 @@ def plan_restore(
     )
 
 
-def apply_restore(plan: RestorePlan, paths: OutputPaths, opts: RunOptions) -> RunState:
+def apply_restore(plan: RestorePlan, out: Output, opts: RunOptions) -> RunState:
     """Change staging as the plan says (delete stray files, cut the open shards back to
     their commit point) and return the run's state. Call only with a plan from
     :func:`plan_restore` for the same staging."""
-    cp, staging, fmt = plan.checkpoint, paths.staging, plan.fmt
+    cp, staging, fmt = plan.checkpoint, out.staging, plan.fmt
     for extra in plan.stray:
         logger.info("removing %s (written after the last checkpoint)", extra.name)
         extra.unlink()
@@ -237,7 +237,7 @@ def apply_restore(plan: RestorePlan, paths: OutputPaths, opts: RunOptions) -> Ru
         plan.seconds,
     )
     return RunState(
-        paths=paths,
+        out=out,
         recipe=cp.recipe,
         opts=opts,
         source=plan.inputs.source,

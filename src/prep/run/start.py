@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from prep.publish import OutputPaths, create_staging
+from prep.outputs import Output
 from prep.recipe import Recipe, RunOptions
 from prep.run.inputs import Inputs
 from prep.run.state import RunState, make_writers, output_format
@@ -30,7 +30,7 @@ def run_facts(source: Source, refresh: RefreshNote | None) -> RunFacts:
 
 
 def start(
-    paths: OutputPaths,
+    out: Output,
     recipe: Recipe,
     opts: RunOptions,
     inputs: Inputs,
@@ -42,9 +42,9 @@ def start(
     fmt = output_format(recipe, encoder.identity.vocab_size)
     facts = run_facts(source, refresh)
     files, stream = open_stream(source, recipe)
-    writers = make_writers(paths.building, recipe, encoder.identity, fmt)
+    writers = make_writers(out.building, recipe, encoder.identity, fmt)
     state = RunState(
-        paths, recipe, opts, source, encoder, fmt, facts, output_versions(), writers, files
+        out, recipe, opts, source, encoder, fmt, facts, output_versions(), writers, files
     )
 
     def populate(building: Path) -> None:
@@ -55,7 +55,7 @@ def start(
 
     stage(state, populate)
     logger.info(
-        "started %s from %s (%d source files)", paths.staging, recipe.source, len(source.files)
+        "started %s from %s (%d source files)", out.staging, recipe.source, len(source.files)
     )
     return state, stream
 
@@ -64,9 +64,9 @@ def stage(state: RunState, populate: Callable[[Path], None]) -> None:
     """Create the staging directory with ``populate(building)`` (its first files and
     checkpoint), then point the writers at it; on any failure the run's files are closed."""
     try:
-        create_staging(state.paths, populate)
+        state.out.create_staging(populate)
     except BaseException:
         state.close()
         raise
     for w in state.writers.values():
-        w.moved_to(state.paths.staging)
+        w.moved_to(state.out.staging)

@@ -17,7 +17,7 @@ from typing import Any
 
 from prep.encoders import Encoder
 from prep.formats import ShardFormat, get_format
-from prep.publish import OutputPaths
+from prep.outputs import Output
 from prep.recipe import Recipe, RunOptions
 from prep.sources import Source, SourceFile
 from prep.split import SPLITS
@@ -66,7 +66,7 @@ class RunState:
     checkpoint. ``files`` is the source's read order; ``final_digest`` a finished stream's
     digest from its checkpoint (no stream is read again then)."""
 
-    paths: OutputPaths
+    out: Output
     recipe: Recipe
     opts: RunOptions
     source: Source
@@ -87,7 +87,7 @@ class RunState:
     main_cpu: float | None = None  # CPU seconds of this process while committing
     commit_thread_cpu: float | None = None  # of them, the committing thread's own
     t0: float = field(default_factory=time.monotonic)
-    check_lock: Callable[[], None] = _lock_unchecked  # raises once DIR.lock is not ours
+    check_lock: Callable[[], None] = _lock_unchecked  # raises once the lock is not ours
 
 
     @property
@@ -130,7 +130,7 @@ class RunState:
         self.check_lock()
         for w in self.writers.values():
             w.sync()
-        self.save_checkpoint(self.paths.staging)
+        self.save_checkpoint(self.out.staging)
         logger.debug("checkpoint at row %s", f"{self.cursor.rows_visited:,}")
 
     def close(self) -> None:

@@ -389,7 +389,7 @@ def open_workers(state: RunState, stream: Iterator[StreamItem]) -> Any:
                                 recipe.max_documents)
     else:
         tasks = item_tasks(stream, opts.batch_size)
-    out = str(state.paths.final)
+    out = str(state.out)
     if spec.checked:  # the workers check; this process adds up what they re-encoded
         state.crosscheck = CrossCheck(spec.engine, None, out)
     settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size, out)

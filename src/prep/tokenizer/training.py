@@ -38,8 +38,8 @@ from prep.encoders.vocab_bytes import BYTE_FILE, byte_file
 from prep.errors import Interrupted, OutputError, UsageError
 from prep.formats.megatron import MegatronFormat
 from prep.fsio import atomic_write_bytes, fsync_dir
+from prep.outputs import Output, resolve_output
 from prep.progress import Reporter
-from prep.publish import OutputPaths, create_staging, hold_lock, publish
 from prep.recipe import RunOptions
 from prep.sources import canonical_source
 from prep.state.manifest import Manifest
@@ -113,37 +113,38 @@ def train_tokenizer(
     for bad settings, ``InputError`` for a source without train text, ``OutputError`` for
     an ``out`` in the way, ``Interrupted`` (exit 75) after a checkpoint when ``stop()``."""
     started = time.monotonic()
-    paths = OutputPaths.for_out(out)
+    target = resolve_output(out)
+    final = Path(str(target))
     resume = bool(run.get("resume"))
-    if paths.final.exists():
-        if resume and (paths.final / TRAINING_FILE).is_file():
-            logger.info("%s is already complete; nothing to do", paths.final)
-            return TrainOutcome("already-complete", paths.final)
-        raise OutputError(f"{paths.final} already exists; prep never overwrites it. Choose "
-                          "another --out or delete it", path=paths.final)
-    with hold_lock(paths, float(run.get("wait_lock", 0.0)), stop):
-        recipe = recipe_for(typed, paths.staging, resume)
-        _staging(paths, recipe, resume)
-        staging = paths.staging
+    if final.exists():
+        if resume and (final / TRAINING_FILE).is_file():
+            logger.info("%s is already complete; nothing to do", final)
+            return TrainOutcome("already-complete", final)
+        raise OutputError(f"{final} already exists; prep never overwrites it. Choose "
+                          "another --out or delete it", path=final)
+    with target.hold_lock(float(run.get("wait_lock", 0.0)), stop):
+        recipe = recipe_for(typed, target.staging, resume)
+        _staging(target, recipe, resume)
+        staging = target.staging
         if not (staging / TRAINING_FILE).is_file():
             manifest = _count(staging, recipe, run, stop, reporter)
             _learn(staging, recipe, manifest, run, stop)
         summary = _tidy(staging)
-        publish(paths)
-    return TrainOutcome("published", paths.final, *summary,
+        target.publish()
+    return TrainOutcome("published", final, *summary,
                         seconds=time.monotonic() - started)
 
 
-def _staging(paths: OutputPaths, recipe: TrainRecipe, resume: bool) -> None:
-    if paths.staging.exists():
+def _staging(target: Output, recipe: TrainRecipe, resume: bool) -> None:
+    if target.staging.exists():
         if not resume:
             raise OutputError(
-                f"{paths.staging} holds an interrupted training; add --resume to continue it, "
-                "or delete it to start over", path=paths.staging)
-        logger.info("resuming %s", paths.staging)
+                f"{target.staging} holds an interrupted training; add --resume to continue it, "
+                "or delete it to start over", path=target.staging)
+        logger.info("resuming %s", target.staging)
         return
     raw = json.dumps(recipe.to_json(), indent=2).encode()
-    create_staging(paths, lambda d: atomic_write_bytes(d / RECIPE_FILE, raw))
+    target.create_staging(lambda d: atomic_write_bytes(d / RECIPE_FILE, raw))
 
 
 def _count(staging: Path, recipe: TrainRecipe, run: dict[str, Any],

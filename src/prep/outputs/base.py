@@ -1,0 +1,160 @@
+"""Where a dataset goes: the :class:`Output` protocol that every kind of ``--out`` follows.
+
+A run writes into a *staging* directory on local disk, always: shards are appended and
+fsynced there and checkpoints replace each other there, as the commit protocol says
+(docs/architecture.md). An output adds three things around it, and they are what differs
+between kinds:
+
+- where staging lives and where it is assembled before it exists (``building``: staging is
+  created whole, with its first checkpoint, by one rename, so it always holds one);
+- the lock that keeps one run on the output (a local ``flock``, see :mod:`prep.outputs.lock`);
+- the publish that turns a finished staging directory (one holding ``_MANIFEST.json``) into
+  the dataset readers see, and what a kill during it leaves (:meth:`Output.recover`).
+
+A dataset exists where its ``_MANIFEST.json`` is: every kind publishes the manifest last, so
+a reader never takes a half-published dataset for one. A refresh (``--refresh``) builds the
+new version in staging and swaps it in whole; a kind that cannot swap refuses it with its
+reason (:meth:`Output.check_swap`).
+
+The lifecycle (:mod:`prep.pipeline`), the run (:mod:`prep.run`), ``inspect`` and ``merge``
+call these methods and never ask which kind they hold; a new kind is one module here and
+one line in :func:`prep.outputs.resolve_output`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from prep.errors import OutputError
+from prep.fsio import fsync_dir, make_dirs, rename_noreplace
+from prep.outputs.lock import HeldLock, LockPaths, hold_lock
+from prep.state.manifest import MANIFEST_NAME, Manifest
+
+ABSENT, EMPTY, DATASET, OTHER = "absent", "empty", "dataset", "other"
+
+
+def _never() -> bool:
+    return False
+
+
+class Output(ABC):
+    """Where one dataset goes (see the module docstring). ``str(output)`` is the output as
+    messages name it (an absolute path, or a URI)."""
+
+    @abstractmethod
+    def __str__(self) -> str:
+        """The output as messages name it: an absolute path, or a URI."""
+
+    @property
+    @abstractmethod
+    def location(self) -> Path | str:
+        """The output as a run's outcome reports it: a local path, or a URI."""
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The dataset's name when the recipe gives none (the last component of ``--out``)."""
+
+    @property
+    @abstractmethod
+    def staging(self) -> Path:
+        """The local directory a run writes and checkpoints into."""
+
+    @property
+    @abstractmethod
+    def building(self) -> Path:
+        """Where a new staging directory is assembled before it is renamed into place."""
+
+    @property
+    @abstractmethod
+    def lock_paths(self) -> LockPaths:
+        """The local lock file of this output (and what its messages name)."""
+
+    @abstractmethod
+    def state(self) -> str:
+        """What the output holds now: ``absent``; ``empty`` (a run may publish into it);
+        ``dataset`` (a published manifest); or ``other`` (nothing prep may touch)."""
+
+    @abstractmethod
+    def not_a_dataset(self) -> str:
+        """What an ``other`` output is, for the refusal (``a symbolic link``...)."""
+
+    @abstractmethod
+    def publish(self) -> None:
+        """Make the finished staging directory the dataset, ``_MANIFEST.json`` last; never
+        replaces anything. Raises ``OutputError`` (staging kept) when the output changed."""
+
+    @abstractmethod
+    def published_manifest(self) -> Manifest:
+        """The published dataset's manifest (call when :meth:`state` is ``dataset``)."""
+
+    @abstractmethod
+    def refresh_base(self) -> Path:
+        """The published version as a local directory, which a refresh compares with and
+        continues; raises ``OutputError`` for a kind that cannot be refreshed."""
+
+    @abstractmethod
+    def swap_in(self) -> None:
+        """Replace the published version with the finished staging directory (a refresh),
+        so that readers see one version or the other, never a mix."""
+
+    def hold_lock(
+        self, wait: float, stop: Callable[[], bool] = _never
+    ) -> AbstractContextManager[HeldLock]:
+        """Hold the output's lock for a ``with`` block (``LockedError`` when busy after
+        ``wait`` seconds, ``Interrupted`` when ``stop()`` says so before it is taken); see
+        :func:`prep.outputs.lock.hold_lock`."""
+        return hold_lock(self.lock_paths, wait, stop)
+
+    def recover(self) -> None:
+        """Under the lock, before anything else: undo what a kill during a publish left."""
+        return None  # a kind whose publish is one atomic step leaves nothing
+
+    def recover_swap(self) -> None:
+        """Under the lock, before a refresh: finish a swap a kill interrupted."""
+        return None  # a kind that never swaps has none to finish
+
+    def check_swap(self) -> None:
+        """Raise ``OutputError`` (saying why, and what to do instead) when a refresh of
+        this output cannot swap a new version in; nothing is changed."""
+        return None
+
+    def check_out(self, *, resume: bool, refresh: bool) -> None:
+        """Refuse an output no run can use, each with the way out: something that is not a
+        prep dataset (``--refresh`` cannot help there), or (without ``--resume`` or
+        ``--refresh``) a dataset. Read-only: called before the lock is taken, so a refused
+        run leaves no lock file, and again under it."""
+        state = self.state()
+        if state == OTHER:
+            raise OutputError(
+                f"{self} exists and is not a prep dataset ({self.not_a_dataset()}, no "
+                f"{MANIFEST_NAME}); prep writes only into a new or an empty directory. "
+                f"Choose another --out, or move {self} away",
+                path=str(self),
+            )
+        if state == DATASET and not (resume or refresh):
+            raise OutputError(
+                f"{self} already exists; prep never overwrites a dataset. Choose another "
+                "--out, delete it to rebuild, or use --refresh to update it",
+                path=str(self),
+            )
+
+    def create_staging(self, populate: Callable[[Path], None]) -> None:
+        """Build staging in :attr:`building`, let ``populate`` write its first files and
+        checkpoint, then rename it into place: staging never exists without a checkpoint."""
+        building, staging = self.building, self.staging
+        if building.exists():
+            shutil.rmtree(building)  # a crash mid-creation: nothing in it was committed
+        make_dirs(building)
+        try:
+            populate(building)
+            fsync_dir(building)
+            rename_noreplace(building, staging)
+        except BaseException:
+            shutil.rmtree(building, ignore_errors=True)
+            raise
+        fsync_dir(staging.parent)

@@ -1,0 +1,191 @@
+"""``--out DIR``: a dataset directory on a local (or any POSIX) filesystem.
+
+``DIR`` is the dataset, ``DIR.incomplete/`` the staging directory (assembled as
+``.DIR.incomplete.new/``), ``DIR.lock`` the lock. Publishing renames staging to ``DIR``
+without ever replacing an existing ``DIR`` (an empty directory excepted).
+
+A refresh swaps the new version in: it exchanges ``DIR.incomplete`` (the new version) with
+``DIR`` in one ``renameat2(RENAME_EXCHANGE)``, then moves the old version to
+``DIR.previous``. A journal (``DIR.swap.json``, written first, naming the new manifest's
+SHA-256) lets the next run finish an interrupted swap forward; it never swaps the old
+version back in. Where the exchange is unavailable (not Linux, or a filesystem without it)
+the swap is two renames and ``DIR`` is missing for the instant between them.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from prep.errors import IntegrityError, OutputError
+from prep.fsio import (
+    atomic_write_bytes,
+    exchange,
+    file_sha256,
+    fsync_dir,
+    rename_noreplace,
+    stray_temps,
+)
+from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output
+from prep.outputs.lock import LockPaths
+from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest
+
+logger = logging.getLogger(__name__)
+
+
+def is_empty_dir(path: Path) -> bool:
+    """A real (not symlinked) empty directory: what ``publish`` may rename onto."""
+    return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
+
+
+def _manifest_sha(directory: Path) -> str | None:
+    try:
+        return file_sha256(directory / MANIFEST_NAME)
+    except FileNotFoundError:
+        return None
+
+
+class LocalDir(Output):
+    """A dataset directory ``final`` (absolute) and its siblings."""
+
+    def __init__(self, final: Path) -> None:
+        self.final = final
+
+    def __str__(self) -> str:
+        return str(self.final)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.final)!r})"
+
+    def _sibling(self, suffix: str, prefix: str = "") -> Path:
+        return self.final.with_name(prefix + self.final.name + suffix)
+
+    @property
+    def location(self) -> Path:
+        return self.final
+
+    @property
+    def name(self) -> str:
+        return self.final.name
+
+    @property
+    def staging(self) -> Path:
+        return self._sibling(".incomplete")
+
+    @property
+    def building(self) -> Path:
+        return self._sibling(".incomplete.new", prefix=".")
+
+    @property
+    def previous(self) -> Path:
+        """The version a refresh replaced."""
+        return self._sibling(".previous")
+
+    @property
+    def journal(self) -> Path:
+        """Written before a refresh's swap; lets the next run finish it forward."""
+        return self._sibling(".swap.json")
+
+    @property
+    def lock_paths(self) -> LockPaths:
+        return LockPaths(self._sibling(".lock"), self.staging, str(self.final))
+
+    def state(self) -> str:
+        final = self.final
+        if not final.exists() and not final.is_symlink():
+            return ABSENT
+        if final.is_dir() and (final / MANIFEST_NAME).is_file():
+            return DATASET
+        return EMPTY if is_empty_dir(final) else OTHER
+
+    def not_a_dataset(self) -> str:
+        final = self.final
+        if final.is_symlink():
+            return "a symbolic link"
+        return "a directory that is not empty" if final.is_dir() else "not a directory"
+
+    def published_manifest(self) -> Manifest:
+        return read_manifest(self.final)
+
+    def refresh_base(self) -> Path:
+        return self.final
+
+    def publish(self) -> None:
+        """Rename staging to ``DIR``, then fsync the parent. ``DIR`` may be an empty
+        directory (created beforehand, e.g. by a provisioning script): ``rename(2)``
+        replaces an empty directory atomically and fails on a non-empty one. Anything else
+        at ``DIR`` is never replaced."""
+        staging, final = self.staging, self.final
+        if is_empty_dir(final):
+            try:
+                os.rename(staging, final)
+            except OSError as e:
+                if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+                raise OutputError(
+                    f"{final} is no longer empty; nothing was replaced and {staging} is "
+                    f"kept: empty {final} (or choose another --out), then rerun with --resume",
+                    path=final,
+                ) from e
+        else:
+            rename_noreplace(staging, final)
+        fsync_dir(final.parent)
+        logger.info("published %s", final)
+
+    def _retire(self) -> None:
+        """Move the old version (now at the staging name) to ``DIR.previous``."""
+        if self.previous.exists():
+            shutil.rmtree(self.previous)
+        rename_noreplace(self.staging, self.previous)
+        fsync_dir(self.final.parent)
+
+    def recover_swap(self) -> None:
+        """Finish forward a swap that a crash interrupted (the journal says which way)."""
+        final, staging, journal = self.final, self.staging, self.journal
+        for stray in stray_temps(final.parent, journal.name):
+            stray.unlink()  # a journal write that a crash interrupted; never took effect
+        if not journal.exists():
+            return
+        try:
+            new_sha = json.loads(journal.read_bytes())["new_manifest_sha256"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise IntegrityError(
+                f"{journal} is unreadable ({e}); inspect {final} and {staging}, keep the "
+                f"newer one as {final}, then delete the journal",
+                path=journal,
+            ) from e
+        if _manifest_sha(final) == new_sha:
+            if staging.exists() and _manifest_sha(staging) != new_sha:
+                logger.info("finishing an interrupted swap: moving the old version aside")
+                self._retire()
+        elif not final.exists() and _manifest_sha(staging) == new_sha:
+            logger.info("finishing an interrupted swap: publishing the new version")
+            rename_noreplace(staging, final)
+            fsync_dir(final.parent)
+        journal.unlink()
+        fsync_dir(final.parent)
+
+    def swap_in(self) -> None:
+        """Replace ``DIR`` with the finished staging directory; keep the old as
+        ``DIR.previous``."""
+        final, staging, journal = self.final, self.staging, self.journal
+        new_sha = _manifest_sha(staging)
+        atomic_write_bytes(journal, json.dumps({"new_manifest_sha256": new_sha}).encode())
+        if exchange(staging, final):
+            fsync_dir(final.parent)
+            self._retire()
+        else:
+            if self.previous.exists():
+                shutil.rmtree(self.previous)
+            rename_noreplace(final, self.previous)
+            rename_noreplace(staging, final)
+            fsync_dir(final.parent)
+        journal.unlink()
+        fsync_dir(final.parent)
+        logger.info(
+            "swapped in the new version of %s (previous kept as %s)", final, self.previous.name
+        )
