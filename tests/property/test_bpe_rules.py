@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import prep
 from prep.tokenizer import bpe
 
 IMPLEMENTATIONS = [pytest.param(bpe.PyTrainer, id="python")]
@@ -77,3 +78,15 @@ def test_a_sequence_resumes_where_it_stopped(impl) -> None:
     done = first.step(5)
     again = impl(first.sequence(), 256 + len(done), 1)
     assert done + again.step(100)[: len(whole) - 5] == whole
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(CORPUS, st.lists(DOCUMENT, max_size=3), st.integers(256, 330), st.integers(1, 2))
+def test_encoding_applies_each_merge_in_order(docs, held_out, size, freq) -> None:
+    """``Tokenizer.encode_bytes`` (lowest rank first) gives the rules' ids: every merge in
+    training order, left to right without overlap, on training and held-out bytes."""
+    tok = prep.Tokenizer(docs, vocabulary_size=size, minimum_pair_frequency=freq)
+    for data in docs + held_out:
+        ids = tok.encode_bytes(data)
+        assert ids == ref.encode(data, list(tok.merges))
+        assert tok.decode_bytes(ids) == data

@@ -13,6 +13,7 @@ vocabulary is the corpus's distinct bytes, ascending.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import operator
 from collections.abc import Iterable, Sequence
@@ -226,23 +227,31 @@ class Tokenizer:
 def apply_merges(
     seq: list[int], merges: Sequence[tuple[int, int]], rank: dict[tuple[int, int], int]
 ) -> list[int]:
-    """Merges in training order, each left to right without overlap: repeatedly the
-    adjacent pair of lowest rank, all its occurrences at once (a merge creates only pairs
-    of higher rank, so this is the same order)."""
-    none = len(merges)
-    while len(seq) > 1:
-        best = min((rank.get(p, none) for p in itertools.pairwise(seq)), default=none)
-        if best == none:
-            return seq
-        a, b = merges[best]
-        out: list[int] = []
-        i = 0
-        while i < len(seq):
-            if i + 1 < len(seq) and seq[i] == a and seq[i + 1] == b:
-                out.append(256 + best)
-                i += 2
-            else:
-                out.append(seq[i])
-                i += 1
-        seq = out
-    return seq
+    """Merges in training order, each left to right without overlap, in O(n log n): a heap
+    of (rank, position) over the adjacent pairs that have a merge, the lowest first. A merge
+    only creates pairs holding its new id, whose ranks are higher, so every occurrence of
+    rank ``r`` is merged before any of a higher rank, leftmost first; an entry whose tokens
+    have changed since (an overlap, as in ``aaa``) is skipped."""
+    n = len(seq)
+    tok = list(seq)
+    nxt = list(range(1, n + 1))
+    prv = list(range(-1, n - 1))
+    heap = [(rank[p], i) for i, p in enumerate(itertools.pairwise(tok)) if p in rank]
+    heapq.heapify(heap)
+    while heap:
+        r, i = heapq.heappop(heap)
+        j = nxt[i] if tok[i] >= 0 else n
+        if j >= n or (tok[i], tok[j]) != merges[r]:
+            continue
+        tok[i], tok[j] = 256 + r, -1
+        nxt[i] = nxt[j]
+        if nxt[i] < n:
+            prv[nxt[i]] = i
+            k = rank.get((tok[i], tok[nxt[i]]))
+            if k is not None:
+                heapq.heappush(heap, (k, i))
+        if prv[i] >= 0:
+            k = rank.get((tok[prv[i]], tok[i]))
+            if k is not None:
+                heapq.heappush(heap, (k, prv[i]))
+    return [t for t in tok if t >= 0]
