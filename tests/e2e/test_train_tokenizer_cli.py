@@ -164,3 +164,13 @@ def test_without_the_compiled_trainer_the_same_files(capsys, source, tmp_path, m
     assert {**c, "versions": None} == {**py, "versions": None}
     assert (tmp_path / "c/tokenizer.json").read_bytes() == (
         tmp_path / "py/tokenizer.json").read_bytes()
+
+
+def test_train_bytes_stops_after_the_document_that_reaches_it(capsys, source, tmp_path):
+    code, err = run(capsys, "--source", source, "--val-fraction", "0", "--train-bytes", "40",
+                    "--out", tmp_path / "t", "--workers", "1")
+    assert code == 0, err
+    pinned = json.loads((tmp_path / "t" / "training.json").read_text())["source"]
+    sizes = [len(d.encode()) for d in DOCS]  # 22, 15, 14: the third reaches 40 bytes
+    assert (pinned["train_documents"], pinned["train_bytes"]) == (3, sum(sizes[:3]))
+    assert pinned["rows_visited"] == 3 and len(pinned["prefix_sha256"]) == 64
