@@ -174,3 +174,26 @@ def test_train_bytes_stops_after_the_document_that_reaches_it(capsys, source, tm
     sizes = [len(d.encode()) for d in DOCS]  # 22, 15, 14: the third reaches 40 bytes
     assert (pinned["train_documents"], pinned["train_bytes"]) == (3, sum(sizes[:3]))
     assert pinned["rows_visited"] == 3 and len(pinned["prefix_sha256"]) == 64
+
+
+def test_resume_refuses_another_recipe_and_keeps_staging(capsys, source, tmp_path):
+    """A stopped training continues only with its own recipe: another --vocab-size is
+    refused (exit 2) naming the difference, staging untouched; the right one finishes."""
+    from prep.errors import Interrupted
+    from prep.tokenizer.training import train_tokenizer
+
+    out, staging = tmp_path / "t", tmp_path / "t.incomplete"
+    typed = {"source": str(source), "vocab_size": 300, "val_fraction": 0.0}
+    counting = staging / "corpus.incomplete"  # stop once the counting phase has begun
+    with pytest.raises(Interrupted, match="while counting the corpus"):
+        train_tokenizer(out, typed, {"workers": 1, "batch_size": 1}, stop=counting.exists)
+    before = sorted(p.name for p in staging.rglob("*"))
+    code, err = run(capsys, "--source", source, "--vocab-size", "400", "--val-fraction", "0",
+                    "--out", out, "--resume")
+    assert code == 2
+    assert "was started with another recipe (vocab_size: 400, not 300)" in err
+    assert sorted(p.name for p in staging.rglob("*")) == before
+    code, err = run(capsys, "--source", source, "--vocab-size", "300", "--val-fraction", "0",
+                    "--out", out, "--resume", "--workers", "1")
+    assert code == 0, err
+    assert not staging.exists() and (out / "tokenizer.json").is_file()
