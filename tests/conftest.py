@@ -6,10 +6,13 @@ Everything here is real: Parquet written with pyarrow, tokenizer.json files writ
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +29,12 @@ GPT2_DIR = FIXTURES / "gpt2"
 PREPARE = REPO / "scripts" / "prepare.py"
 
 sys.path.insert(0, str(TESTS))  # golden_corpus and friends
+
+# prep keeps what it may lose (tokenizer memos, buckets' copies) under $XDG_CACHE_HOME/prep:
+# one directory per test process, so the suite neither reads nor fills the user's ~/.cache.
+_CACHE_HOME = tempfile.mkdtemp(prefix="prep-test-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE_HOME
+atexit.register(shutil.rmtree, _CACHE_HOME, True)
 
 
 def write_parquet(path: Path, texts: Sequence[Any], row_group_size: int = 50,

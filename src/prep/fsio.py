@@ -48,6 +48,11 @@ def canonical_path(path: str) -> str:
     return os.path.join(os.path.realpath(head or "."), tail)
 
 
+def cache_home() -> Path:
+    """Where prep keeps what it may lose: ``$XDG_CACHE_HOME/prep`` (default ``~/.cache``)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "prep"
+
+
 def fsync_dir(path: Path) -> None:
     """fsync a directory so that renames and creations inside it are durable."""
     fd = os.open(path, os.O_RDONLY)

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from prep.encoders.byte import BYTE, EMPTY_SHA256, ByteEncoder
 from prep.encoders.hf import HFEncoder, load_tokenizer_file, parse_tokenizer, resolve_json
+from prep.encoders.memo import TokenizerMemo
 from prep.encoders.separator import choose_separator
 from prep.encoders.vocab_bytes import BYTE_FILE, load_vocab_bytes
 from prep.errors import InputError
@@ -119,9 +120,11 @@ def tokenizer_fingerprint(
         return TokenizerFingerprint(tokenizer_id or "bytes", EMPTY_SHA256, sep.id)
     json_path, default_id, _ = _locate(spec, token, None, offline)
     raw = json_path.read_bytes()
+    sha256 = hashlib.sha256(raw).hexdigest()
+    memo = TokenizerMemo.recall(sha256)
 
     def token_to_id(text: str) -> int | None:  # only for an eos_token given as text
-        return parse_tokenizer(json_path, raw).token_to_id(text)  # type: ignore[no-any-return]
+        return memo.token_id(text, lambda t: parse_tokenizer(json_path, raw).token_to_id(t))
 
     sep = choose_separator(
         spec,
@@ -131,7 +134,8 @@ def tokenizer_fingerprint(
         directory=json_path.parent,
         token_to_id=token_to_id,
     )
-    return TokenizerFingerprint(tokenizer_id or default_id, hashlib.sha256(raw).hexdigest(), sep.id)
+    memo.keep()
+    return TokenizerFingerprint(tokenizer_id or default_id, sha256, sep.id)
 
 
 def load_encoder(

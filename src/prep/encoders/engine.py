@@ -23,7 +23,8 @@ from prep.encoders.byte import BYTE, ByteEncoder
 from prep.encoders.flat import FlatIds
 from prep.encoders.gigatoken import ENGINE as GIGATOKEN
 from prep.encoders.gigatoken import Declined, load_gigatoken
-from prep.encoders.hf import batch_encode, configured
+from prep.encoders.hf import HFEncoder, batch_encode, configured
+from prep.encoders.memo import ACCEPTED
 from prep.encoders.vocab_bytes import ENGINE as VOCAB_BYTES
 from prep.encoders.vocab_bytes import VocabBytesEncoder
 from prep.errors import UsageError
@@ -91,6 +92,27 @@ def check_engine(requested: str) -> None:
         raise UsageError(f"engine {requested!r}: choose one of {', '.join(CHOICES)}")
 
 
+def _gigatoken(encoder: HFEncoder, threads: int) -> Any:
+    """gigatoken for ``encoder``'s file, or ``Declined``. The probes (against the reference,
+    which they build) run once per file: their verdict is remembered (``encoder.memo``)."""
+    memo = encoder.memo
+    verdict = memo.verdict(GIGATOKEN)
+    if verdict is not None and verdict != ACCEPTED:
+        raise Declined(verdict)
+    try:
+        engine = load_gigatoken(encoder.raw, encoder.encode_flat, probe=verdict is None,
+                                parallel=threads > 1)
+    except Declined as e:
+        if verdict is None:
+            memo.judged(GIGATOKEN, str(e))
+            memo.keep()
+        raise
+    if verdict is None:
+        memo.judged(GIGATOKEN, ACCEPTED)
+        memo.keep()
+    return engine
+
+
 def choose_engine(requested: str, encoder: Any, threads: int | None) -> tuple[EngineSpec, Any]:
     """Resolve ``--engine`` for the main process's loaded ``encoder``: the spec a worker
     builds the engine from, and the engine itself (built here, so forked workers inherit
@@ -115,8 +137,7 @@ def choose_engine(requested: str, encoder: Any, threads: int | None) -> tuple[En
     if requested == HF:
         return hf, encoder
     try:
-        engine = load_gigatoken(Path(json_path).read_bytes(), encoder.encode_flat,
-                                parallel=threads > 1)
+        engine = _gigatoken(encoder, threads)
     except Declined as e:
         if requested == GIGATOKEN:
             raise UsageError(

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from prep.encoders.flat import FlatIds
+from prep.encoders.memo import TokenizerMemo
 from prep.encoders.separator import choose_separator
 from prep.encoders.vocab_bytes import BYTE_FILE
 from prep.errors import InputError
@@ -27,25 +28,31 @@ CHUNK_BYTES_PER_THREAD = 1 << 20
 
 
 class HFEncoder:
-    """A Hugging Face ``tokenizers`` tokenizer with ``encode_special_tokens = True``.
+    """A Hugging Face ``tokenizers`` tokenizer with ``encode_special_tokens = True``, built
+    from the file's bytes ``raw`` on first use: a run whose facts and engine verdict are
+    remembered (:mod:`~prep.encoders.memo`) never builds it in the main process.
 
     A batch is encoded in chunks of about ``chunk_bytes`` of text, each converted to numpy
     at once; the ids do not depend on the chunking."""
 
-    def __init__(
-        self, tokenizer: Any, identity: TokenizerIdentity, threads: int | None = None
-    ) -> None:
-        self.tokenizer = tokenizer
-        self.identity = identity
-        # With encode_special_tokens, a special token's text inside a document encodes as
-        # ordinary text, so a special separator id only ever appears as the separator. A
-        # --doc-sep-id naming an ordinary (or non-special added) token can occur in text.
-        added = tokenizer.get_added_tokens_decoder()
-        sep = identity.doc_sep_id
-        self.sep_exclusive = sep is not None and sep in added and bool(added[sep].special)
+    identity: TokenizerIdentity  # set by load_tokenizer_file, from facts the file decides
+    sep_exclusive: bool
+
+    def __init__(self, raw: bytes, json_path: Path, memo: TokenizerMemo,
+                 threads: int | None = None) -> None:
+        self.raw, self.json_path, self.memo = raw, json_path, memo
         self.chunk_bytes = CHUNK_BYTES_PER_THREAD * (threads or os.cpu_count() or 1)
-        self._encode = batch_encode(tokenizer)
-        self.json_path: Path | None = None  # the file it was loaded from
+        self._tokenizer: Any = None
+
+    @property
+    def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            self._tokenizer = configured(parse_tokenizer(self.json_path, self.raw))
+        return self._tokenizer
+
+    def special_ids(self) -> list[int]:
+        added = self.tokenizer.get_added_tokens_decoder()
+        return sorted(i for i, t in added.items() if t.special)
 
     def encode_flat(self, texts: list[str], utf8: list[bytes]) -> FlatIds:
         """``encode_batch`` as one flat buffer and offsets."""
@@ -57,7 +64,8 @@ class HFEncoder:
         for i, data in enumerate(utf8):
             size += len(data)
             if size >= self.chunk_bytes or i == len(utf8) - 1:
-                encs = self._encode(texts[start : i + 1], add_special_tokens=False)
+                encs = batch_encode(self.tokenizer)(texts[start : i + 1],
+                                                    add_special_tokens=False)
                 out.extend(np.array(e.ids, dtype=np.uint32) for e in encs)
                 start, size = i + 1, 0
         return out
@@ -161,28 +169,39 @@ def load_tokenizer_file(
     ``InputError`` for an unreadable file or, when ``require_sep``, for a tokenizer without
     a separator configured or chosen."""
     raw = json_path.read_bytes()
-    tok = configured(parse_tokenizer(json_path, raw))
-    vocab = tok.get_vocab(with_added_tokens=True)
-    if not vocab:
-        raise InputError(f"{json_path}: the tokenizer has an empty vocabulary", path=json_path)
-    vocab_size = max(vocab.values()) + 1
+    sha256 = hashlib.sha256(raw).hexdigest()
+    memo = TokenizerMemo.recall(sha256)
+    enc = HFEncoder(raw, json_path, memo, threads)
+    vocab_size: int = memo.fact("vocab_size", lambda: _vocab_size(enc.tokenizer, json_path))
     sep = choose_separator(
         spec,
         typed=doc_sep_id,
         no_sep=no_doc_sep,
         vocab_size=vocab_size,
         directory=json_path.parent,
-        token_to_id=tok.token_to_id,
+        token_to_id=lambda text: memo.token_id(text, lambda t: enc.tokenizer.token_to_id(t)),
         required=require_sep,
     )
-    identity = TokenizerIdentity(
+    enc.identity = TokenizerIdentity(
         spec=spec,
         tokenizer_id=tokenizer_id or default_id,
-        sha256=hashlib.sha256(raw).hexdigest(),
+        sha256=sha256,
         vocab_size=vocab_size,
         doc_sep_id=sep.id,
         doc_sep_from=sep.origin,
     )
-    enc = HFEncoder(tok, identity, threads)
-    enc.json_path = json_path
+    # With encode_special_tokens, a special token's text inside a document encodes as
+    # ordinary text, so a special separator id only ever appears as the separator. A
+    # --doc-sep-id naming an ordinary (or non-special added) token can occur in text.
+    enc.sep_exclusive = sep.id is not None and sep.id in memo.fact("special_ids",
+                                                                   enc.special_ids)
+    memo.keep()
     return enc
+
+
+def _vocab_size(tok: Any, json_path: Path) -> int:
+    """One more than the largest id, added tokens included; ``InputError`` when empty."""
+    vocab = tok.get_vocab(with_added_tokens=True)
+    if not vocab:
+        raise InputError(f"{json_path}: the tokenizer has an empty vocabulary", path=json_path)
+    return int(max(vocab.values())) + 1

@@ -1,0 +1,129 @@
+"""Tokenizer memos (``prep.encoders.memo``): a run whose tokenizer file was seen before
+takes its facts and engine verdict from the memo and builds neither ``tokenizers`` nor the
+probes in this process, with the same identity and engine as a run that found them; a memo
+that is corrupt, foreign or unwritable changes nothing but the time."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FIXTURES
+from parity_corpus import trained_bpe
+
+from prep.encoders import load_encoder, tokenizer_fingerprint
+from prep.encoders.engine import choose_engine
+from prep.encoders.memo import ACCEPTED, TokenizerMemo, _digest
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "prep" / "tokenizers"
+
+
+def load(path: Path, **kw: Any) -> Any:
+    return load_encoder(str(path), doc_sep_id=None, no_doc_sep=False, tokenizer_id=None, **kw)
+
+
+def memo_file(cache: Path, enc: Any) -> Path:
+    return cache / f"{enc.identity.sha256}.json"
+
+
+def rewrite(path: Path, change: Any) -> None:
+    """Change a memo's facts and sign it again, as a memo of another run would be."""
+    stored = json.loads(path.read_text())
+    change(stored["facts"])
+    stored["digest"] = _digest(stored["facts"])
+    path.write_text(json.dumps(stored))
+
+
+@pytest.fixture(scope="module")
+def eos_as_text(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trained BPE whose separator is named by its text in tokenizer_config.json."""
+    path = trained_bpe(tmp_path_factory.mktemp("eos"))
+    (path.parent / "generation_config.json").unlink()
+    (path.parent / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|endoftext|>"}))
+    return path
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "eos-as-text"])
+def test_a_remembered_tokenizer_gives_the_same_identity_and_engine_unbuilt(
+    name: str, cache: Path, eos_as_text: Path
+) -> None:
+    path = eos_as_text if name == "eos-as-text" else FIXTURES / name / "tokenizer.json"
+    cold = load(path)
+    cold_spec, _ = choose_engine("auto", cold, None)
+    assert memo_file(cache, cold).is_file()
+    warm = load(path)
+    assert warm.identity == cold.identity and warm.sep_exclusive == cold.sep_exclusive
+    warm_spec, _ = choose_engine("auto", warm, None)
+    assert warm_spec == cold_spec
+    assert warm._tokenizer is None  # neither the facts nor the engine's probes built it
+    assert cold.identity.doc_sep_id is not None and cold.sep_exclusive
+
+
+def test_the_verdict_in_the_memo_is_the_one_used(cache: Path,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """The memo is really consulted: a verdict written into it (as another run's) decides."""
+    path = FIXTURES / "gpt2" / "tokenizer.json"
+    enc = load(path)
+    assert choose_engine("auto", enc, None)[0].engine == "gigatoken"
+    rewrite(memo_file(cache, enc), lambda f: f["engines"].update(gigatoken="a reason of its own"))
+    with caplog.at_level(logging.INFO, logger="prep"):
+        spec, _ = choose_engine("auto", load(path), None)
+    assert spec.engine == "hf"
+    assert "a reason of its own" in caplog.text
+
+
+def test_a_corrupt_or_foreign_memo_is_found_again(cache: Path) -> None:
+    path = FIXTURES / "gpt2" / "tokenizer.json"
+    truth = load(path).identity
+    memo = memo_file(cache, load(path))
+    stored = json.loads(memo.read_text())
+    stored["facts"]["vocab_size"] = 7  # not signed again: corrupt
+    memo.write_text(json.dumps(stored))
+    enc = load(path)
+    assert enc.identity == truth and enc._tokenizer is not None  # found the slow way
+    assert json.loads(memo.read_text())["facts"]["vocab_size"] == truth.vocab_size
+    stored = json.loads(memo.read_text())
+    stored["key"]["libraries"]["tokenizers"] = "0.0.1"  # another version's
+    memo.write_text(json.dumps(stored))
+    assert load(path)._tokenizer is not None
+    memo.write_text("{not json")
+    assert load(path).identity == truth
+
+
+def test_an_unwritable_cache_costs_only_the_time(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the cache directory would go")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    path = FIXTURES / "gpt2" / "tokenizer.json"
+    first, second = load(path), load(path)
+    assert first.identity == second.identity and second._tokenizer is not None
+    assert choose_engine("auto", second, None)[0].engine == "gigatoken"
+
+
+def test_a_declined_engine_is_remembered_with_its_reason(cache: Path) -> None:
+    path = FIXTURES / "cl100k" / "tokenizer.json"
+    enc = load(path)
+    assert choose_engine("auto", enc, None)[0].engine == "hf"
+    verdict = TokenizerMemo.recall(enc.identity.sha256).verdict("gigatoken")
+    assert verdict is not None and verdict != ACCEPTED and "refused the file" in verdict
+
+
+def test_the_refresh_fingerprint_shares_the_memo(cache: Path, eos_as_text: Path) -> None:
+    """``--refresh``'s cheap fingerprint looks a separator's text up once, then remembers."""
+    kw = {"doc_sep_id": None, "no_doc_sep": False, "tokenizer_id": None}
+    cold = tokenizer_fingerprint(str(eos_as_text), **kw)
+    assert cold.doc_sep_id == load(eos_as_text).identity.doc_sep_id
+    rewrite(memo_file(cache, load(eos_as_text)),
+            lambda f: f["ids"].update({"<|endoftext|>": 5}))
+    assert tokenizer_fingerprint(str(eos_as_text), **kw).doc_sep_id == 5
+    shutil.rmtree(cache)
+    assert tokenizer_fingerprint(str(eos_as_text), **kw) == cold
