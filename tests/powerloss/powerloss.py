@@ -212,8 +212,11 @@ def judge(sc: Scenario, replay: cs.Replay, state: cs.State, scratch: Path,
           runner: Runner | None) -> Outcome:
     """Write ``state`` out and apply the oracles (without a runner: only to what it holds,
     without a resume)."""
-    for entry in scratch.iterdir():
-        shutil.rmtree(entry)
+    for entry in scratch.iterdir():  # the last state, and the lock beside a mount-point out
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
     volume = scratch / "out" if sc.mount_out else scratch / "vol"
     volume.mkdir()
     with as_volume(sc, volume):
