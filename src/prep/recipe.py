@@ -56,7 +56,9 @@ class Recipe:
         if isinstance(self.val_fraction, int) and not isinstance(self.val_fraction, bool):
             # prepare(val_fraction=0) is the CLI's --val-fraction 0: the manifest writes 0.0
             object.__setattr__(self, "val_fraction", float(self.val_fraction))
-        validate(dataclasses.asdict(self))
+        settings = dataclasses.asdict(self)
+        check_types(settings)
+        validate(settings)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -89,10 +91,31 @@ class Recipe:
 
 
 RECIPE_FIELDS = frozenset(f.name for f in dataclasses.fields(Recipe))
+# What each setting holds, by its annotation: an int is never a bool, a float may be an int.
+_KINDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "str": ((str,), "a string"),
+    "str | None": ((str, type(None)), "a string or None"),
+    "int": ((int,), "an integer"),
+    "int | None": ((int, type(None)), "an integer or None"),
+    "float": ((int, float), "a number"),
+    "bool": ((bool,), "True or False"),
+}
+_TYPES = {f.name: _KINDS[str(f.type)] for f in dataclasses.fields(Recipe)}
 REQUIRED = ("source", "tokenizer")  # no default: a run names both
 DEFAULTS: dict[str, Any] = {
     f.name: f.default for f in dataclasses.fields(Recipe) if f.name not in REQUIRED
 }
+
+
+def check_types(settings: Mapping[str, Any]) -> None:
+    """Raise ``UsageError`` naming the first setting whose value is of the wrong type (from
+    Python code, or a checkpoint's recipe); :func:`validate` then checks the ranges."""
+    for name, value in settings.items():
+        types, expected = _TYPES[name]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise UsageError(
+                f"{name} holds {type(value).__name__} {value!r:.40}, expected {expected}"
+            )
 
 
 def validate(settings: Mapping[str, Any]) -> None:
@@ -120,6 +143,12 @@ def validate(settings: Mapping[str, Any]) -> None:
         raise UsageError("--doc-sep-id and --no-doc-sep contradict each other; give one")
     if not r.text_column:
         raise UsageError("--text-column must not be empty")
+    if r.split_column is not None and r.split_column in ("", r.text_column):
+        raise UsageError(
+            f"--split-column {r.split_column!r} must name a column of its own, holding "
+            f"'train' or 'val' on each row (not the text column {r.text_column!r}); or "
+            "drop --split-column to split by content hash"
+        )
     if r.part is not None:
         Part.parse(r.part)
         for name, value in budgets:

@@ -159,6 +159,10 @@ def test_errors_are_typed_never_exits(
     assert usage.value.exit_code == 2
     with pytest.raises(prep.UsageError, match=r"engine 'fast': choose one of auto, hf"):
         prep.prepare(source=corpus, tokenizer="byte", out=tmp_path / "b", engine="fast")
+    with pytest.raises(prep.UsageError, match=r"split_column holds int 5, expected a string"):
+        prep.prepare(source=corpus, tokenizer="byte", out=tmp_path / "b", split_column=5)
+    with pytest.raises(prep.UsageError, match=r"shuffle_files holds str 'yes', expected True"):
+        prep.prepare(source=corpus, tokenizer="byte", out=tmp_path / "b", shuffle_files="yes")
     with pytest.raises(prep.UsageError, match="--workers 0 must be > 0"):
         prep.prepare(source=corpus, tokenizer="byte", out=tmp_path / "b", workers=0)
     with pytest.raises(prep.UsageError, match=r"unknown setting.*val_fractoin"):

@@ -305,6 +305,7 @@ def test_a_failed_read_is_not_called_a_write(cli, tmp_path: Path, out: Path) -> 
     ("--seed", "abc"),
     ("--max-file-tokens", "1e-6"),  # 1e6 is a count now (issue 11); 1e-6 is not
     ("--sep-position", "middle"),
+    ("--split-column", "text"),  # the text column itself: was a bare IndexError from pyarrow
 ])
 def test_out_of_range_or_malformed_values_exit_2(
     cli, good: Path, out: Path, option: str, value: str

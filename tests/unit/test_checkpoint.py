@@ -120,7 +120,7 @@ def test_missing_key_is_corrupt(tmp_path: Path) -> None:
     (tmp_path / "checkpoint.json").write_text(json.dumps(d))
     with pytest.raises(IntegrityError) as info:
         ckpt.load(tmp_path)
-    assert "is corrupt (KeyError: 'progress')" in str(info.value)
+    assert "checkpoint.json: progress: is missing" in str(info.value)
 
 
 def test_unknown_recipe_setting_is_rejected(tmp_path: Path) -> None:
@@ -156,25 +156,84 @@ def test_progress_and_run_facts_round_trip() -> None:
 
 
 @pytest.mark.parametrize(
-    ("key", "value"),
-    [("source", 5), ("progress", None), ("run", []), ("recipe", [])],
+    ("key", "value", "shown"),
+    [("source", 5, "integer 5"), ("progress", None, "null None"), ("run", [], "list []"),
+     ("recipe", [], "list []"), ("versions", [], "list []"), ("splits", [], "list []"),
+     ("versions", "x", "string 'x'")],
 )
-def test_wrong_shape_is_corrupt(tmp_path: Path, key: str, value: object) -> None:
+def test_wrong_shape_names_the_field(tmp_path: Path, key: str, value: object, shown: str
+                                     ) -> None:
     d = sample().to_json()
     d[key] = value
     d["digest"] = ckpt.content_digest(d)  # consistent, but of the wrong shape
     (tmp_path / "checkpoint.json").write_text(json.dumps(d))
-    with pytest.raises(IntegrityError, match=r"checkpoint\.json is corrupt \(TypeError"):
+    with pytest.raises(IntegrityError) as info:
         ckpt.load(tmp_path)
+    msg = str(info.value)
+    assert f"checkpoint.json: {key}: holds {shown}, expected an object" in msg, msg
+    assert "digest recomputed" in msg and f"delete {tmp_path} to start over" in msg, msg
 
 
-@pytest.mark.parametrize(("key", "value"), [("versions", []), ("splits", []), ("versions", "x")])
-def test_wrong_shape_mapping_is_corrupt(tmp_path: Path, key: str, value: object) -> None:
+def _set(d: dict[str, Any], path: str, value: object) -> None:
+    *parents, last = path.split(".")
+    for key in parents:
+        d = d[int(key)] if isinstance(d, list) else d[key]
+    d[last] = value
+
+
+# A re-signed checkpoint with one field of the wrong JSON type, and what the refusal says.
+# int("12"), bool("false") and str(5) used to accept the first three; the forged
+# split_column reached pyarrow and failed there with a bare TypeError.
+WRONG_TYPES = [
+    ("progress.rows_visited", "20",
+     "progress.rows_visited: holds string '20', expected an integer"),
+    ("progress.finished", "false",
+     "progress.finished: holds string 'false', expected true or false"),
+    ("splits.train.n_tokens", 1030.5,
+     "splits.train.n_tokens: holds number 1030.5, expected an integer"),
+    ("splits.train.n_docs", True, "splits.train.n_docs: holds boolean True, expected an integer"),
+    ("splits.train.sealed.0.n_docs", -1,
+     "splits.train.sealed[0].n_docs: holds -1, expected at least 0"),
+    ("splits.train.sealed.0.sha256", "xyz",
+     "splits.train.sealed[0].sha256: holds string 'xyz', expected a SHA-256"),
+    ("splits.train.open.doc_lengths", [1, "2"],
+     "splits.train.open.doc_lengths[1]: holds string '2'"),
+    ("recipe.split_column", 5, "recipe: split_column holds int 5, expected a string or None"),
+    ("recipe.split_column", ["split"], "recipe: split_column holds list ['split'], expected"),
+    ("recipe.max_documents", "1",
+     "recipe: max_documents holds str '1', expected an integer or None"),
+    ("recipe.shuffle_files", 1, "recipe: shuffle_files holds int 1, expected True or False"),
+    ("recipe.max_file_tokens", 0, "recipe: --max-file-tokens 0 must be in 1..2**31-1"),
+    ("recipe.source", None, "recipe.source: holds null None, expected a string"),
+    ("tokenizer.vocab_size", "256",
+     "tokenizer.vocab_size: holds string '256', expected an integer"),
+    ("source.files.0.size", 5.0, "source.files[0].size: holds number 5.0, expected an integer"),
+    ("run.source_mtimes.ü", "9", "run.source_mtimes.ü: holds string '9', expected an integer"),
+    ("versions.numpy", 2, "versions.numpy: holds integer 2, expected a string"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "expected"), WRONG_TYPES,
+                         ids=[f"{p}={v!r}" for p, v, _ in WRONG_TYPES])
+def test_a_field_of_the_wrong_type_is_refused_by_name(
+    tmp_path: Path, path: str, value: object, expected: str
+) -> None:
     d = sample().to_json()
-    d[key] = value
+    _set(d, path, value)
+    d["digest"] = ckpt.content_digest(d)  # re-signed, as a forger would
+    (tmp_path / "checkpoint.json").write_text(json.dumps(d))
+    with pytest.raises(IntegrityError) as info:
+        ckpt.load(tmp_path)
+    assert expected in str(info.value), str(info.value)
+    assert not isinstance(info.value.__cause__, TypeError)
+
+
+def test_splits_other_than_train_and_val_are_refused(tmp_path: Path) -> None:
+    d = sample().to_json()
+    d["splits"]["test"] = d["splits"].pop("val")
     d["digest"] = ckpt.content_digest(d)
     (tmp_path / "checkpoint.json").write_text(json.dumps(d))
-    with pytest.raises(IntegrityError, match=r"checkpoint\.json is corrupt"):
+    with pytest.raises(IntegrityError, match=r"splits: holds \['test', 'train'\], expected"):
         ckpt.load(tmp_path)
 
 

@@ -5,13 +5,14 @@ and hashes are computed here independently (numpy ``tobytes``, ``hashlib`` over 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from prep.errors import IntegrityError, UsageError
-from prep.formats import _FORMATS, get_format
+from prep.formats import _FORMATS, IdScan, get_format
 from prep.state.manifest import Manifest, ManifestFile
 from prep.state.shards import OpenFile
 
@@ -136,22 +137,32 @@ def test_check_open_refuses_changed_or_short_shards(tmp_path: Path, name: str) -
         fmt.check_open(tmp_path, OpenFile(shard, 0, 0, hashlib.sha256().hexdigest(), ()), VOCAB)
 
 
+def scan_of(values: list[int], count_id: int) -> IdScan:
+    """What the pass that hashes ``values`` should see of ``count_id``, by list operations."""
+    at = [i for i, v in enumerate(values) if v == count_id]
+    return IdScan(len(at), tuple(at[:2]), tuple(at[-2:]), values[0], values[-1])
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_check_sealed_and_check_open_count_an_id_while_they_hash(tmp_path: Path, name: str) -> None:
-    """Resume counts separators in the pass that checks the hash; the expected counts are
-    Python's ``list.count`` over the ids written, the hash ``hashlib`` over the file."""
+def test_check_sealed_and_check_open_scan_an_id_while_they_hash(tmp_path: Path, name: str) -> None:
+    """Resume counts separators, and notes where the first two and last two are and the
+    first and last ids, in the pass that checks the hash; the expected scans are list
+    operations over the ids written (over 1 MB of ids: more than one read chunk), the hash
+    ``hashlib`` over the file."""
     fmt = get_format(name)
-    values = [0, 5, 0, 7, 7, 0, 299, 0] * 1000
+    values = [5, 0, 0, 7, 7, 0, 299, 0] * 70_000 + [7, 3]  # 1 MB chunks: two or three
     sealed = fmt.shard_name("train", 0)
     w = fmt.create(tmp_path, sealed, VOCAB)
     put(w, *values)
     sha, _ = w.seal()
     assert sha == hashlib.sha256((tmp_path / sealed).read_bytes()).hexdigest()
     n = len(values)
-    for count_id in (0, 7, 299, 1):
+    for count_id in (0, 3, 1):  # many, one (the last id), none
         got = fmt.check_sealed(tmp_path, sealed, n, sha, VOCAB, count_id)
-        assert got == values.count(count_id)
-    assert fmt.check_sealed(tmp_path, sealed, n, sha, VOCAB, None) == 0
+        assert got == scan_of(values, count_id), count_id
+    far = fmt.check_sealed(tmp_path, sealed, n, sha, VOCAB, 299)  # positions across chunks
+    assert (far.head, far.tail) == ((6, 14), (559_990, 559_998))
+    assert fmt.check_sealed(tmp_path, sealed, n, sha, VOCAB, None) == IdScan()
     with pytest.raises(IntegrityError, match=rf"its size does not hold {n - 1:,} ids"):
         fmt.check_sealed(tmp_path, sealed, n - 1, sha, VOCAB, 0)
     short = rf"shorter .* than its {n + 1:,} sealed ids\. A power loss"
@@ -161,11 +172,16 @@ def test_check_sealed_and_check_open_count_an_id_while_they_hash(tmp_path: Path,
         fmt.check_sealed(tmp_path, sealed, n, "0" * 64, VOCAB, 0)
 
     w = fmt.create(tmp_path, fmt.shard_name("train", 1), VOCAB)
-    put(w, *values)
+    put(w, *values[:1000])
     w.sync()
     record = open_record(w)
     w.close()
-    assert fmt.check_open(tmp_path, record, VOCAB, 0).count == values.count(0)
+    want = scan_of(values[:1000], 0)
+    if record.doc_lengths is not None:  # a format that indexes documents: every position,
+        # so resume can check the recorded lengths against them
+        want = replace(want, every=tuple(i for i, v in enumerate(values[:1000]) if v == 0))
+    assert fmt.check_open(tmp_path, record, VOCAB, 0).scan == want
+    assert fmt.check_open(tmp_path, record, VOCAB, None).scan == IdScan()
 
 
 def manifest_for(entries: list[ManifestFile], name: str, sep: int | None = 0) -> Manifest:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from prep.errors import UsageError
-from prep.formats.base import ShardFormat, ShardWriter, VerifiedOpen
+from prep.formats.base import IdScan, ShardFormat, ShardWriter, VerifiedOpen
 from prep.formats.flat import FlatFormat, Layout
 from prep.formats.llmc import LLMC, LLMC_LLAMA3
 from prep.formats.megatron import MegatronFormat
@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_FORMAT",
     "DTYPES",
     "FORMAT_NAMES",
+    "IdScan",
     "ShardFormat",
     "ShardWriter",
     "VerifiedOpen",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -77,6 +78,23 @@ class ShardWriter(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class IdScan:
+    """What the pass that checks a shard's ids saw of the ``count_id`` it was asked to
+    count (resume counts separators with it): how many there are, the positions of the first
+    two and of the last two (of all of them, ``every``, when the check was asked to keep
+    them), and the shard's first and last id (None when it is empty or no id was asked for).
+    Where the separator can only be a separator, these give the documents' lengths
+    (``prep.run.recount``)."""
+
+    count: int = 0
+    head: tuple[int, ...] = ()
+    tail: tuple[int, ...] = ()
+    first: int | None = None
+    last: int | None = None
+    every: tuple[int, ...] | None = None
+
+
 class VerifiedOpen(Protocol):
     """An open shard whose committed prefix was checked (reading only)."""
 
@@ -87,8 +105,8 @@ class VerifiedOpen(Protocol):
     def n(self) -> int: ...
 
     @property
-    def count(self) -> int:
-        """How many of the committed ids equal the ``count_id`` the check was asked for."""
+    def scan(self) -> IdScan:
+        """What the check saw of the committed ids (:class:`IdScan`)."""
         ...
 
 
@@ -126,16 +144,17 @@ class ShardFormat(Protocol):
         self, directory: Path, op: OpenFile, vocab_size: int, count_id: int | None = None
     ) -> VerifiedOpen:
         """Check an open shard's committed prefix against the checkpoint's record, reading
-        only, and count the ids equal to ``count_id`` in the same pass; raises
-        ``IntegrityError`` saying what is wrong and how to recover."""
+        only, and scan it for ``count_id`` in the same pass (keeping every position when the
+        record holds document lengths, so resume can check them); raises ``IntegrityError``
+        saying what is wrong and how to recover."""
         ...
 
     def check_sealed(
         self, directory: Path, name: str, n: int, sha256: str, vocab_size: int, count_id: int | None
-    ) -> int:
+    ) -> IdScan:
         """Check a sealed shard's id file of ``n`` ids (size, header) against its SHA-256,
-        reading only; returns how many ids equal ``count_id`` (0 when None), counted in the
-        same pass. Raises ``IntegrityError`` saying what is wrong and how to recover."""
+        reading only; returns what the same pass saw of ``count_id`` (:class:`IdScan`).
+        Raises ``IntegrityError`` saying what is wrong and how to recover."""
         ...
 
     def reopen(self, directory: Path, verified: VerifiedOpen, vocab_size: int) -> ShardWriter:

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from prep.errors import FormatError, InputError, IntegrityError, UsageError, lost_file
 from prep.formats import header256
-from prep.formats.base import ids_problems, shard_stem, stem_pattern
+from prep.formats.base import IdScan, ids_problems, shard_stem, stem_pattern
 from prep.formats.idfile import (
     CountingHasher,
     HeaderFn,
@@ -183,18 +183,19 @@ class FlatFormat:
             raise lost_file(
                 path, f"is missing or shorter than its {op.n_tokens:,} committed ids", directory
             )
-        hasher = _scan(directory, path, op.n_tokens, start, width, count_id)
+        every = op.doc_lengths is not None and count_id is not None
+        hasher = _scan(directory, path, op.n_tokens, start, width, count_id, every=every)
         if hasher.hexdigest() != op.ids_sha256:
             raise IntegrityError(
                 f"{path}: its first {op.n_tokens:,} ids do not match the checkpoint's hash; "
                 f"the file was modified. Delete {directory} to start over",
                 path=path,
             )
-        return IdFileOpen(op.name, op.n_tokens, hasher.inner, op.doc_lengths, hasher.count)
+        return IdFileOpen(op.name, op.n_tokens, hasher.inner, op.doc_lengths, hasher.scan)
 
     def check_sealed(
         self, directory: Path, name: str, n: int, sha256: str, vocab_size: int, count_id: int | None
-    ) -> int:
+    ) -> IdScan:
         start, width = len(self._header(vocab_size)(0)), self._dtype(vocab_size).itemsize
         return check_sealed_file(directory, directory / name, n, sha256, start, width, count_id)
 
@@ -311,6 +312,7 @@ def _scan(
     width: int,
     count_id: int | None,
     whole: Any = None,
+    every: bool = False,
 ) -> CountingHasher:
     """Check the header (``start`` bytes), then hash the first ``n`` ids after it (into
     ``whole``, fed the header first: a sealed file's SHA-256) and count ``count_id`` in the
@@ -322,14 +324,14 @@ def _scan(
             header256.unpack(header, where=str(path))
         if whole is not None:
             whole.update(header)
-        return hash_ids_prefix(path, n, width, start, count_id, whole)
+        return hash_ids_prefix(path, n, width, start, count_id, whole, every)
     except FormatError as e:
         raise IntegrityError(f"{e}; delete {directory} to start over", path=path) from e
 
 
 def check_sealed_file(
     directory: Path, path: Path, n: int, sha256: str, start: int, width: int, count_id: int | None
-) -> int:
+) -> IdScan:
     """:meth:`FlatFormat.check_sealed` for a file whose ids start at byte ``start``."""
     size = path.stat().st_size
     if size < start + n * width:
@@ -348,4 +350,4 @@ def check_sealed_file(
         head = f.read(start)
     if start and header256.unpack(head, where=str(path)).n != n:
         raise _damaged(directory, path, f"its header does not say {n:,} ids")
-    return hasher.count
+    return hasher.scan

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from prep.errors import FormatError, InputError
-from prep.formats.base import MAX_TOKENS
+from prep.formats.base import MAX_TOKENS, IdScan
 from prep.formats.runninghash import RunningHash
 from prep.fsio import Hasher, hash_file
 from prep.state.shards import Companion
@@ -56,7 +56,7 @@ class IdFileOpen:
     n: int
     hasher: Hasher
     doc_lengths: tuple[int, ...] | None = None
-    count: int = 0  # committed ids equal to the ``count_id`` the check was asked for
+    scan: IdScan = field(default_factory=IdScan)  # what the check saw of ``count_id``
 
 
 class IdFileWriter:
@@ -169,12 +169,14 @@ def hash_ids_prefix(
     start: int,
     count_id: int | None = None,
     into: Hasher | None = None,
+    every: bool = False,
 ) -> CountingHasher:
     """A ``hashlib.sha256`` (or ``into``) fed the first ``n`` ids of ``path`` (from byte
-    ``start``), which also counts the ids equal to ``count_id`` in the same pass.
+    ``start``), which also scans them for ``count_id`` in the same pass (keeping every
+    position with ``every``).
 
     Raises ``FormatError`` if the file holds fewer ids."""
-    h = CountingHasher(into or hashlib.sha256(), count_id, np.dtype(f"<u{width}"))
+    h = CountingHasher(into or hashlib.sha256(), count_id, np.dtype(f"<u{width}"), every)
     try:
         hash_file(path, h, start=start, length=n * width)
     except EOFError as e:
@@ -185,12 +187,20 @@ def hash_ids_prefix(
 
 
 class CountingHasher:
-    """A hasher that counts one id in the ids it is fed (resume counts separators, so
-    documents, while it hashes a shard); ``inner`` holds the hash."""
+    """A hasher that also scans the ids it is fed for one id (resume counts separators, so
+    documents, while it hashes a shard, and notes where the first and last ones are);
+    ``inner`` holds the hash, ``scan`` what was seen."""
 
-    def __init__(self, inner: Hasher, count_id: int | None, dtype: np.dtype[Any]) -> None:
+    def __init__(self, inner: Hasher, count_id: int | None, dtype: np.dtype[Any],
+                 every: bool = False) -> None:
         self.inner, self.count_id, self.dtype = inner, count_id, dtype
+        self._every: list[int] | None = [] if every else None
         self.count = 0
+        self._seen = 0  # ids scanned so far
+        self._head: list[int] = []
+        self._tail: list[int] = []
+        self._first: int | None = None
+        self._last: int | None = None
         self._carry = b""  # a chunk may end inside an id
 
     def update(self, chunk: bytes | memoryview, /) -> None:
@@ -201,7 +211,25 @@ class CountingHasher:
         whole = len(data) - len(data) % self.dtype.itemsize
         self._carry = data[whole:]
         ids = np.frombuffer(data[:whole], dtype=self.dtype)
-        self.count += int(np.count_nonzero(ids == self.count_id))
+        if ids.size == 0:
+            return
+        at = np.flatnonzero(ids == self.count_id)
+        self.count += int(at.size)
+        if at.size:
+            self._head = (self._head + (at[:2] + self._seen).tolist())[:2]
+            self._tail = (self._tail + (at[-2:] + self._seen).tolist())[-2:]
+            if self._every is not None:
+                self._every.extend((at + self._seen).tolist())
+        if self._first is None:
+            self._first = int(ids[0])
+        self._last = int(ids[-1])
+        self._seen += int(ids.size)
+
+    @property
+    def scan(self) -> IdScan:
+        every = None if self._every is None else tuple(self._every)
+        return IdScan(self.count, tuple(self._head), tuple(self._tail), self._first, self._last,
+                      every)
 
     def hexdigest(self) -> str:
         return self.inner.hexdigest()

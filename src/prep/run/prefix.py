@@ -21,10 +21,10 @@ from prep.errors import IntegrityError, Interrupted, PrepError
 from prep.recipe import Recipe
 from prep.run.recount import ReplayCounts
 from prep.run.tasks import RowGroupTask, prepared, record_digest, row_group_tasks
-from prep.sources import Source, SourceFile
+from prep.sources import Source, SourceFile, identify
 from prep.split import SPLITS
 from prep.state.checkpoint import Checkpoint, StreamBase
-from prep.stream import Batch, Cursor, Preparer, StreamItem
+from prep.stream import DOC, Batch, Cursor, Preparer, StreamItem
 from prep.workers import OrderedPool
 
 logger = logging.getLogger(__name__)
@@ -123,6 +123,21 @@ def _visit(batch: Batch, cursor: Cursor, counts: ReplayCounts) -> None:
     counts.empty_rows += len(batch.kinds) - len(batch.doc_splits)
     for split, size in zip(batch.doc_splits, batch.doc_sizes, strict=True):
         counts.add_doc(SPLITS[split], size)
+    if batch.kinds:
+        counts.last_split = SPLITS[batch.doc_splits[-1]] if batch.kinds[-1] == DOC else None
+
+
+def stream_rows(source: Source, files: list[SourceFile], base: StreamBase | None) -> int | None:
+    """How many rows the stream over ``files`` (the read order) holds before any budget,
+    from the Parquet footers (after the published rows ``base`` continues); None when a
+    file's footer cannot be read."""
+    total, first = (0, 0) if base is None else (base.rows_visited, base.files)
+    for f in files[first:]:
+        _, sizes = identify(source, f)
+        if sizes is None:
+            return None
+        total += sum(sizes)
+    return total
 
 
 def _changed_row(err: PrepError) -> IntegrityError:

@@ -22,8 +22,15 @@ from prep.fsio import file_sha256, fsync_dir, stray_temps
 from prep.outputs import Output
 from prep.recipe import Recipe, RunOptions
 from prep.run.inputs import Inputs, pinned_encoder, pinned_source, recorded
-from prep.run.prefix import replay
-from prep.run.recount import check_docs, check_replayed, check_totals
+from prep.run.prefix import replay, stream_rows
+from prep.run.recount import (
+    check_budgets,
+    check_cuts,
+    check_finished,
+    check_records,
+    check_replayed,
+    shards_of,
+)
 from prep.run.state import RunState, make_writers, output_format
 from prep.sources import Source, SourceFile, arm_expected, hash_and_check
 from prep.state import checkpoint as ckpt
@@ -110,33 +117,41 @@ def check_versions(staging: Path, cp: Checkpoint, now: dict[str, str], allow: bo
         )
 
 
+@dataclass
+class CheckedShards:
+    """What :func:`check_shards` found: per split, the open shard's checked prefix and the
+    length of the split's last document (None when the shards cannot tell it)."""
+
+    opened: dict[str, VerifiedOpen | None]
+    last_doc: dict[str, int | None]
+
+
 def check_shards(
     staging: Path, cp: Checkpoint, fmt: ShardFormat, encoder: Encoder
-) -> dict[str, VerifiedOpen | None]:
+) -> CheckedShards:
     """Check every sealed shard's SHA-256 and layout and each open shard's committed
-    prefix, and what the shards say about the checkpoint's counts (``prep.run.recount``).
-
-    Returns, per split, the open shard's checked prefix. Raises ``IntegrityError`` naming
-    the first file that disagrees; reads only."""
+    prefix, and what the shards say about the checkpoint's claims (``prep.run.recount``).
+    Raises ``IntegrityError`` naming the first file that disagrees; reads only."""
     vocab, sep = encoder.identity.vocab_size, encoder.identity.doc_sep_id
-    exclusive = encoder.sep_exclusive
-    opened: dict[str, VerifiedOpen | None] = {}
+    recipe, exclusive = cp.recipe, encoder.sep_exclusive
+    checked = CheckedShards({}, {})
     for split, state in cp.splits.items():
-        check_totals(staging, split, state, sep, cp.recipe.max_file_tokens)
+        check_records(staging, split, state, fmt, sep, recipe.max_file_tokens)
+        scans = []
         for rec in state.sealed:
             _require_sealed(staging, staging / rec.name)
-            seps = fmt.check_sealed(staging, rec.name, rec.n_tokens, rec.sha256, vocab, sep)
-            check_docs(staging, rec.name, rec.n_docs, seps, sep, exclusive)
+            scans.append(fmt.check_sealed(staging, rec.name, rec.n_tokens, rec.sha256, vocab, sep))
             for c in rec.companions:
                 _check_sealed(staging, staging / c.name, c.sha256)
-        op = state.open
-        if op is None:
-            opened[split] = None
-            continue
-        verified = fmt.check_open(staging, op, vocab, sep)
-        check_docs(staging, op.name, op.n_docs, verified.count, sep, exclusive)
-        opened[split] = verified
-    return opened
+        op, verified = state.open, None
+        if op is not None:
+            verified = fmt.check_open(staging, op, vocab, sep)
+            scans.append(verified.scan)
+        files = [replace(f, scan=s) for f, s in zip(shards_of(state), scans, strict=True)]
+        append = recipe.sep_position == "append"
+        last = check_cuts(staging, files, sep, exclusive, append, recipe.max_file_tokens)
+        checked.opened[split], checked.last_doc[split] = verified, last
+    return checked
 
 
 def _require_sealed(staging: Path, path: Path) -> None:
@@ -175,6 +190,7 @@ def plan_restore(
     staging = out.staging
     cp = recorded(ckpt.load(staging))
     check_recipe(staging, cp.recipe, typed)
+    check_budgets(staging, cp)
     source = pinned_source(cp, opts)
     check_source(staging, cp, source)
     encoder = pinned_encoder(cp, opts)
@@ -183,21 +199,21 @@ def plan_restore(
     check_versions(staging, cp, versions, opts.allow_version_change)
     inputs = Inputs(source, encoder)
     fmt = output_format(cp.recipe, encoder.identity.vocab_size)
-    opened = check_shards(staging, cp, fmt, encoder)
+    shards = check_shards(staging, cp, fmt, encoder)
     base = cp.progress.base  # a continued stream opens after the published files
     start = () if base is None else (base.files, base.rows_visited)
     files, stream = open_stream(source, cp.recipe, *start)
+    parallel = None
+    if cp.recipe.shuffle_buffer == 0:
+        parallel = (source, files, opts.workers or default_workers())
+    preparer = Preparer(cp.recipe, files)
+    # A finished stream is replayed too: its "finished" is a claim like any other.
+    cursor, counts = replay(stream, preparer, cp, stop_requested, str(out), parallel)
+    check_replayed(staging, cp, counts)
     if cp.progress.finished:
-        cursor, live = Cursor(), None
-        cursor.rows_visited = cp.progress.rows_visited
-    else:
-        parallel = None
-        if cp.recipe.shuffle_buffer == 0:
-            parallel = (source, files, opts.workers or default_workers())
-        preparer = Preparer(cp.recipe, files)
-        cursor, counts = replay(stream, preparer, cp, stop_requested, str(out), parallel)
-        check_replayed(staging, cp, counts)
-        live = stream
+        rows = stream_rows(source, files, base)
+        check_finished(staging, cp, counts, rows, shards.last_doc["train"])
+    live = None if cp.progress.finished else stream
     cursor.empty_rows_skipped = cp.progress.empty_rows_skipped
     # Files the reader had hashed ahead of the committed rows, which the replay did not
     # reach: check them too while staging is still untouched.
@@ -206,7 +222,8 @@ def plan_restore(
             hash_and_check(source, f)
     stray = unnamed_files(staging, cp, fmt)
     return RestorePlan(
-        cp, inputs, fmt, versions, opened, files, live, cursor, stray, time.monotonic() - t0
+        cp, inputs, fmt, versions, shards.opened, files, live, cursor, stray,
+        time.monotonic() - t0,
     )
 
 

@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prep.errors import IntegrityError, lost_file
+from prep.errors import IntegrityError, UsageError, lost_file
 from prep.fsio import atomic_write_bytes, fsync_dir
-from prep.recipe import Recipe
+from prep.recipe import REQUIRED, Recipe
+from prep.split import SPLITS
+from prep.state import fields
 from prep.state.identity import SourceIdentity, TokenizerIdentity
 from prep.state.provenance import RefreshNote
 from prep.state.shards import SplitState
@@ -60,16 +62,14 @@ class StreamBase:
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any] | None) -> StreamBase | None:
-        if d is None:
-            return None
+    def from_json(cls, d: dict[str, Any]) -> StreamBase:
         return cls(
-            int(d["files"]),
-            int(d["rows_visited"]),
-            int(d["empty_rows_skipped"]),
-            str(d["prefix_sha256"]),
-            {str(k): int(v) for k, v in d.get("docs", {}).items()},
-            {str(k): int(v) for k, v in d.get("text_bytes", {}).items()},
+            fields.integer(d, "files"),
+            fields.integer(d, "rows_visited"),
+            fields.integer(d, "empty_rows_skipped"),
+            fields.sha256(d, "prefix_sha256"),
+            fields.mapping(d, "docs", fields.as_count, default={}),
+            fields.mapping(d, "text_bytes", fields.as_count, default={}),
         )
 
 
@@ -97,12 +97,12 @@ class Progress:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Progress:
         return cls(
-            rows_visited=int(d["rows_visited"]),
-            docs_written=int(d["docs_written"]),
-            empty_rows_skipped=int(d["empty_rows_skipped"]),
-            prefix_sha256=str(d["prefix_sha256"]),
-            finished=bool(d["finished"]),
-            base=StreamBase.from_json(d.get("base")),
+            rows_visited=fields.integer(d, "rows_visited"),
+            docs_written=fields.integer(d, "docs_written"),
+            empty_rows_skipped=fields.integer(d, "empty_rows_skipped"),
+            prefix_sha256=fields.sha256(d, "prefix_sha256"),
+            finished=fields.flag(d, "finished"),
+            base=fields.maybe_nested(d, "base", StreamBase.from_json),
         )
 
 
@@ -128,11 +128,11 @@ class RunFacts:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunFacts:
         return cls(
-            started_at=float(d["started_at"]),
-            resumes=int(d["resumes"]),
-            active_seconds=float(d["active_seconds"]),
-            source_mtimes={str(k): int(v) for k, v in d.get("source_mtimes", {}).items()},
-            refresh=RefreshNote.from_json(d.get("refresh")),
+            started_at=fields.number(d, "started_at"),
+            resumes=fields.integer(d, "resumes"),
+            active_seconds=fields.number(d, "active_seconds"),
+            source_mtimes=fields.mapping(d, "source_mtimes", _mtime, default={}),
+            refresh=fields.maybe_nested(d, "refresh", RefreshNote.from_json),
         )
 
 
@@ -171,16 +171,34 @@ class Checkpoint:
                 "directory was written by another version of prep. Resume it with that "
                 "version, or delete the staging directory to start over"
             )
+        splits = fields.mapping(d, "splits", fields.as_object(SplitState.from_json))
+        if sorted(splits) != sorted(SPLITS):
+            raise fields.FieldError("splits", f"holds {sorted(splits)}, expected {list(SPLITS)}")
         return cls(
-            recipe=Recipe.from_json(d["recipe"]),
-            source=SourceIdentity.from_json(d["source"]),
-            tokenizer=TokenizerIdentity.from_json(d["tokenizer"]),
-            versions={str(k): str(v) for k, v in d["versions"].items()},
-            progress=Progress.from_json(d["progress"]),
-            splits={k: SplitState.from_json(v) for k, v in d["splits"].items()},
-            run=RunFacts.from_json(d["run"]),
-            written_at=float(d.get("written_at", 0.0)),
+            recipe=fields.nested(d, "recipe", _recipe),
+            source=fields.nested(d, "source", SourceIdentity.from_json),
+            tokenizer=fields.nested(d, "tokenizer", TokenizerIdentity.from_json),
+            versions=fields.mapping(d, "versions", fields.as_text),
+            progress=fields.nested(d, "progress", Progress.from_json),
+            splits={name: splits[name] for name in SPLITS},
+            run=fields.nested(d, "run", RunFacts.from_json),
+            written_at=fields.number(d, "written_at", default=0.0),
         )
+
+
+def _recipe(d: dict[str, Any]) -> Recipe:
+    """The recipe, each setting of its type and in its range (a forged ``split_column``
+    of 5 used to reach pyarrow and fail there with a bare ``TypeError``)."""
+    for name in REQUIRED:
+        fields.text(d, name)
+    try:
+        return Recipe.from_json(d)
+    except UsageError as e:
+        raise fields.FieldError("", str(e)) from e
+
+
+def _mtime(value: Any) -> int:
+    return fields.integer({"": value}, "", minimum=None)
 
 
 def content_digest(content: dict[str, Any]) -> str:
@@ -218,6 +236,13 @@ def load(directory: Path) -> Checkpoint:
         return Checkpoint.from_json(content)
     except IntegrityError:
         raise
+    except fields.FieldError as e:
+        raise IntegrityError(
+            f"{path}: {e}. prep never writes that: the file was edited and its digest "
+            "recomputed, so the state it describes cannot be trusted (nothing was changed). "
+            f"Restore the original file, or delete {directory} to start over",
+            path=path,
+        ) from e
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise IntegrityError(
             f"{path} is corrupt ({type(e).__name__}: {e}); it cannot be resumed. Delete "

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from prep.state import fields
+
 Fingerprint = tuple[tuple[str, Any], ...]  # sorted (name, value) pairs, JSON scalars
 
 
@@ -28,12 +30,15 @@ class FileIdentity:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> FileIdentity:
-        sha = d["sha256"]
+        if "sha256" not in d:
+            raise fields.FieldError("sha256", "is missing")
         return cls(
-            path=str(d["path"]),
-            size=int(d["size"]),
-            sha256=None if sha is None else str(sha),
-            fingerprint=fingerprint_of(d.get("fingerprint") or {}),
+            path=fields.text(d, "path"),
+            size=fields.integer(d, "size"),
+            sha256=fields.maybe_sha256(d, "sha256"),
+            fingerprint=fingerprint_of(
+                fields.mapping(d, "fingerprint", fields.as_scalar) if d.get("fingerprint") else {}
+            ),
         )
 
 
@@ -66,15 +71,13 @@ class SourceIdentity:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> SourceIdentity:
-        kind = str(d["kind"])
-        rev = d.get("revision")
         return cls(
-            kind=kind,
-            uri=str(d["uri"]),
-            root=str(d.get("root", "")),
-            cwd=str(d.get("cwd", "")),
-            revision=None if rev is None else str(rev),
-            files=tuple(FileIdentity.from_json(f) for f in d["files"]),
+            kind=fields.text(d, "kind"),
+            uri=fields.text(d, "uri"),
+            root=fields.text(d, "root", default=""),
+            cwd=fields.text(d, "cwd", default=""),
+            revision=fields.maybe_text(d, "revision"),
+            files=fields.each(d, "files", fields.as_object(FileIdentity.from_json)),
         )
 
 
@@ -103,16 +106,14 @@ class TokenizerIdentity:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TokenizerIdentity:
-        spec = str(d["spec"])
-        sep, rev, origin = d.get("doc_sep_id"), d.get("revision"), d.get("doc_sep_from")
         return cls(
-            spec=spec,
-            tokenizer_id=str(d["tokenizer_id"]),
-            sha256=str(d["sha256"]),
-            vocab_size=int(d["vocab_size"]),
-            doc_sep_id=None if sep is None else int(sep),
-            revision=None if rev is None else str(rev),
-            doc_sep_from=None if origin is None else str(origin),
+            spec=fields.text(d, "spec"),
+            tokenizer_id=fields.text(d, "tokenizer_id"),
+            sha256=fields.sha256(d, "sha256"),
+            vocab_size=fields.integer(d, "vocab_size", minimum=1),
+            doc_sep_id=fields.maybe_integer(d, "doc_sep_id"),
+            revision=fields.maybe_text(d, "revision"),
+            doc_sep_from=fields.maybe_text(d, "doc_sep_from"),
         )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.fsio import atomic_write_bytes
+from prep.state import fields
 from prep.state.manifest import PROVENANCE_NAME, package_versions
 
 
@@ -56,14 +57,14 @@ class RefreshNote:
         if d is None:
             return None
         return cls(
-            d.get("previous_corpus_manifest_sha256"),
-            tuple(d.get("changes", ())),
-            bool(d.get("incremental", False)),
-            d.get("fallback"),
-            int(d.get("reused_files", 0)),
-            int(d.get("reused_rows", 0)),
-            int(d.get("reused_shards", 0)),
-            int(d.get("reused_tokens", 0)),
+            fields.maybe_text(d, "previous_corpus_manifest_sha256"),
+            fields.each(d, "changes", fields.as_text, default=()),
+            fields.flag(d, "incremental", default=False),
+            fields.maybe_text(d, "fallback"),
+            fields.integer(d, "reused_files", default=0),
+            fields.integer(d, "reused_rows", default=0),
+            fields.integer(d, "reused_shards", default=0),
+            fields.integer(d, "reused_tokens", default=0),
         )
 
     def report(self, rows_visited: int, n_files: int, seconds: float) -> dict[str, Any]:

@@ -7,6 +7,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from prep.state import fields
+
 EMPTY_SHA256 = hashlib.sha256().hexdigest()
 
 
@@ -22,7 +24,7 @@ class Companion:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Companion:
-        return cls(name=str(d["name"]), sha256=str(d["sha256"]))
+        return cls(name=fields.text(d, "name"), sha256=fields.sha256(d, "sha256"))
 
 
 def companions_to_json(out: dict[str, Any], companions: tuple[Companion, ...]) -> dict[str, Any]:
@@ -34,7 +36,7 @@ def companions_to_json(out: dict[str, Any], companions: tuple[Companion, ...]) -
 
 
 def companions_from_json(d: dict[str, Any]) -> tuple[Companion, ...]:
-    return tuple(Companion.from_json(c) for c in d.get("companions", ()))
+    return fields.each(d, "companions", fields.as_object(Companion.from_json), default=())
 
 
 @dataclass(frozen=True)
@@ -59,10 +61,10 @@ class FileRecord:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> FileRecord:
         return cls(
-            name=str(d["name"]),
-            n_tokens=int(d["n_tokens"]),
-            n_docs=int(d["n_docs"]),
-            sha256=str(d["sha256"]),
+            name=fields.text(d, "name"),
+            n_tokens=fields.integer(d, "n_tokens"),
+            n_docs=fields.integer(d, "n_docs"),
+            sha256=fields.sha256(d, "sha256"),
             companions=companions_from_json(d),
         )
 
@@ -92,13 +94,15 @@ class OpenFile:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> OpenFile:
-        lengths = d.get("doc_lengths")
+        lengths = None
+        if d.get("doc_lengths") is not None:
+            lengths = fields.each(d, "doc_lengths", fields.as_count)
         return cls(
-            name=str(d["name"]),
-            n_tokens=int(d["n_tokens"]),
-            n_docs=int(d["n_docs"]),
-            ids_sha256=str(d["ids_sha256"]),
-            doc_lengths=None if lengths is None else tuple(int(n) for n in lengths),
+            name=fields.text(d, "name"),
+            n_tokens=fields.integer(d, "n_tokens"),
+            n_docs=fields.integer(d, "n_docs"),
+            ids_sha256=fields.sha256(d, "ids_sha256"),
+            doc_lengths=lengths,
         )
 
 
@@ -136,11 +140,13 @@ class SplitState:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> SplitState:
+        if "open" not in d:
+            raise fields.FieldError("open", "is missing")
         return cls(
-            sealed=tuple(FileRecord.from_json(r) for r in d["sealed"]),
-            open=OpenFile.from_json(d["open"]) if d["open"] else None,
-            n_tokens=int(d["n_tokens"]),
-            n_docs=int(d["n_docs"]),
-            text_bytes=int(d["text_bytes"]),
-            text_tokens=int(d["text_tokens"]),
+            sealed=fields.each(d, "sealed", fields.as_object(FileRecord.from_json)),
+            open=fields.maybe_nested(d, "open", OpenFile.from_json),
+            n_tokens=fields.integer(d, "n_tokens"),
+            n_docs=fields.integer(d, "n_docs"),
+            text_bytes=fields.integer(d, "text_bytes"),
+            text_tokens=fields.integer(d, "text_tokens"),
         )
