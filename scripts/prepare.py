@@ -5,16 +5,14 @@ import sys
 
 if __name__ == "__main__":
     try:  # the first statement: nothing but the interpreter runs before the signal guard
-        from prep.startup import guard, settle
+        from prep.startup import guard, leave
     except ImportError:  # running from a checkout without `pip install -e .`
         from pathlib import Path
 
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
-        from prep.startup import guard, settle
+        from prep.startup import guard, leave
 
     guard()  # before the heavy imports: a SIGTERM during them still ends with exit 75
     from prep.cli import run_prepare
 
-    code = run_prepare(sys.argv[1:])
-    settle()  # the job is done: a signal while the interpreter exits changes nothing
-    sys.exit(code)
+    leave(run_prepare(sys.argv[1:]))  # flushed, then exits: nothing at exit can hang it

@@ -3,21 +3,18 @@ console script is not on ``PATH`` (a venv not activated, ``python -m`` in a job 
 console script calls :func:`main` too.
 
 Signals are guarded first (``prep.startup``), before the CLI's heavy imports (numpy,
-pyarrow, tokenizers): a SIGTERM during them still ends with exit 75; and settled last: a
-signal while the interpreter exits cannot change the exit code."""
-
-import sys
+pyarrow, tokenizers): a SIGTERM during them still ends with exit 75; and left last
+(``prep.startup.leave``): flushed, then ended with the command's exit code, so that neither
+a signal nor anything still running can change it or hold up the exit."""
 
 
 def main() -> None:
-    from prep.startup import guard, settle
+    from prep.startup import guard, leave
 
     guard()
     from prep.cli import main as cli_main
 
-    code = cli_main()
-    settle()
-    sys.exit(code)
+    leave(cli_main())
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 DONE = object()  # the producer's last item when the source ended
+# How long closing waits for the producer to notice: one step of the source (a row group
+# read, a batch tokenized) takes far less; a download may take longer, and is left to end.
+JOIN_SECONDS = 10.0
 
 
 class ReadAhead(Generic[T]):
@@ -61,10 +64,20 @@ class ReadAhead(Generic[T]):
             yield item  # type: ignore[misc]
 
     def close(self) -> None:
+        """Stop the producer and wait (up to ``JOIN_SECONDS``) until its thread has ended.
+
+        Waiting matters: a producer still inside pyarrow when the interpreter exits can hang
+        the exit for good. pyarrow reads a Python file object from its own I/O threads,
+        which call back into Python; once Python is finalizing, such a thread is stopped as
+        it takes the GIL, its read never completes, and pyarrow's thread pool waits for it
+        forever from the exit handlers (issue 23; ``tests/unit/test_readahead.py``)."""
         self._stop.set()
-        # A stage may be inside a long tokenizer call; it is a daemon thread and drops its
-        # result when it sees the stop, so do not hold up an exit for it.
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=JOIN_SECONDS)
+
+    @property
+    def alive(self) -> bool:
+        """Whether the producer's thread still runs."""
+        return self._thread.is_alive()
 
     def __enter__(self) -> ReadAhead[T]:
         return self

@@ -8,8 +8,9 @@ runs before it. Until a command takes the signals over, nothing has been touched
 no staging, no file): a signal then ends the process at once, with exit 75 and a line saying
 so, whatever the command. A command that writes takes them over (``prep.cli``) before it
 touches anything, and from then on a signal is a stop request it acts on at its next safe
-point. :func:`settle` covers the other end: once the command has returned, a signal while the
-interpreter exits must not turn a finished job into death by the signal.
+point. :func:`settle` and :func:`leave` cover the other end: once the command has returned, a
+signal while the process exits must not turn a finished job into death by the signal, and
+nothing left running may hold up the exit.
 
 A signal ignored by the parent (``SIG_IGN`` is inherited: a background job of a
 non-interactive shell starts with SIGINT ignored) is taken over all the same: a stop request
@@ -33,7 +34,7 @@ import sys
 TYPE_CHECKING = False  # typing itself costs milliseconds before the guard (mypy knows this)
 if TYPE_CHECKING:
     from types import FrameType
-    from typing import Any
+    from typing import Any, NoReturn
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 # Modules a dependency loads when it can but prep's own processes never need: gigatoken
@@ -117,3 +118,28 @@ def settle() -> None:
     signal in the last instants (after publishing) would kill the process (exit 143 or 130)."""
     for s in SIGNALS:
         signal.signal(s, signal.SIG_IGN)
+
+
+def leave(code: int) -> NoReturn:
+    """End a command-line process with ``code`` once its command has returned, without the
+    interpreter's shutdown: :func:`settle`, flush the log handlers and the standard streams,
+    then ``os._exit``.
+
+    By then the job is done: every file it wrote is fsynced (the commit protocol), the lock
+    is released and every worker ended. What the shutdown would still run (joining threads,
+    exit handlers, the static destructors of C++ libraries) can only hang: a stopped run
+    printed its last line and never exited when a pyarrow I/O thread, stopped in the middle
+    of a read by the finalizing interpreter, left pyarrow's thread pool waiting forever in
+    its destructor (issue 23). Only the entry points call this: ``prep.prepare()`` returns
+    to its caller, whose process exits as it will."""
+    settle()
+    logging = sys.modules.get("logging")  # imported by the command if it logged at all
+    if logging is not None:
+        logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # closed or broken: nothing more can be said there
+            pass
+    os._exit(code)

@@ -106,8 +106,6 @@ class _Planner(ReadAhead[Any]):
             raise error
         return _MISSING
 
-    def close(self) -> None:
-        self._stop.set()  # no join: the thread may be in a slow step (a download)
 
 
 class OrderedPool(Generic[T, R]):

@@ -1,11 +1,18 @@
-"""Soak (opt-in: ``pytest -m soak tests/faults``): a longer run killed again and again with
-SIGKILL, SIGTERM and SIGINT at random moments, each restart with random run options (batch
-size, threads, worker processes, checkpoint interval: none of them part of the recipe),
-until it publishes;
-rounds repeat until enough kills have landed. Every round's result must be byte-identical
-to one uninterrupted run's.
+"""Soaks (opt-in: ``pytest -m soak tests/faults``).
 
-``PREP_SOAK_KILLS`` (default 60) and ``PREP_SOAK_SEED`` (default 2024) tune it.
+The first: a longer run killed again and again with SIGKILL, SIGTERM and SIGINT at random
+moments, each restart with random run options (batch size, threads, worker processes,
+checkpoint interval: none of them part of the recipe), until it publishes; rounds repeat
+until enough kills have landed. Every round's result must be byte-identical to one
+uninterrupted run's. ``PREP_SOAK_KILLS`` (default 60) and ``PREP_SOAK_SEED`` (default
+2024) tune it.
+
+The second: graceful stops only (one SIGTERM or SIGINT per run) at random instants, of
+fresh and resumed runs with two workers, a shuffle buffer and recycled workers, each run
+given a timeout: a stopped run once printed its last line and never exited (issue 23).
+``PREP_STOP_SOAK`` (default 2,000 stops) and ``PREP_SOAK_SEED`` tune it; run it in chunks
+(another seed each) at low priority, e.g. ``PREP_STOP_SOAK=250 PREP_SOAK_SEED=1 nice -n 19
+pytest -m soak tests/faults/test_soak.py -k graceful``.
 """
 
 from __future__ import annotations
@@ -102,3 +109,55 @@ def test_soak_random_signals_and_run_options(
         "every round byte-identical to the uninterrupted run"
     )
     assert sum(kills.values()) >= target
+
+
+STOPS = [signal.SIGTERM] * 3 + [signal.SIGINT]
+STOP_ENDINGS = {75, 0, -signal.SIGTERM, -signal.SIGINT}  # the last two: before the handlers
+STOP_SECONDS = 300.0  # per run: far more than any run here needs, and still a hang's end
+
+
+@pytest.mark.soak
+def test_graceful_stops_always_end(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+                                   ) -> None:
+    """Every run is given one stop request at a random instant (anywhere, or once it has
+    committed rows of its own) and must end within ``STOP_SECONDS``: 75 (stopped at a
+    checkpoint), 0 (it finished first), or death by the signal before prep's handlers were
+    installed (the early-signal window, issue 23's item 3). A run that does not end fails
+    the soak with every process's stack (``Proc.finish``). Published rounds must be
+    byte-identical to the uninterrupted run."""
+    target = int(os.environ.get("PREP_STOP_SOAK", "2000"))
+    rng = random.Random(int(os.environ.get("PREP_SOAK_SEED", "2024")))
+    w = h.world(tmp_path_factory, h.SOAK)
+    endings: Counter[int] = Counter()
+    kinds: Counter[str] = Counter()
+    rounds, out, t0 = 0, tmp_path / "none", time.monotonic()
+    while endings[75] + endings[0] < target:
+        if not h.staging_of(out).is_dir() or rng.random() < 0.1:
+            rounds += 1
+            out = tmp_path / f"round-{rounds}" / "out"
+        resumed = h.staging_of(out).is_dir()
+        options = ["--workers", "2", "--batch-size", str(rng.choice([8, 32, 100, 512, 2000])),
+                   "--recycle-workers", rng.choice(["100K", "1M", "8M"]),
+                   "--checkpoint-interval", rng.choice(INTERVALS)]
+        start = h.rows_committed(out)
+        proc = h.spawn(["--out", out, *w.recipe(), "--resume", *options])
+        anywhere = rng.random() < 0.5
+        if not anywhere:
+            h.reached(proc, lambda s=start, o=out: h.rows_committed(o) > s)
+        sig = rng.choice(STOPS)
+        sent = h.kill_after(proc, rng.uniform(0, 1.5 if anywhere else 0.8), sig)
+        code, err = proc.finish(STOP_SECONDS)
+        if not sent:
+            assert code == 0, err
+        else:
+            assert code in STOP_ENDINGS, f"{sig.name} ended the run with {code}:\n{err}"
+            endings[code] += 1
+            kinds[f"{'resumed' if resumed else 'fresh'} {sig.name}"] += 1
+            if code in (0, 75):
+                h.no_traceback(err)
+        if code == 0:
+            h.assert_identical(w, out)
+    print(f"\ngraceful-stop soak: {sum(endings.values()):,} stop requests ({dict(kinds)}), "
+          f"exit codes {dict(endings)}, {rounds} rounds; each run ended within "
+          f"{STOP_SECONDS:.0f} s (one that did not would have failed the soak); "
+          f"{time.monotonic() - t0:,.0f} s")

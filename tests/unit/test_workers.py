@@ -8,7 +8,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,6 +68,32 @@ def test_close_ends_the_workers_at_once() -> None:
     for worker in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(worker, 0)
+
+
+def test_leaving_map_waits_for_the_planner_to_end_its_step() -> None:
+    """The planner thread reads the tasks (with a shuffle buffer: Parquet rows, through
+    pyarrow). Left running when the process exits, a read in flight could hang the exit for
+    good (issue 23), so leaving ``map`` ends the thread: here it is inside a step (a slow
+    read) when the caller leaves, and must have ended when ``close`` of the generator
+    returns."""
+    inside, reads = threading.Event(), []
+
+    def tasks() -> Iterator[tuple[int, float]]:
+        for i in range(100):
+            if i == 2:
+                inside.set()
+                time.sleep(0.3)  # a read in flight when the consumer leaves
+                reads.append(i)
+            yield (i, 0.0)
+
+    with OrderedPool(wt.slow_echo, workers=1, ahead=1) as pool:
+        it = pool.map(tasks())
+        next(it)
+        assert inside.wait(60), "the planner never reached the slow step"
+        it.close()
+        planners = [t for t in threading.enumerate() if t.name == "prep-planner"]
+        assert planners == [], "the planner thread outlived map"
+        assert reads == [2], "close returned before the step in flight ended"
 
 
 def test_a_worker_retires_after_its_tasks_and_a_fresh_one_takes_its_slot() -> None:
