@@ -1,7 +1,9 @@
-"""The one compiled part of prep: the BPE trainer (src/prep/tokenizer/_bpe.c).
+"""The compiled parts of prep: the BPE trainer (src/prep/tokenizer/_bpe.c) and the prefix
+digest's chain (src/prep/hashchain/_chain.c, over OpenSSL's SHA-256).
 
-Optional: where no C compiler is found the build goes on without it and prep trains with its
-pure-Python twin (same merges, much slower); `prep train-tokenizer` says which it uses."""
+Optional: where no C compiler (or no OpenSSL headers) is found the build goes on without them
+and prep uses their pure-Python twins (the same results, slower); `prep train-tokenizer`
+says which trainer it uses."""
 
 from setuptools import Extension, setup
 
@@ -12,6 +14,13 @@ setup(
             ["src/prep/tokenizer/_bpe.c"],
             extra_compile_args=["-O2"],
             optional=True,
-        )
+        ),
+        Extension(
+            "prep.hashchain._chain",
+            ["src/prep/hashchain/_chain.c"],
+            libraries=["crypto"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
     ]
 )

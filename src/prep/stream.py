@@ -23,6 +23,7 @@ from typing import Any, Union
 import numpy as np
 
 from prep.errors import InputError, PrepError
+from prep.hashchain import chain
 from prep.partition import Part, part_range
 from prep.recipe import Recipe
 from prep.sources import Source, SourceFile, iter_batches
@@ -282,13 +283,10 @@ class Cursor:
         self.rows_visited += 1
 
     def link_all(self, digests: bytes | bytearray) -> None:
-        """Visit rows by their digests, concatenated in order."""
-        chain, sha256, n = self._chain, hashlib.sha256, ROW_DIGEST_BYTES
-        view = memoryview(digests)
-        for i in range(0, len(view), n):
-            chain = sha256(chain + view[i : i + n]).digest()
-        self._chain = chain
-        self.rows_visited += len(view) // n
+        """Visit rows by their digests, concatenated in order (the links compiled where
+        :mod:`prep.hashchain` was built: this runs for every row, on the committing thread)."""
+        self._chain = chain(self._chain, digests)
+        self.rows_visited += len(digests) // ROW_DIGEST_BYTES
 
     @property
     def prefix_sha256(self) -> str:

@@ -35,7 +35,8 @@ ALLOWED: dict[str, set[str]] = {
     "sources": {"buckets", "fsio", "globs", "hub", "state"},
     "encoders": {"fsio", "hub", "state"},
     "formats": {"fsio", "state"},
-    "stream": {"partition", "recipe", "sources", "split"},
+    "hashchain": set(),
+    "stream": {"hashchain", "partition", "recipe", "sources", "split"},
     "writer": {"formats", "split", "state"},
     "outputs": {"formats", "fsio", "state"},
     "run": {

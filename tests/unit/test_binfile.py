@@ -288,17 +288,6 @@ def test_ids_sha256_is_hash_of_raw_id_bytes(tmp_path: Path, vocab: int, fmt: str
     w.close()
 
 
-def test_binwriter_append_rejects_out_of_vocab_and_writes_nothing(tmp_path: Path) -> None:
-    w = BinWriter(tmp_path / "a.bin", 256)
-    w.append(np.array([1, 2]))
-    with pytest.raises(InputError, match="token id 256 is outside"):
-        w.append(np.array([3, 256]))
-    assert w.n == 2
-    assert w.ids_sha256 == hashlib.sha256(struct.pack("<2H", 1, 2)).hexdigest()
-    w.seal()
-    assert read_bin(tmp_path / "a.bin")[1].tolist() == [1, 2]
-
-
 def test_binwriter_rejects_more_than_2_31_minus_1_ids(tmp_path: Path) -> None:
     w = BinWriter(tmp_path / "big.bin", 256)
     w.append(np.array([1]))

@@ -212,14 +212,6 @@ def test_document_over_2_31_minus_1_tokens_is_an_error(tmp_path: Path) -> None:
     w.close()
 
 
-def test_id_outside_vocab_is_refused(tmp_path: Path) -> None:
-    w = make_writer(tmp_path, sep=None, vocab=10)
-    w.add(np.array([1, 10], dtype=np.uint32), 2)
-    with pytest.raises(InputError, match="token id 10 is outside the vocabulary"):
-        w.flush()
-    w.close()
-
-
 # -- state and counts -------------------------------------------------------------------------
 
 

@@ -56,8 +56,8 @@ class ShardWriter(Protocol):
         ...
 
     def append(self, ids: npt.NDArray[Any], doc_lengths: Sequence[int] = ()) -> None:
-        """Append the ids of whole documents of ``doc_lengths`` ids each; raises
-        ``InputError`` for an id outside the vocabulary."""
+        """Append the ids of whole documents of ``doc_lengths`` ids each, all within the
+        vocabulary (the caller checked them)."""
         ...
 
     def sync(self) -> None:

@@ -109,12 +109,12 @@ class IdFileWriter:
         return None
 
     def append(self, ids: npt.NDArray[Any], doc_lengths: Sequence[int] = ()) -> None:
-        """Append ids (any integer dtype) of whole documents of ``doc_lengths`` ids. Raises
-        ``InputError`` for an id outside the vocabulary or ``FormatError`` past 2**31-1 ids;
-        nothing is written then."""
+        """Append ids (any integer dtype) of whole documents of ``doc_lengths`` ids, each
+        within the vocabulary: the worker that tokenized them checked that (``run.ids``), so
+        the committing thread does not read them again. Raises ``FormatError`` past 2**31-1
+        ids; nothing is written then."""
         if self.n + ids.size > MAX_TOKENS:
             raise FormatError(f"{self.path.name}: more than 2**31-1 ids in one file")
-        check_ids(ids, self.vocab_size, where=self.path.name)
         data = np.ascontiguousarray(ids, dtype=self.dtype).data
         start = self._ids_at + self.n * self.dtype.itemsize
         self._file.write(data)

@@ -18,8 +18,9 @@ from typing import Any
 from prep.errors import InputError, Interrupted, PrepError
 from prep.progress import Reporter, Snapshot, silent
 from prep.run.finish import finish
+from prep.run.ids import per_document
 from prep.run.state import RunState
-from prep.run.tasks import open_workers, per_document
+from prep.run.tasks import open_workers
 from prep.split import SPLITS, TRAIN
 from prep.state.manifest import Manifest
 from prep.stream import DOC, EMPTY, Batch, StreamItem

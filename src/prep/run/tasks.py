@@ -24,10 +24,11 @@ from typing import Any
 
 from prep.encoders.engine import EngineSpec, build_encoder, choose_engine
 from prep.encoders.flat import FlatIds
-from prep.errors import InputError, PrepError
+from prep.errors import PrepError
 from prep.readahead import ReadAhead
 from prep.recipe import Recipe
 from prep.run.crosscheck import CrossCheck, EngineMismatch
+from prep.run.ids import Ids, in_vocabulary, laid_or_ids, per_document, tokenize
 from prep.run.state import RunState
 from prep.sources import (
     Signature,
@@ -38,10 +39,9 @@ from prep.sources import (
     open_identified,
     open_parquet,
 )
-from prep.state.identity import TokenizerIdentity
-from prep.stream import DOC, Batch, Failure, Preparer, StreamItem, batches
+from prep.stream import Batch, Failure, Preparer, StreamItem, batches
 from prep.workers import OrderedPool, default_workers
-from prep.writer import Laid, lay_out_splits
+from prep.writer import Laid
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,6 @@ class ItemsTask:
 
 
 Task = RowGroupTask | ItemsTask
-Ids = FlatIds | list[Any]  # a flat buffer, or per document arrays with an InputError last
 
 
 @dataclass
@@ -180,33 +179,6 @@ def task_items(source: Source, files: list[SourceFile], recipe: Recipe, task: Ta
         return iter([Failure(e)]), None
 
 
-def tokenize(encoder: Any, batch: Batch) -> Ids:
-    """The batch's ids; a document the tokenizer cannot encode becomes an ``InputError``
-    after the ids of the documents before it."""
-    utf8 = [b for b, k in zip(batch.utf8, batch.kinds, strict=True) if k == DOC]
-    try:
-        return encoder.encode_flat(batch.docs, utf8)  # type: ignore[no-any-return]
-    except Exception:  # tokenizers raises a bare Exception: find the document
-        out: list[Any] = []
-        for k, (text, data) in enumerate(zip(batch.docs, utf8, strict=True)):
-            try:
-                out.extend(encoder.encode_flat([text], [data]).split())
-            except Exception as e:
-                path, row = batch.doc_where[k]
-                out.append(InputError(
-                    f"{path} row {row}: the tokenizer cannot encode this document ({e}); fix "
-                    "the tokenizer (for example give its model an unk_token) or remove the row",
-                    path=path, row=row,
-                ))
-                break
-        return out
-
-
-def per_document(ids: Ids) -> list[Any]:
-    """One id array per document (views into a flat buffer), as ``commit_batch`` takes."""
-    return ids.split() if isinstance(ids, FlatIds) else ids
-
-
 def prepared(source: Source, files: list[SourceFile], recipe: Recipe, preparer: Preparer,
              task: Task, size: int) -> Iterator[tuple[Batch, tuple[int, str] | None]]:
     """In a worker (a run's or a resume's replay): the task's rows prepared in batches of
@@ -244,28 +216,13 @@ def _piece(w: _Worker, batch: Batch, sha: tuple[int, str] | None) -> Piece:
     """A prepared batch tokenized, checked and, where it can be, laid out per split
     (:func:`laid_or_ids`): that work is done here, in parallel, and the committing process
     only appends."""
-    ids = tokenize(w.encoder, batch)
-    checked, error = _cross_check(w.check, batch, ids)
     identity = w.settings.engine.identity
+    ids = in_vocabulary(tokenize(w.encoder, batch), batch, identity.vocab_size)
+    checked, error = _cross_check(w.check, batch, ids)
     if isinstance(ids, FlatIds):
         ids = ids.narrowed(identity.vocab_size)
     payload = ids if error is not None else laid_or_ids(batch, ids, identity, w.settings.recipe)
     return Piece(batch.shed(), payload, sha, checked, error)
-
-
-def laid_or_ids(batch: Batch, ids: Ids, identity: TokenizerIdentity, recipe: Recipe
-                ) -> tuple[Laid, ...] | Ids:
-    """What the committing process appends for a tokenized batch: its documents laid out
-    per split with their separators, or the ids themselves, committed row by row, for a
-    batch whose rows must be visited one at a time: one holding an error row or a document
-    the tokenizer cannot encode (raised at its place), one under ``--train-tokens`` (the
-    budget stops mid-batch), or one with a document too long for any file (named at its
-    place)."""
-    if not isinstance(ids, FlatIds) or batch.errors or recipe.train_tokens is not None:
-        return ids
-    laid = lay_out_splits(ids.ids, ids.offsets, batch.doc_splits, batch.doc_sizes,
-                          identity.doc_sep_id, recipe.sep_position == "append")
-    return ids if laid is None else laid
 
 
 def _cross_check(check: CrossCheck | None, batch: Batch, ids: Ids
