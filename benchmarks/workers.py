@@ -8,7 +8,8 @@ manifest are byte-identical between the two, and reports ``ratio = median(A) / m
 process's own CPU seconds per GB of text: the serial work (committing, hashing the prefix,
 writing) that bounds how many cores prep can keep busy, with the projection
 ``cores_busy = worker CPU per GB / main CPU per GB``, and the committing thread's own share
-of it (``commit_thread_cpu_s_per_gb``; hashing and sealing shards run in other threads).
+of it (``commit_thread_cpu_s_per_gb``), and each thread of the main process in the B runs,
+by name (``threads_cpu_s_per_gb``, medians, from ``main_threads_cpu_seconds``).
 
 It also adds up the CPU each whole run used (user + system, every process of its tree) and
 gives a bound that needs no model of prep, only that the ``cores`` cores this process may
@@ -89,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     main_cpu: dict[int, list[float]] = {args.a: [], args.b: []}
     commit_cpu: dict[int, list[float]] = {args.a: [], args.b: []}
     tree_cpu: dict[int, list[float]] = {args.a: [], args.b: []}
+    threads_cpu: list[dict[str, float]] = []  # per B run: each main-process thread, s per GB
     text_gb = 0.0
     first: dict[str, bytes] | None = None
     for i in range(args.pairs):
@@ -106,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
             times[n].append(res.seconds)
             main_cpu[n].append(prov["main_cpu_seconds"] / text_gb)
             commit_cpu[n].append(prov["commit_thread_cpu_seconds"] / text_gb)
+            if n == args.b:
+                threads_cpu.append({name: v / text_gb for name, v in
+                                    prov["main_threads_cpu_seconds"].items()})
             tree_cpu[n].append(res.cpu_seconds)
             got = outputs(out)
             if first is None:
@@ -135,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         "share_of_ceiling": None if limit is None else round(ratio / limit, 3),
         "main_cpu_s_per_gb": round(serial, 3),
         "commit_thread_cpu_s_per_gb": round(statistics.median(commit_cpu[args.b]), 3),
+        "threads_cpu_s_per_gb": {name: round(statistics.median(r.get(name, 0.0)
+                                                               for r in threads_cpu), 3)
+                                 for name in sorted({k for r in threads_cpu for k in r})},
         "gb_per_s_b": round(text_gb / med[args.b], 4),
     }))
     return 0

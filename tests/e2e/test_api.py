@@ -92,8 +92,13 @@ def test_workers_and_engine_never_change_the_bytes(
     assert _dataset(out) == _dataset(cli_out)
     provenance = json.loads((out / "_PROVENANCE.json").read_text())
     assert provenance["engine"] == ("hf" if engine == "hf" else "gigatoken")
-    # The committing thread's CPU is part of the process's over the same span.
+    # The committing thread's CPU is part of the process's over the same span, and so is
+    # each thread's, the committing one (MainThread) and the one receiving results included.
     assert 0 <= provenance["commit_thread_cpu_seconds"] <= provenance["main_cpu_seconds"]
+    threads = provenance["main_threads_cpu_seconds"]
+    assert {"MainThread", "prep-reader", "other"} <= set(threads)
+    assert all(v >= 0 for v in threads.values())
+    assert sum(threads.values()) <= provenance["main_cpu_seconds"] + 0.01
 
 
 def test_spawned_workers_give_the_same_bytes(

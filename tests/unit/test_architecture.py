@@ -20,6 +20,7 @@ ALLOWED: dict[str, set[str]] = {
     "globs": set(),
     "split": set(),
     "readahead": set(),
+    "threadcpu": set(),
     "progress": set(),
     "argtypes": set(),
     "launch": {"startup"},
@@ -41,7 +42,7 @@ ALLOWED: dict[str, set[str]] = {
     "outputs": {"formats", "fsio", "state"},
     "run": {
         "encoders", "formats", "fsio", "outputs", "partition", "progress", "readahead",
-        "recipe", "sources", "split", "state", "stream", "workers", "writer",
+        "recipe", "sources", "split", "state", "stream", "threadcpu", "workers", "writer",
     },
     "refresh": {"encoders", "outputs", "recipe", "sources", "state"},
     "verify": {"formats", "split", "state"},

@@ -81,6 +81,7 @@ def provenance(
         cross_check=state.crosscheck.stats() if state.crosscheck is not None else None,
         main_cpu_seconds=state.main_cpu,
         commit_thread_cpu_seconds=state.commit_thread_cpu,
+        main_threads_cpu_seconds=state.threads_cpu,
     )
 
 

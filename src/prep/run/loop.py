@@ -24,6 +24,7 @@ from prep.run.tasks import open_workers
 from prep.split import SPLITS, TRAIN
 from prep.state.manifest import Manifest
 from prep.stream import DOC, EMPTY, Batch, StreamItem
+from prep.threadcpu import ThreadCpu
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +112,7 @@ def run_loop(
     with open_workers(state, stream) as tokenized:
         cpu0 = time.process_time()  # after loading the engine: the per-GB work only
         thread0 = time.thread_time()  # the committing thread's own share of it
+        threads = ThreadCpu()  # and every other thread's, while they all live
         for batch, ids in tokenized:
             reached = commit_batch(state, batch, ids)
             for w in state.writers.values():
@@ -128,6 +130,8 @@ def run_loop(
                 state.checkpoint()
                 last_ckpt = now
             report()
+            threads.sample()
+        state.threads_cpu = threads.spent()
     state.main_cpu = time.process_time() - cpu0
     state.commit_thread_cpu = time.thread_time() - thread0
     state.finished = True

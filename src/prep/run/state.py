@@ -86,6 +86,7 @@ class RunState:
     crosscheck: Any = None  # the run-time cross-check of a fast engine, if any
     main_cpu: float | None = None  # CPU seconds of this process while committing
     commit_thread_cpu: float | None = None  # of them, the committing thread's own
+    threads_cpu: dict[str, float] | None = None  # each thread's, by name (prep.threadcpu)
     t0: float = field(default_factory=time.monotonic)
     check_lock: Callable[[], None] = _lock_unchecked  # raises once the lock is not ours
 

@@ -99,6 +99,7 @@ class Provenance:
     cross_check: dict[str, Any] | None = None  # what the run-time cross-check re-encoded
     main_cpu_seconds: float | None = None  # this process's CPU while committing
     commit_thread_cpu_seconds: float | None = None  # the committing thread's share of it
+    main_threads_cpu_seconds: dict[str, float] | None = None  # each thread's, by name
     packages: dict[str, str] = field(default_factory=package_versions)
 
     def to_json(self) -> dict[str, Any]:
@@ -122,6 +123,8 @@ class Provenance:
             "text_bytes": self.text_bytes,
             "main_cpu_seconds": _seconds(self.main_cpu_seconds),
             "commit_thread_cpu_seconds": _seconds(self.commit_thread_cpu_seconds),
+            "main_threads_cpu_seconds": None if self.main_threads_cpu_seconds is None else {
+                name: _seconds(v) for name, v in sorted(self.main_threads_cpu_seconds.items())},
         }
 
 
