@@ -1,10 +1,10 @@
 """How long the nightly ``--refresh`` takes when nothing changed, on a source of many files.
 
 The cron promise (spec: "When the source has not changed it does nothing, quickly") rests on
-the up-to-date check: list the source, compare each file's size and mtime with the published
-version's, hash the tokenizer, compare the recipe; no Parquet is read. Its cost grows with
-the number of files, so the source here is ``--files`` small Parquet files (``--rows`` rows
-each). The benchmark:
+the up-to-date check: list the source, compare each file's size and fingerprint (inode,
+mtime, ctime) with the published version's, hash the tokenizer, compare the recipe; no
+Parquet is read. Its cost grows with the number of files, so the source here is ``--files``
+small Parquet files (``--rows`` rows each). The benchmark:
 
 1. writes the source and runs one full build: ``python scripts/prepare.py --source SRC
    --tokenizer TOK --out WORKDIR/out`` (a child process);
@@ -15,8 +15,8 @@ each). The benchmark:
    the imports (``prep.cli`` and ``prep.pipeline``, which pull in pyarrow, numpy,
    tokenizers) and around the call, separating start-up and import cost from the check;
 4. the same in-process timing after every source file's mtime moved (content unchanged):
-   each file is then hashed. The published version keeps its recorded mtimes, so this is
-   what every later run pays too, until the next rebuild.
+   each file is then hashed. The published version keeps its recorded fingerprints, so
+   this is what every later run pays too, until the next rebuild.
 
 Every refresh must exit 0 and report "up to date"; anything else stops the benchmark (exit 1)
 with the command and the tail of its output, and keeps the work directory.

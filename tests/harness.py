@@ -355,6 +355,31 @@ def run(args: Sequence[object], log: Path | None = None, faults: Faults = None, 
     return Done(*spawn(args, log, faults, mark=mark, cwd=cwd).finish(timeout))
 
 
+needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+
+
+def run_opening(args: Sequence[object], trace: Path, *, timeout: float = TIMEOUT
+                ) -> tuple[Done, set[str]]:
+    """``prepare ARGS`` to the end under ``strace`` (every process of it), and the paths it
+    opened: the kernel's word on which files a run read, whatever code read them. Mark a
+    test that uses it ``@needs_strace`` (CI installs strace)."""
+    cmd = ["strace", "-f", "--seccomp-bpf", "-qq", "-o", str(trace),
+           "-e", "trace=open,openat,openat2", *command(args)]
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    opened = set()
+    for line in trace.read_text().splitlines():  # 123 openat(AT_FDCWD, "PATH", ...) = 3
+        path = line.partition('"')[2].partition('"')[0]
+        if path and " = -1 " not in line.rpartition(")")[2]:
+            opened.add(path)
+    return Done(done.returncode, done.stderr), opened
+
+
+def opened_under(root: Path, opened: set[str]) -> list[str]:
+    """The paths in ``opened`` below ``root``, relative to it, sorted."""
+    prefix = str(root.resolve()) + os.sep
+    return sorted(p.removeprefix(prefix) for p in opened if p.startswith(prefix))
+
+
 def kill_after(proc: Proc, delay: float, sig: signal.Signals = signal.SIGKILL) -> bool:
     """Send ``sig`` after ``delay`` seconds unless the process ended first; True if sent."""
     try:

@@ -110,6 +110,11 @@ def prepare_outcome(
             f"{', '.join(sorted(_RUN_FIELDS))}"
         )
     _check_intent(typed, run_options)
+    if run_options.get("rehash") and not run_options.get("refresh"):
+        raise UsageError(
+            "--rehash only changes what --refresh reads (every input file hashed, no "
+            "fingerprint trusted); add --refresh, or drop --rehash"
+        )
     try:
         validate(typed)
         typed = _canonical(typed)
@@ -178,7 +183,7 @@ def prepare(
     ``seed``, ``max_file_tokens``, ``doc_sep_id``, ...; omitted ones take the CLI's
     defaults) and run options (``batch_size``, ``threads``, ``workers``, ``engine``,
     ``checkpoint_interval``,
-    ``wait_lock``, ``refresh``, ``allow_version_change``, ``log_interval``, ``quiet``).
+    ``wait_lock``, ``refresh``, ``rehash``, ``allow_version_change``, ``log_interval``, ``quiet``).
     ``source`` and ``tokenizer`` are required to start (``"sample"`` names the bundled
     corpus, ``"byte"`` the byte tokenizer); relative paths are resolved once, from the
     current directory. ``resume=True`` continues ``out.incomplete/`` from its last

@@ -240,6 +240,9 @@ def _run_control(g: Group, d: Mapping[str, Any]) -> None:
                    help="continue DIR.incomplete/ (or start, or find DIR complete)")
     g.add_argument("--refresh", action="store_true",
                    help="for cron: exit 0 if DIR is current, else rebuild and swap it in")
+    g.add_argument("--rehash", action="store_true",
+                   help="with --refresh: read and hash every input file, trusting no unchanged "
+                   "size, mtime, ctime and inode (or ETag and version) the manifest recorded")
     g.add_argument("--allow-version-change", action="store_true",
                    help="resume although the tokenizers or numpy version changed")
     g.add_argument(

@@ -242,14 +242,16 @@ class _Lifecycle:
             source = self.early_source or resolve_source(
                 self.recipe.source, opts.token, offline=opts.offline
             )
-            fresh = check_fresh(out, self.recipe, source, opts.token, opts.offline)
+            fresh = check_fresh(out, self.recipe, source, opts.token, opts.offline, opts.rehash)
             if fresh.unchanged:
                 logger.info("%s is up to date", out)
                 return Outcome("up-to-date", out.location, seconds=time.monotonic() - self.t0)
             changes = tuple(fresh.changes)
             logger.info("%s changed: %s", out, "; ".join(changes))
             out.check_swap()
-            plan = plan_increment(out, fresh.manifest, self.recipe, source, fresh.settings)
+            plan = plan_increment(
+                out, fresh.manifest, self.recipe, source, fresh.settings, opts.rehash
+            )
             if isinstance(plan, Increment):
                 inc, note = plan, plan.note(fresh.previous_corpus_sha256, changes)
             else:

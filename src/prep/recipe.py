@@ -172,6 +172,7 @@ class RunOptions:
     checkpoint_interval: float = 60.0
     resume: bool = False
     refresh: bool = False
+    rehash: bool = False  # --refresh: hash every input, trust no fingerprint
     allow_version_change: bool = False
     log_interval: float = 30.0
     quiet: bool = False

@@ -1,9 +1,12 @@
 """``--refresh`` for cron: the quick "unchanged?" test, and the checks of a complete dataset.
 
-Unchanged means: the source lists the same files with the same sizes and mtimes (a file
-whose mtime changed is hashed and compared), the same Hub commit, the same tokenizer bytes
-and separator, and the same recipe as the published version recorded. No Parquet content is
-read for it. Swapping the new version in is the output's (:meth:`prep.outputs.Output.swap_in`).
+Unchanged means: the source lists the same files with the same sizes and the same bytes,
+the same Hub commit, the same tokenizer bytes and separator, and the same recipe as the
+published version recorded. A file whose fingerprint is unchanged (a local file's mtime,
+ctime and inode; an object's ETag and version: :func:`prep.state.changes.trusted`, and
+docs/format.md for what that trusts) is not read; any other is hashed and its bytes decide;
+``--rehash`` hashes every file. So an unchanged source costs a listing and two JSON files.
+Swapping the new version in is the output's (:meth:`prep.outputs.Output.swap_in`).
 """
 
 from __future__ import annotations
@@ -44,12 +47,16 @@ class Freshness:
 
 
 def check_fresh(
-    out: Output, recipe: Recipe, source: Source, token: str | None, offline: bool = False
+    out: Output, recipe: Recipe, source: Source, token: str | None, offline: bool = False,
+    rehash: bool = False,
 ) -> Freshness:
-    """Compare the published version with the current source, tokenizer and recipe."""
+    """Compare the published version with the current source (``rehash``: every file read
+    and hashed), tokenizer and recipe."""
     published = out.refresh_base()
     manifest = read_manifest(published)
-    changes = source.changes_from(manifest.source.identity(), read_source_mtimes(published))
+    changes = source.changes_from(
+        manifest.source.identity(), read_source_mtimes(published), rehash
+    )
     tok = tokenizer_fingerprint(
         recipe.tokenizer,
         doc_sep_id=recipe.doc_sep_id,

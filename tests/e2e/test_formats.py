@@ -74,7 +74,7 @@ def test_manifest_records_format_dtype_and_every_file(
     name, _, dtype, version = variant
     out = built[key]
     m = json.loads((out / "_MANIFEST.json").read_bytes())
-    assert (m["version"], m["format"], m["dtype"], m["bin_version"]) == ("v4", name, dtype,
+    assert (m["version"], m["format"], m["dtype"], m["bin_version"]) == ("v5", name, dtype,
                                                                          version)
     listed = {e["name"]: e["sha256"] for e in m["files"]}
     listed.update({c["name"]: c["sha256"] for e in m["files"] for c in e.get("companions", [])})

@@ -299,15 +299,20 @@ def test_manifest_fields_recomputed(cli, tmp_path: Path) -> None:
     assert raw == (json.dumps(m, indent=2, ensure_ascii=False) + "\n").encode()
     assert list(m) == MANIFEST_KEYS
     assert list(m["source"]) == SOURCE_KEYS
-    assert m["version"] == "v4"
+    assert m["version"] == "v5"
     s = m["source"]
     assert (s["kind"], s["uri"], s["revision"]) == ("parquet", str(src), None)
     assert (s["text_column"], s["split_column"]) == ("text", None)
     assert [f["path"] for f in s["files"]] == ["early.parquet", "zz/late.parquet"]
     for f in s["files"]:
-        assert f["size"] == (src / f["path"]).stat().st_size
+        st = (src / f["path"]).stat()
+        assert f["size"] == st.st_size
         assert f["sha256"] == sha256_file(src / f["path"])
-    ident = {"kind": "parquet", "revision": None, "files": s["files"]}
+        assert f["fingerprint"] == {"ctime_ns": st.st_ctime_ns, "inode": st.st_ino,
+                                    "mtime_ns": st.st_mtime_ns}
+    # the corpus hash leaves the fingerprints (facts of where the files are) out
+    files = [{k: f[k] for k in ("path", "size", "sha256")} for f in s["files"]]
+    ident = {"kind": "parquet", "revision": None, "files": files}
     assert m["corpus_manifest_sha256"] == hashlib.sha256(canonical(ident)).hexdigest()
     assert s["prefix_sha256"] == prefix_sha256(read_order)
     assert s["empty_rows_skipped"] == 5
@@ -431,8 +436,10 @@ def test_single_file_source_is_relative_to_its_parent(cli, tmp_path: Path) -> No
 
     assert r.code == 0, r.err
     files = manifest(out)["source"]["files"]
-    assert files == [{"path": "only.parquet", "size": src.stat().st_size,
-                      "sha256": sha256_file(src)}]
+    st = src.stat()
+    assert files == [{"path": "only.parquet", "size": st.st_size, "sha256": sha256_file(src),
+                      "fingerprint": {"ctime_ns": st.st_ctime_ns, "inode": st.st_ino,
+                                      "mtime_ns": st.st_mtime_ns}}]
 
 
 def test_symlinked_files_as_in_the_hugging_face_cache(cli, tmp_path: Path) -> None:

@@ -35,18 +35,20 @@ def g(tmp_path_factory: pytest.TempPathFactory) -> h.Versions:
     return h.Versions(w.recipe(), old, new, h.dir_bytes(old), h.dir_bytes(new))
 
 
-def finish_refresh(g: h.Versions, out: Path) -> str:
-    """``--refresh --resume`` to the end; returns its log."""
-    done = h.run(["--out", out, *g.args, "--refresh", "--resume"])
+def finish_refresh(g: h.Versions, out: Path, trace: Path | None = None) -> tuple[str, set[str]]:
+    """``--refresh --resume`` to the end (under strace when given a ``trace`` file);
+    returns its log and the files it opened (none without a trace)."""
+    cmd = ["--out", out, *g.args, "--refresh", "--resume"]
+    done, opened = h.run_opening(cmd, trace) if trace else (h.run(cmd), set())
     assert done.returncode == 0, done.stderr
     h.no_traceback(done.stderr)
     assert g.whole_version(out) == "new"
     assert h.dir_bytes(out.with_name("out.previous")) == g.old_bytes
     note = h.provenance(out)["refresh"]
     assert note["incremental"] is True, note
-    left = sorted(p.name for p in out.parent.iterdir() if p.name != "fired")
+    left = sorted(p.name for p in out.parent.iterdir() if not p.name.startswith("fired"))
     assert left == ["out", "out.lock", "out.previous"], left
-    return done.stderr
+    return done.stderr, opened
 
 
 def kill(target: str, when: str = "after", nth: int = 1, **filters: Any) -> dict[str, Any]:
@@ -66,6 +68,7 @@ KILLS = {
 }  # fmt: skip
 
 
+@h.needs_strace
 @pytest.mark.parametrize("case", sorted(KILLS))
 def test_incremental_refresh_killed_then_resumed(g: h.Versions, tmp_path: Path, case: str) -> None:
     fault, holds = KILLS[case]
@@ -77,11 +80,15 @@ def test_incremental_refresh_killed_then_resumed(g: h.Versions, tmp_path: Path, 
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert "refreshing incrementally" in done.stderr or case.startswith("while linking")
     assert g.whole_version(out) == holds  # DIR is untouched until the swap
-    log = finish_refresh(g, out)
+    log, opened = finish_refresh(g, out, tmp_path / "fired.strace")
     replayed = re.search(r"replayed ([\d,]+) rows", log)
     if "checkpoint" in case:  # a resume reads again only rows after the published ones
         assert replayed, log
         assert 0 < int(replayed.group(1).replace(",", "")) <= NEW_DOCS, log
+        # ... and only the new file: the published ones are trusted by their unchanged
+        # fingerprints, as the refresh trusted them, not read (their footers neither)
+        source = Path(g.args[g.args.index("--source") + 1])
+        assert h.opened_under(source, opened) == ["part-00011.parquet"], log
 
 
 def test_incremental_refresh_killed_at_random_moments(g: h.Versions, tmp_path: Path) -> None:

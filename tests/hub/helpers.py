@@ -151,15 +151,19 @@ def bins(out: Path) -> dict[str, bytes]:
 
 def assert_same_dataset(hub_out: Path, local_out: Path, *, revision: str) -> None:
     """Byte-identical .bin files; manifests equal but for the source's kind, URI and
-    revision (and so the corpus hash, which covers kind and revision)."""
+    revision (and so the corpus hash, which covers kind and revision), and the local files'
+    fingerprints (a Hub file has none: its commit pins it)."""
     assert bins(hub_out) == bins(local_out)
     assert bins(hub_out)  # never vacuous
     mh, ml = manifest(hub_out), manifest(local_out)
     assert (mh["source"]["kind"], mh["source"]["revision"]) == ("hf", revision)
     assert (ml["source"]["kind"], ml["source"]["revision"]) == ("parquet", None)
+    assert not any("fingerprint" in f for f in mh["source"]["files"])
+    assert all("fingerprint" in f for f in ml["source"]["files"])
 
     def strip(m: dict[str, Any]) -> dict[str, Any]:
         src = {k: v for k, v in m["source"].items() if k not in ("kind", "uri", "revision")}
+        src["files"] = [{k: v for k, v in f.items() if k != "fingerprint"} for f in src["files"]]
         return {**m, "source": src, "corpus_manifest_sha256": None}
 
     assert strip(mh) == strip(ml)

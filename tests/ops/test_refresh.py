@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tokenizers
 from conftest import REPO, bpe_tokenizer, dir_bytes, numbered_docs
 from harness import (
     World,
@@ -24,9 +25,12 @@ from harness import (
     grow_file,
     leftovers,
     manifest,
+    needs_strace,
     no_traceback,
+    opened_under,
     provenance,
     release,
+    run_opening,
     spawn,
     tree,
     wait_for,
@@ -47,56 +51,65 @@ def out(w: World) -> Path:
     return out
 
 
-def test_unchanged_source_is_up_to_date_without_reading_parquet(cli, w: World, out: Path
-                                                                ) -> None:
+@needs_strace
+def test_up_to_date_reads_no_source_file_and_loads_no_tokenizer(w: World, out: Path,
+                                                                 tmp_path: Path) -> None:
     before = tree(out)
-    victim = w.source / "part-00002.parquet"
-    st = victim.stat()
-    victim.write_bytes(os.urandom(st.st_size))  # no longer Parquet; same size, mtime restored
-    os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns))
-
-    r = cli("prepare", *w.args(out, "--refresh"))
-    assert r.code == 0, r.err
-    assert "is up to date" in r.err
+    (code, err), opened = run_opening(w.args(out, "--refresh"), tmp_path / "a.strace")
+    assert code == 0, err
+    assert "is up to date" in err
+    assert opened_under(w.source, opened) == []  # listed (stat) only
+    library = Path(tokenizers.__file__).parent  # the tokenizers package: never imported
+    assert opened_under(library, opened) == [], "the tokenizers library was loaded"
+    assert str(w.tokenizer.resolve() / "tokenizer.json") in opened  # its SHA-256 is compared
     assert tree(out) == before
     assert leftovers(out) == set()
 
-    # Run options and recipe defaults typed out do not make a change either.
+    # A file whose mtime moved is read and hashed, and still up to date; so is every file
+    # with --rehash.
+    bump_mtime(w.path(1))
+    (code, err), opened = run_opening(w.args(out, "--refresh"), tmp_path / "b.strace")
+    assert code == 0, err
+    assert "is up to date" in err
+    assert opened_under(w.source, opened) == ["part-00001.parquet"]
+    assert "1 source file read again and found unchanged (its fingerprint moved" in err
+    (code, err), opened = run_opening(w.args(out, "--refresh", "--rehash"),
+                                      tmp_path / "c.strace")
+    assert code == 0, err
+    assert "is up to date" in err
+    assert opened_under(w.source, opened) == [p.name for p in sorted(w.source.iterdir())]
+    assert tree(out) == before
+
+
+def test_run_options_typed_out_are_not_a_change(cli, w: World, out: Path) -> None:
+    before = tree(out)
     r = cli("prepare", *w.args(out, "--refresh", "--batch-size", 7, "--threads", 1,
                                "--checkpoint-interval", 5, "--max-file-tokens", 100_000_000,
                                "--val-fraction", 0.01, "--seed", 1337, "--log-interval", 1))
     assert r.code == 0, r.err
     assert "is up to date" in r.err
     assert tree(out) == before
+    r = cli("prepare", *w.args(out, "--rehash"))
+    assert r.code == 2, r.err
+    assert "--rehash only changes what --refresh reads" in r.err
 
-    # Control: once the mtime moves, the same bytes are hashed, read and refused.
-    bump_mtime(victim)
+
+def test_same_size_rewrite_with_its_mtime_restored_is_seen(cli, w: World, out: Path) -> None:
+    """The fingerprint holds the ctime, which no user can set back: a file rewritten in
+    place with its size and mtime kept is read, and its bytes decide."""
+    before = tree(out)
+    victim = w.path(2)
+    st = victim.stat()
+    victim.write_bytes(os.urandom(st.st_size))  # no longer Parquet; same size, mtime restored
+    os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (victim.stat().st_size, victim.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+
     r = cli("prepare", *w.args(out, "--refresh"))
     assert r.code == 1, r.err
-    assert "part-00002.parquet" in r.err and "content changed" in r.err, r.err
+    assert "part-00002.parquet: content changed" in r.err
+    assert "part-00002.parquet: not a readable Parquet file" in r.err
     assert tree(out) == before
     assert not out.with_name("out.previous").exists()
-
-
-def test_touched_file_is_rehashed_and_still_up_to_date(w: World, out: Path, tmp_path: Path
-                                                       ) -> None:
-    before = tree(out)
-    calls = tmp_path / "file_sha256.calls"
-    hook = {"target": "prep.sources.local.file_sha256", "action": "record", "record": str(calls)}
-
-    code, err = spawn(w.args(out, "--refresh"), tmp_path / "a.log", [hook]).finish()
-    assert code == 0, err
-    assert "is up to date" in err
-    assert not calls.exists(), "nothing should be hashed when sizes and mtimes agree"
-
-    touched = w.source / "part-00001.parquet"
-    bump_mtime(touched)
-    code, err = spawn(w.args(out, "--refresh"), tmp_path / "b.log", [hook]).finish()
-    assert code == 0, err
-    assert "is up to date" in err
-    assert calls.read_text().splitlines() == [str(touched.resolve())]
-    assert tree(out) == before
-    assert leftovers(out) == set()
 
 
 def test_changed_content_swaps_in_new_version_and_keeps_the_old(cli, w: World, out: Path

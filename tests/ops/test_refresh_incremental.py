@@ -21,8 +21,11 @@ from harness import (
     leftovers,
     make_world,
     manifest,
+    needs_strace,
+    opened_under,
     ops_corpus,
     provenance,
+    run_opening,
     tree,
     write_plain,
 )
@@ -59,18 +62,22 @@ def refresh(cli, w: World, out: Path, *extra: object) -> Any:
     return r
 
 
+@needs_strace
 def test_appended_file_is_continued_byte_identical_to_a_full_build(cli, w: World) -> None:
     out = w.root / "out"
     old = build(w, out, *EXTRA)
     old_tree = tree(out)
     m_old = manifest(out)
-    assert m_old["version"] == "v4"
+    assert m_old["version"] == "v5"
     assert all(t["n_files"] >= 2 for t in m_old["totals"].values()), m_old["totals"]
     append_file(w)
 
-    r = refresh(cli, w, out)
+    (code, err), opened = run_opening(w.args(out, "--refresh", *EXTRA), w.root / "a.strace")
 
-    assert "refreshing incrementally: reusing 11 of 12 source files" in r.err, r.err
+    assert code == 0, err
+    assert "refreshing incrementally: reusing 11 of 12 source files" in err, err
+    # Only the new file is read: the published ones are trusted by their fingerprints.
+    assert opened_under(w.source, opened) == ["part-00011.parquet"]
     assert dir_bytes(out) == from_scratch(w)
     previous = out.with_name("out.previous")
     assert tree(previous) == old_tree and dir_bytes(previous) == old
@@ -95,6 +102,50 @@ def test_appended_file_is_continued_byte_identical_to_a_full_build(cli, w: World
     r = refresh(cli, w, out)
     assert "reusing 12 of 13 source files" in r.err, r.err
     assert dir_bytes(out) == build(w, w.root / "scratch2" / "out", *EXTRA)
+
+
+def _v4_manifest(w: World, out: Path) -> str:
+    """A dataset published by a prep before v5: no fingerprint to trust."""
+    path = out / "_MANIFEST.json"
+    m = json.loads(path.read_text())
+    m["version"] = "v4"
+    for f in m["source"]["files"]:
+        del f["fingerprint"]
+    path.write_text(json.dumps(m, indent=2, ensure_ascii=False) + "\n")
+    return ""
+
+
+def _files_replaced_by_copies(w: World, out: Path) -> str:
+    """Every published file replaced by a copy of itself, as a restore from a backup does:
+    the same bytes and mtimes, new inodes and ctimes."""
+    for p in sorted(w.source.glob("*.parquet")):
+        shutil.copy2(p, p.with_suffix(".copy"))
+        os.replace(p.with_suffix(".copy"), p)
+    return "11 source files read again and found unchanged (its fingerprint moved"
+
+
+@needs_strace
+@pytest.mark.parametrize("case", ["v4 manifest", "files replaced by copies"])
+def test_published_files_not_vouched_for_are_read_then_continued(w: World, case: str) -> None:
+    out = w.root / "out"
+    build(w, out, *EXTRA)
+    said = {"v4 manifest": _v4_manifest, "files replaced by copies": _files_replaced_by_copies
+            }[case](w, out)
+    append_file(w)
+
+    (code, err), opened = run_opening(w.args(out, "--refresh", *EXTRA), w.root / "a.strace")
+
+    assert code == 0, err
+    assert said in err
+    assert "refreshing incrementally: reusing 11 of 12 source files" in err, err
+    assert opened_under(w.source, opened) == [f"part-{i:05d}.parquet" for i in range(12)]
+    # The new version records the files' fingerprints as they are now (the same manifest as
+    # a build from scratch of the same files in place), so the next refresh reads nothing.
+    assert dir_bytes(out) == from_scratch(w)
+    (code, err), opened = run_opening(w.args(out, "--refresh", *EXTRA), w.root / "b.strace")
+    assert code == 0, err
+    assert "is up to date" in err
+    assert opened_under(w.source, opened) == []
 
 
 def _changed_file(w: World, out: Path) -> str:
@@ -126,15 +177,15 @@ def _new_tokenizer(w: World, out: Path) -> str:
 def _v2_manifest(w: World, out: Path) -> str:
     # A dataset published before v3: its prefix digest was one running SHA-256.
     path = out / "_MANIFEST.json"
-    path.write_text(path.read_text().replace('"version": "v4"', '"version": "v2"', 1))
+    path.write_text(path.read_text().replace('"version": "v5"', '"version": "v2"', 1))
     return "the published manifest is v2, whose prefix digest cannot be continued"
 
 
 def _v3_manifest(w: World, out: Path) -> str:
     # A dataset published before v4: its chain linked each row's bytes, not their digest.
     path = out / "_MANIFEST.json"
-    path.write_text(path.read_text().replace('"version": "v4"', '"version": "v3"', 1))
-    return "the published manifest is v3, whose prefix digest cannot be continued (v4 can)"
+    path.write_text(path.read_text().replace('"version": "v5"', '"version": "v3"', 1))
+    return "the published manifest is v3, whose prefix digest cannot be continued (v4 and v5 can)"
 
 
 def _package_version(w: World, out: Path) -> str:

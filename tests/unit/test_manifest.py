@@ -142,7 +142,7 @@ def test_recipe_with_split_column_replaces_val_fraction() -> None:
 
 def test_values() -> None:
     m = built()
-    assert m["version"] == "v4"
+    assert m["version"] == "v5"
     assert m["dataset"] == "ds"
     assert (m["vocab_size"], m["doc_sep_id"], m["bin_version"]) == (256, 0, 1)
     assert (m["format"], m["dtype"]) == ("llmc", "uint16")
@@ -238,8 +238,11 @@ def test_real_manifest_matches_spec(tmp_path: Path, cli: Any) -> None:
          "sha256": hashlib.sha256((src / rel).read_bytes()).hexdigest()}
         for rel in ("a.parquet", "b/2.parquet")
     ]
-    assert m["source"]["files"] == files
-    ident = {"kind": "parquet", "revision": None, "files": files}
+    fingerprints = [{"mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "inode": st.st_ino}
+                    for st in ((src / rel).stat() for rel in ("a.parquet", "b/2.parquet"))]
+    assert m["source"]["files"] == [{**f, "fingerprint": fp}
+                                    for f, fp in zip(files, fingerprints, strict=True)]
+    ident = {"kind": "parquet", "revision": None, "files": files}  # fingerprints left out
     assert m["corpus_manifest_sha256"] == hashlib.sha256(spec_canonical(ident)).hexdigest()
 
     # visiting: every row, empties counted, prefix digest over all of them
@@ -355,13 +358,13 @@ def test_read_manifest_corrupt(tmp_path: Path) -> None:
     assert "_MANIFEST.json is not valid JSON" in str(info.value)
 
 
-@pytest.mark.parametrize(("content", "shown"), [('{"version": "v5"}', "'v5'"), ("[1]", "None"),
+@pytest.mark.parametrize(("content", "shown"), [('{"version": "v6"}', "'v6'"), ("[1]", "None"),
                                                 ("{}", "None")])
 def test_read_manifest_unknown_version(tmp_path: Path, content: str, shown: str) -> None:
     (tmp_path / "_MANIFEST.json").write_text(content)
     with pytest.raises(IntegrityError) as info:
         read_manifest(tmp_path)
-    assert f"manifest version {shown} is not one of v1, v2, v3, v4" in str(info.value)
+    assert f"manifest version {shown} is not one of v1, v2, v3, v4, v5" in str(info.value)
 
 
 @pytest.mark.parametrize(("bin_version", "dtype"), [(1, "uint16"), (2, "uint32")])

@@ -4,6 +4,7 @@ every file reached is opened even without rows to read."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,19 @@ def test_a_file_whose_footer_is_unreadable_gets_one_task(tmp_path: Path) -> None
     src = resolve_local(str(tmp_path))
     tasks = list(row_group_tasks(src, src.files, 0, None))
     assert [(t.index, t.group, t.start, t.stop) for t in tasks] == [(0, 0, 0, 2), (1, 0, 0, 1)]
+
+
+@settings(max_examples=30, deadline=None)
+@given(first=st.integers(0, len(SIZES)), extra=st.integers(0, 60))
+def test_a_continued_stream_opens_no_file_before_its_first(source: object, first: int,
+                                                           extra: int) -> None:
+    """An incremental refresh's stream starts at its first new file: the tasks are the
+    ones a plan from the start gives from there, and the files before it are never opened
+    (here they point nowhere: opening one would give it a task)."""
+    files = source.files  # type: ignore[attr-defined]
+    before = sum(n for n, _ in SIZES[:first])
+    gone = [replace(f, local=Path("/nonexistent") / f.path) for f in files[:first]]
+    whole = list(row_group_tasks(source, files, before + extra, None))
+    continued = list(row_group_tasks(source, gone + files[first:], before + extra, None,
+                                     (first, before)))
+    assert continued == [t for t in whole if t.index >= first]

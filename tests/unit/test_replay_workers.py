@@ -38,7 +38,7 @@ def source(root: Path, files: list[list[object]]) -> Source:
 
 def in_workers(src: Source, rows: int) -> tuple[Cursor, ReplayCounts]:
     cursor, counts = Cursor(), ReplayCounts()
-    for batch in replay_in_workers(src, src.files, RECIPE, 0, rows, 2):
+    for batch in replay_in_workers(src, src.files, RECIPE, (0, 0), rows, 2):
         _visit(batch, cursor, counts)
     return cursor, counts
 

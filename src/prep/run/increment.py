@@ -31,9 +31,9 @@ from prep.run.prefix import base_cursor
 from prep.run.start import run_facts, stage, start
 from prep.run.state import RunState, make_writers, output_format
 from prep.sources import Source, hash_and_check
-from prep.state.changes import output_versions, version_changes
+from prep.state.changes import output_versions, trusted, version_changes
 from prep.state.checkpoint import StreamBase
-from prep.state.manifest import MANIFEST_VERSION, Manifest, ManifestFile, SplitSummary
+from prep.state.manifest import CONTINUABLE_VERSIONS, Manifest, ManifestFile, SplitSummary
 from prep.state.provenance import RefreshNote, read_packages
 from prep.state.shards import EMPTY_SHA256, FileRecord, OpenFile, SplitState
 from prep.stream import StreamItem, open_stream
@@ -86,9 +86,12 @@ def _budget_stop(manifest: Manifest, recipe: Recipe) -> str | None:
     return None
 
 
-def _listing_break(manifest: Manifest, source: Source) -> str | None:
+def _listing_break(manifest: Manifest, source: Source, rehash: bool) -> str | None:
     """Why the source's listing does not extend the published one (None when it does).
-    Hashes the published files (their bytes decide, not their mtimes)."""
+    A published file whose fingerprint is unchanged is trusted to hold the published bytes
+    (:func:`prep.state.changes.trusted`: its SHA-256 is taken from the manifest, nothing is
+    read); any other (one recorded without a fingerprint too), or every one with
+    ``rehash``, is hashed and its bytes decide."""
     now = source.files
     paths = {f.path for f in now}
     for i, was in enumerate(manifest.source.files):
@@ -99,6 +102,9 @@ def _listing_break(manifest: Manifest, source: Source) -> str | None:
         if now[i].size != was.size:
             return f"{was.path} changed (size {was.size:,} -> {now[i].size:,} bytes)"
     for f, was in zip(now, manifest.source.files, strict=False):
+        if not rehash and trusted(was, f.identity()):
+            f.sha256 = f.expected_sha256 = was.sha256
+            continue
         hash_and_check(source, f)
         if f.sha256 != was.sha256:
             return f"{was.path} changed (its SHA-256 differs)"
@@ -106,14 +112,16 @@ def _listing_break(manifest: Manifest, source: Source) -> str | None:
 
 
 def plan_increment(
-    out: Output, manifest: Manifest, recipe: Recipe, source: Source, settings: list[str]
+    out: Output, manifest: Manifest, recipe: Recipe, source: Source, settings: list[str],
+    rehash: bool = False,
 ) -> Increment | str:
     """The published version to continue, or the one-line reason for a full rebuild
-    (``settings``: how the tokenizer and recipe differ from the published ones)."""
-    if manifest.version != MANIFEST_VERSION:
+    (``settings``: how the tokenizer and recipe differ from the published ones; ``rehash``:
+    hash every published file, trusting no fingerprint)."""
+    if manifest.version not in CONTINUABLE_VERSIONS:
         return (
             f"the published manifest is {manifest.version}, whose prefix digest cannot be "
-            f"continued ({MANIFEST_VERSION} can)"
+            f"continued ({' and '.join(CONTINUABLE_VERSIONS)} can)"
         )
     if manifest.source.prefix_sha256 is None:
         return "the published dataset has no prefix digest (merged from parts)"
@@ -127,7 +135,7 @@ def plan_increment(
     versions = version_changes(was, output_versions())
     if versions:
         return "package versions that decide the output changed (" + "; ".join(versions) + ")"
-    reason = _budget_stop(manifest, recipe) or _listing_break(manifest, source)
+    reason = _budget_stop(manifest, recipe) or _listing_break(manifest, source, rehash)
     if reason is None and manifest.val_bytes_per_token is not None:
         val = manifest.totals["val"]
         if _text_bytes(val, manifest) is None:

@@ -22,6 +22,7 @@ from prep.run.ids import per_document
 from prep.run.state import RunState
 from prep.run.tasks import open_workers
 from prep.split import SPLITS, TRAIN
+from prep.state.checkpoint import StreamBase
 from prep.state.manifest import Manifest
 from prep.stream import DOC, EMPTY, Batch, StreamItem
 from prep.threadcpu import ThreadCpu
@@ -71,12 +72,24 @@ def _commit_rows(state: RunState, batch: Batch, ids: list[Any]) -> bool:
     return False
 
 
+def _total_rows(state: RunState) -> int | None:
+    """The rows this run's stream holds, capped at ``--max-documents``: a continued stream's
+    published rows (from its manifest) and the footers of the files after them only, so an
+    incremental refresh opens none of the published files."""
+    limit = state.recipe.max_documents
+    first, before = StreamBase.start(state.base)
+    rows = state.source.total_rows(state.files[first:])
+    if rows is None:
+        return limit
+    return before + rows if limit is None else min(before + rows, limit)
+
+
 class ProgressReport:
     """Snapshots for the reporter: where this process started, and the totals now."""
 
     def __init__(self, state: RunState, reporter: Reporter) -> None:
         self.state, self.reporter = state, reporter
-        self.total_rows = state.source.total_rows(state.recipe.max_documents)
+        self.total_rows = _total_rows(state)
         self.start = (state.cursor.rows_visited, *self._sizes())
 
     def _sizes(self) -> tuple[int, int]:

@@ -55,7 +55,8 @@ def replay(
         prepared = _serial(stream, preparer, rows - start)
     else:
         source, files, workers = parallel
-        prepared = replay_in_workers(source, files, cp.recipe, start, rows, workers)
+        begin = StreamBase.start(base)
+        prepared = replay_in_workers(source, files, cp.recipe, begin, rows, workers)
     with closing(prepared):  # leaving early ends the workers now, not at garbage collection
         while True:
             if stop_requested():
@@ -131,7 +132,7 @@ def stream_rows(source: Source, files: list[SourceFile], base: StreamBase | None
     """How many rows the stream over ``files`` (the read order) holds before any budget,
     from the Parquet footers (after the published rows ``base`` continues); None when a
     file's footer cannot be read."""
-    total, first = (0, 0) if base is None else (base.rows_visited, base.files)
+    first, total = StreamBase.start(base)
     for f in files[first:]:
         _, sizes = identify(source, f)
         if sizes is None:
@@ -187,18 +188,23 @@ def replay_task(task: RowGroupTask) -> Iterator[Replayed]:
 
 
 def replay_in_workers(
-    source: Source, files: list[SourceFile], recipe: Recipe, skip: int, rows: int, workers: int
+    source: Source,
+    files: list[SourceFile],
+    recipe: Recipe,
+    start: tuple[int, int],
+    rows: int,
+    workers: int,
 ) -> Generator[Batch, None, None]:
-    """Rows ``skip``..``rows`` of the (unshuffled) stream over ``files`` (``skip``: the rows
-    of a published stream this one continues, whose files it does not read again), prepared
-    in batches by ``workers`` processes, in order; the files a worker hashed get their
-    digest in ``files``."""
+    """Rows up to ``rows`` of the (unshuffled) stream over ``files`` from ``start`` (the
+    first file and the rows before it: a published stream this one continues, whose files
+    it does not open again; else ``(0, 0)``), prepared in batches by ``workers`` processes,
+    in order; the files a worker hashed get their digest in ``files``."""
     global _replay_state
     _replay_state = None
     state = (source.local_view(), [replace(f) for f in files], recipe)
     init_replay(*state)
     # arena_bytes=0: a replayed batch carries digests and counts, no buffer worth an arena
     with OrderedPool(replay_task, workers, init_replay, state, arena_bytes=0) as pool:
-        for piece in pool.map(row_group_tasks(source, files, skip, rows)):
+        for piece in pool.map(row_group_tasks(source, files, start[1], rows, start)):
             record_digest(files, piece.file_sha256)
             yield piece.batch

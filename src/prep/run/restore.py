@@ -41,9 +41,9 @@ from prep.state.changes import (
     tokenizer_change,
     version_changes,
 )
-from prep.state.checkpoint import Checkpoint
+from prep.state.checkpoint import Checkpoint, StreamBase
 from prep.state.identity import TokenizerIdentity
-from prep.stream import Cursor, Preparer, StreamItem, open_stream
+from prep.stream import Cursor, Preparer, StreamItem, open_stream, read_order
 from prep.workers import default_workers
 
 logger = logging.getLogger(__name__)
@@ -89,7 +89,11 @@ def check_source(staging: Path, cp: Checkpoint, source: Source) -> None:
             + "\n  ".join(diffs)
             + "\nRestore the original files, or start a new run with a new --out"
         )
-    touched = arm_expected(source, cp.source, cp.run.source_mtimes)
+    first, _ = StreamBase.start(cp.progress.base)  # a refresh's published files: not read
+    reused = read_order(source.files, cp.recipe)[:first]
+    touched = arm_expected(
+        source, cp.source, cp.run.source_mtimes, frozenset(f.path for f in reused)
+    )
     if touched:
         raise IntegrityError(
             f"--resume of {staging}: source files not yet read were modified since the run "
@@ -201,8 +205,7 @@ def plan_restore(
     fmt = output_format(cp.recipe, encoder.identity.vocab_size)
     shards = check_shards(staging, cp, fmt, encoder)
     base = cp.progress.base  # a continued stream opens after the published files
-    start = () if base is None else (base.files, base.rows_visited)
-    files, stream = open_stream(source, cp.recipe, *start)
+    files, stream = open_stream(source, cp.recipe, *StreamBase.start(base))
     parallel = None
     if cp.recipe.shuffle_buffer == 0:
         parallel = (source, files, opts.workers or default_workers())

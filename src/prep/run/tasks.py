@@ -39,6 +39,7 @@ from prep.sources import (
     open_identified,
     open_parquet,
 )
+from prep.state.checkpoint import StreamBase
 from prep.stream import Batch, Failure, Preparer, StreamItem, batches
 from prep.workers import OrderedPool, default_workers
 from prep.writer import Laid
@@ -242,14 +243,15 @@ def _cross_check(check: CrossCheck | None, batch: Batch, ids: Ids
     return delta, error
 
 
-def row_group_tasks(source: Source, files: list[SourceFile], skip: int,
-                    limit: int | None) -> Iterator[RowGroupTask]:
+def row_group_tasks(source: Source, files: list[SourceFile], skip: int, limit: int | None,
+                    begin: tuple[int, int] = (0, 0)) -> Iterator[RowGroupTask]:
     """Tasks for the stream's rows after the first ``skip`` and before ``limit``, planned
     from the Parquet footers. Every file reached gets a task even without rows to read (its
     worker opens it, so a missing column is still reported); a file whose footer cannot be
-    read gets one, whose worker reports why."""
-    row = 0
-    for index, f in enumerate(files):
+    read gets one, whose worker reports why. ``begin``: a continued stream's first file and
+    the rows before it (a published dataset's files and rows, which are not opened)."""
+    first_file, row = begin
+    for index, f in enumerate(files[first_file:], start=first_file):
         if limit is not None and row >= limit:
             return
         local = source.local_path(f)  # for a Hub source: downloaded here, read there
@@ -343,7 +345,7 @@ def open_workers(state: RunState, stream: Iterator[StreamItem]) -> Any:
     tasks: Iterable[Task]
     if recipe.shuffle_buffer == 0:
         tasks = row_group_tasks(state.source, state.files, state.cursor.rows_visited,
-                                recipe.max_documents)
+                                recipe.max_documents, StreamBase.start(state.base))
     else:
         tasks = item_tasks(stream, opts.batch_size)
     out = str(state.out)

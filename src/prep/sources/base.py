@@ -26,6 +26,7 @@ file's signature once, through its own descriptor, before any worker reads it
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,10 @@ from typing import IO, ClassVar
 
 from prep.errors import InputError, IntegrityError
 from prep.fsio import hash_file
+from prep.state.changes import listing_changes, trusted
 from prep.state.identity import FileIdentity, Fingerprint, SourceIdentity
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -96,33 +100,75 @@ class Source:
         source cannot change)."""
         return False
 
-    def total_rows(self, limit: int | None) -> int | None:
-        """Rows in the source (for progress and ETA), capped at ``limit``; None (or
-        ``limit``) when unknown without reading."""
-        return limit
+    def total_rows(self, files: list[SourceFile]) -> int | None:
+        """Rows in ``files`` (for progress and ETA); None when unknown without reading."""
+        return None
 
-    def changes_since(self, published: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
+    def changes_since(
+        self, published: SourceIdentity, mtimes: dict[str, int], rehash: bool = False
+    ) -> list[str]:
         """How this source differs from a published identity of the same kind, one line per
-        change, sorted (``mtimes``: the published run's source mtimes)."""
-        raise NotImplementedError
+        change, sorted by path: the listing's changes (added, removed, resized files, a new
+        revision), then every file of the same path and size whose fingerprint does not
+        vouch for it (:func:`prep.state.changes.trusted`; ``mtimes``: the published run's
+        source mtimes, for files recorded without one), or every such file with ``rehash``,
+        is read and hashed, and its bytes decide. Nothing else is read."""
+        changes = listing_changes(published, self.identity())
+        before = {f.path: f for f in published.files}
+        same = 0
+        for f in self.files:
+            was = before.get(f.path)
+            if was is None or was.size != f.size:
+                continue
+            if not rehash and trusted(was, f.identity(), mtimes.get(f.path) == f.mtime_ns):
+                continue
+            hash_and_check(self, f)
+            if f.sha256 != was.sha256:
+                changes.append(f"{f.path}: content changed")
+            elif was.fingerprint and not rehash:
+                same += 1
+        if same:
+            logger.info(
+                "%s read again and found unchanged (its fingerprint moved, its bytes did not: "
+                "a touch, a copy, a restore); a refresh reads such a file again each time "
+                "until a new version of the dataset records its new fingerprint",
+                f"{same:,} source file" + ("" if same == 1 else "s"),
+            )
+        return sorted(changes)
 
-    def changes_from(self, published: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
-        """How this source differs from a published identity of any kind."""
+    def changes_from(
+        self, published: SourceIdentity, mtimes: dict[str, int], rehash: bool = False
+    ) -> list[str]:
+        """How this source differs from a published identity of any kind (``rehash``: read
+        and hash every file, trusting no fingerprint)."""
         if published.kind != self.kind:
             return [f"source kind {published.kind} -> {self.kind}"]
-        return self.changes_since(published, mtimes)
+        return self.changes_since(published, mtimes, rehash)
 
 
-def arm_expected(source: Source, saved: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
+def arm_expected(
+    source: Source,
+    saved: SourceIdentity,
+    mtimes: dict[str, int],
+    reused: frozenset[str] = frozenset(),
+) -> list[str]:
     """Arm the per-file hash checks of the files a run already read (``expected_sha256``);
     returns the paths of files not read yet that were modified since (no hash yet, so the
-    source's own evidence decides)."""
-    recorded = {f.path: f.sha256 for f in saved.files}
+    source's own evidence decides).
+
+    ``reused``: the files a refresh continued after (it took their SHA-256 from the
+    published manifest or hashed them when it planned, and never reads them): each one whose
+    fingerprint is still the one recorded is trusted as the refresh trusted it
+    (:func:`prep.state.changes.trusted`), so resuming a refresh does not read the whole
+    published corpus; any other is hashed before the run goes on."""
+    recorded = {f.path: f for f in saved.files}
     touched = []
     for f in source.files:
-        sha = recorded.get(f.path)
-        if sha:
-            f.expected_sha256 = sha
+        was = recorded.get(f.path)
+        if was is not None and was.sha256:
+            f.expected_sha256 = was.sha256
+            if f.path in reused and trusted(was, f.identity()):
+                f.sha256 = was.sha256
         elif source.modified_since(f, mtimes.get(f.path)):
             touched.append(f.path)
     return touched

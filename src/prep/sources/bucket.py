@@ -33,7 +33,6 @@ from prep.buckets.objects import (
 from prep.buckets.uri import BucketPath, parse_bucket_uri
 from prep.errors import InputError, IntegrityError
 from prep.sources.base import Source, SourceFile
-from prep.state.changes import listing_changes
 from prep.state.identity import SourceIdentity, fingerprint_of
 
 logger = logging.getLogger(__name__)
@@ -75,16 +74,6 @@ class BucketSource(Source):
                 path=self._uri(f),
             )
         return local
-
-    def changes_since(self, published: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
-        """The listing's changes, and objects whose ETag or version moved."""
-        changes = listing_changes(published, self.identity())
-        before = {f.path: f for f in published.files}
-        for f in self.files:
-            was = before.get(f.path)
-            if was is not None and was.size == f.size and was.fingerprint != f.fingerprint:
-                changes.append(f"{f.path}: object changed (ETag or version)")
-        return sorted(changes)
 
 
 def _pins(store: Store, where: BucketPath, uri: str) -> tuple[BucketPath, list[ObjectPin]]:

@@ -56,10 +56,15 @@ class HubSource(Source):
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     kind: ClassVar[str] = "hf"
 
-    def changes_since(self, published: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
-        """A pinned commit is the whole identity: a new commit is the change."""
+    def changes_since(
+        self, published: SourceIdentity, mtimes: dict[str, int], rehash: bool = False
+    ) -> list[str]:
+        """A pinned commit is the whole identity: a new commit is the change (``rehash``:
+        at the same commit, every file is still read and hashed)."""
         rev = published.revision
-        return [] if rev == self.revision else [f"Hub commit {rev} -> {self.revision}"]
+        if rev != self.revision:
+            return [f"Hub commit {rev} -> {self.revision}"]
+        return super().changes_since(published, mtimes, rehash=True) if rehash else []
 
     def local_path(self, f: SourceFile) -> Path:
         """The verified local copy of ``f``: the cached one, else downloaded (on the first

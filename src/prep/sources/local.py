@@ -14,12 +14,11 @@ import pyarrow.parquet as pq
 
 from prep.buckets.uri import is_bucket_uri, parse_bucket_uri
 from prep.errors import InputError, UsageError
-from prep.fsio import canonical_path, file_sha256
+from prep.fsio import canonical_path
 from prep.globs import fixed_lead, has_glob
 from prep.sources.base import Source, SourceFile
 from prep.sources.parquet import CONVERTERS, not_parquet
-from prep.state.changes import listing_changes
-from prep.state.identity import SourceIdentity
+from prep.state.identity import Fingerprint, fingerprint_of
 
 # ``--source sample``: the small corpus bundled with the package, chosen by name. The
 # manifest records the name, not the install location, so it is the same on every machine.
@@ -36,29 +35,24 @@ class LocalSource(Source):
     def modified_since(self, f: SourceFile, recorded_mtime_ns: int | None) -> bool:
         return recorded_mtime_ns != f.mtime_ns
 
-    def total_rows(self, limit: int | None) -> int | None:
-        """Total rows from the Parquet footers, capped at ``limit``; ``limit`` when a footer
-        cannot be read."""
+    def total_rows(self, files: list[SourceFile]) -> int | None:
+        """Rows in ``files`` from their Parquet footers; None when a footer cannot be
+        read."""
         total = 0
         try:
-            for f in self.files:
+            for f in files:
                 total += pq.ParquetFile(f.local).metadata.num_rows
         except (pa.ArrowException, OSError, ValueError):
-            return limit
-        return min(total, limit) if limit is not None else total
+            return None
+        return total
 
-    def changes_since(self, published: SourceIdentity, mtimes: dict[str, int]) -> list[str]:
-        """The listing's changes; a file with the same size but a new mtime is hashed."""
-        changes = listing_changes(published, self.identity())
-        before = {f.path: f for f in published.files}
-        for f in self.files:
-            was = before.get(f.path)
-            if was is None or was.size != f.size or mtimes.get(f.path) == f.mtime_ns:
-                continue
-            f.sha256 = file_sha256(f.local)
-            if f.sha256 != was.sha256:
-                changes.append(f"{f.path}: content changed")
-        return sorted(changes)  # by path: each line starts with one
+
+def local_fingerprint(st: os.stat_result) -> Fingerprint:
+    """A local file's version without reading it: mtime, ctime (which no user can set
+    back) and inode; the size is recorded beside it."""
+    return fingerprint_of(
+        {"mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "inode": st.st_ino}
+    )
 
 
 def _glob_root(spec: str) -> Path:
@@ -194,7 +188,8 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
         rel = Path(os.path.abspath(q)).relative_to(root_abs).as_posix()
         files.append(
             SourceFile(
-                path=rel, local=Path(os.path.abspath(q)), size=st.st_size, mtime_ns=st.st_mtime_ns
+                path=rel, local=Path(os.path.abspath(q)), size=st.st_size,
+                mtime_ns=st.st_mtime_ns, fingerprint=local_fingerprint(st),
             )
         )
     files.sort(key=lambda f: f.path)

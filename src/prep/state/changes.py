@@ -6,7 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from prep.recipe import Recipe
-from prep.state.identity import SourceIdentity, TokenizerFingerprint, TokenizerIdentity
+from prep.state.identity import (
+    FileIdentity,
+    SourceIdentity,
+    TokenizerFingerprint,
+    TokenizerIdentity,
+)
 from prep.state.manifest import Manifest, package_versions
 
 # Packages whose version can change the output bytes.
@@ -96,6 +101,24 @@ def listing_changes(saved: SourceIdentity, now: SourceIdentity) -> list[str]:
     if saved.revision != now.revision:
         diffs.append(f"revision {saved.revision} -> {now.revision}")
     return diffs
+
+
+def trusted(was: FileIdentity, now: FileIdentity, same_mtime: bool = False) -> bool:
+    """Whether the source file ``now`` is taken to hold the bytes ``was`` recorded, without
+    reading it: the same path, the same size and the same fingerprint (a local file's mtime,
+    ctime and inode; an object's ETag and version id: docs/format.md says what this trusts
+    and what it misses). **The** one place a refresh, an incremental refresh and the resume
+    of one decide to skip reading a file.
+
+    ``same_mtime``: for a file recorded without a fingerprint (a local file in a v4 or older
+    manifest, ``--source sample``), whether its mtime is the one the published run recorded.
+    That is enough to call a published dataset up to date, as before v5, but the callers
+    that carry a SHA-256 into a new version pass nothing, so such a file is hashed there."""
+    if was.path != now.path or was.size != now.size:
+        return False
+    if was.fingerprint:
+        return was.fingerprint == now.fingerprint
+    return same_mtime
 
 
 def _sep(sep: int | None, origin: str | None) -> str:

@@ -42,7 +42,8 @@ class StreamBase:
     """Where a continued stream starts (an incremental refresh continues the published
     version): after the first ``files`` files of the read order, ``rows_visited`` rows
     (``empty_rows_skipped`` of them empty) whose prefix digest is ``prefix_sha256``. A
-    resume replays only the rows after it; the files before it are checked by SHA-256."""
+    resume replays only the rows after it; the files before it are never opened (their
+    fingerprints vouch for them, or they are hashed: :func:`prep.sources.arm_expected`)."""
 
     files: int
     rows_visited: int
@@ -60,6 +61,12 @@ class StreamBase:
             "docs": self.docs,
             "text_bytes": self.text_bytes,
         }
+
+    @staticmethod
+    def start(base: StreamBase | None) -> tuple[int, int]:
+        """Where a stream opens: (first file of the read order, rows before it); a stream
+        that continues none opens at (0, 0)."""
+        return (0, 0) if base is None else (base.files, base.rows_visited)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> StreamBase:

@@ -31,8 +31,12 @@ PROVENANCE_NAME = "_PROVENANCE.json"
 # v1 and v2 datasets still read and verify (a refresh rebuilds them once).
 # v4 links each row's own SHA-256 into the chain instead of its bytes (the rows are hashed
 # where they are read, in parallel); v1-v3 datasets read and verify, a refresh rebuilds.
-MANIFEST_VERSION = "v4"
-READABLE_VERSIONS = ("v1", "v2", "v3", MANIFEST_VERSION)
+# v5 records each source file's fingerprint (a local file's mtime, ctime and inode; an
+# object's ETag and version), which a refresh trusts instead of reading the file again; v4
+# and v5 stream digests are the same chain, so a refresh continues either.
+MANIFEST_VERSION = "v5"
+READABLE_VERSIONS = ("v1", "v2", "v3", "v4", MANIFEST_VERSION)
+CONTINUABLE_VERSIONS = ("v4", MANIFEST_VERSION)
 _V1_DTYPES = {1: "uint16", 2: "uint32"}
 
 
