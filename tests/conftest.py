@@ -155,11 +155,34 @@ def dir_bytes(out: Path) -> dict[str, bytes]:
             if p.suffix in (".bin", ".idx") or p.name == "_MANIFEST.json"}
 
 
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``-n N`` (``--dist load``), except that the tests in ``tests/s3/``, the ones that use
+    the S3 server, run in one process: the suite starts one server instead of one per
+    process, and their module-scoped runs are built once. (``--dist loadgroup`` would say
+    this with marks, but pytest 9.2's node ids broke it: pytest-xdist issue 1386.)"""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class S3Together(LoadScopeScheduling):  # type: ignore[misc]
+        """Every test is a unit of its own, as with ``load``; tests/s3 is one unit."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return S3_TESTS if nodeid.startswith(S3_TESTS) else nodeid
+
+    return S3Together(config, log)
+
+
+S3_TESTS = "tests/s3/"
+
+
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """One real S3 server (tests/s3server.py) per pytest process, shared by its tests: use a
-    prefix of your own in ``s3_bucket``. A test that kills or stops the server starts its
-    own with ``s3server.running_server(tmp_path)`` instead."""
+    prefix of your own in ``s3_bucket``. Put a test that uses it in ``tests/s3/``, so that
+    it runs in the one process that starts it (:func:`pytest_xdist_make_scheduler`). A test
+    that kills or stops the server starts its own with ``s3server.running_server(tmp_path)``
+    instead."""
     from s3server import running_server
 
     with running_server(tmp_path_factory.mktemp("s3server")) as server:

@@ -36,9 +36,17 @@ def prepare(cli, s3_server: S3Server, monkeypatch: pytest.MonkeyPatch, tmp_path:
 
 def test_wrong_endpoint(prepare) -> None:  # type: ignore[no-untyped-def]
     closed = f"http://127.0.0.1:{free_ports(1)[0]}"
-    err = prepare("s3://prep-tests/x/", AWS_ENDPOINT_URL=closed)
+    # AWS_MAX_ATTEMPTS=1, the SDKs' own setting, which prep passes on: no retry, so the
+    # refusal comes at once instead of after the default tries' backoff (~10 s).
+    err = prepare("s3://prep-tests/x/", AWS_ENDPOINT_URL=closed, AWS_MAX_ATTEMPTS="1")
     assert f"listing s3://prep-tests/x: cannot reach the S3 endpoint {closed}" in err
     assert "check AWS_ENDPOINT_URL" in err
+
+
+@pytest.mark.parametrize("value", ["0", "three"])
+def test_max_attempts_that_is_no_count(prepare, value: str) -> None:  # type: ignore[no-untyped-def]
+    err = prepare("s3://prep-tests/x/", AWS_MAX_ATTEMPTS=value)
+    assert f"AWS_MAX_ATTEMPTS is {value!r}, not a number of tries; set it to an integer" in err
 
 
 def test_bad_credentials(prepare) -> None:  # type: ignore[no-untyped-def]

@@ -1,8 +1,10 @@
 """``--source s3://...``: a corpus in a bucket on the real S3 server (tests/s3server.py)
 gives the same shards and per-file SHA-256 as the same files read locally; the listing is
 pinned (ETag in the manifest, the checkpoint's listing on resume); an object rewritten in
-the middle of a run or before a resume stops it with exit 1 naming it; no credential lands
-in anything written or printed."""
+the middle of a run or before a resume stops it with exit 1 naming it; a refresh trusts an
+unchanged ETag and downloads only a changed object; no credential lands in anything written
+or printed. The runs are few and shared: one uninterrupted run, and one chain (stopped,
+refused, resumed, refreshed) over a prefix of its own."""
 
 from __future__ import annotations
 
@@ -133,39 +135,65 @@ def rewrite(aws: S3Server, world: World, uri: str, index: int) -> None:
     put(aws.filesystem(), f"{uri[5:]}/part-{index:05d}.parquet", local.read_bytes())
 
 
-def test_object_rewritten_mid_run_stops_it(world: World, private: str, aws: S3Server,
-                                           tmp_path: Path) -> None:
+def downloads(where: Path, only: str = "") -> dict[str, str]:
+    """A fault that records each object download (of ``only``'s objects) in ``where``."""
+    fault = {"target": "prep.sources.bucket.download", "action": "record", "record": str(where)}
+    return {**fault, "arg_contains": only} if only else fault
+
+
+def lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_rewritten_objects_stop_a_run_and_its_resume_and_a_refresh_reads_only_them(
+        world: World, private: str, aws: S3Server, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    # An object rewritten in the middle of a run (while its download waits) stops the run,
+    # naming it; what was committed stays.
     where = tmp_path / "gate"
     where.mkdir()
     fault = gate("prep.sources.bucket.download", where, when="before")
-    proc = spawn(args(world, private, tmp_path / "out"),
+    proc = spawn(args(world, private, out, *FAST),
                  faults=[{**fault, "arg_contains": "part-00003"}])
     wait_for((where / "reached").exists, "the download of part-00003", proc)
     rewrite(aws, world, private, 3)
     release(where)
     code, err = proc.finish()
     assert code == 1, err
-    assert f"source object {private}/part-00003.parquet changed since the run pinned it" in err
+    changed = f"source object {private}/part-00003.parquet changed since the run pinned it"
+    assert changed in err
     assert "ETag" in err
     no_traceback(err)
-    assert staging_of(tmp_path / "out").exists()  # what was committed stays
+    assert staging_of(out).exists()
 
-
-def test_object_rewritten_before_resume_is_refused(world: World, private: str, aws: S3Server,
-                                                   tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    kill = {"target": "prep.run.state.RunState.checkpoint", "action": "kill"}
-    first = run(args(world, private, out, *FAST), faults=[kill])
-    assert first.returncode == -9, first.stderr
-    original = (world.path(0)).read_bytes()
-    rewrite(aws, world, private, 0)
+    # A resume asks every pinned object first: refused while one differs, nothing changed.
+    before = sorted(p.name for p in staging_of(out).iterdir())
     refused = run(["--out", out, "--resume"])
     assert refused.returncode == 1, refused.stderr
-    assert f"source object {private}/part-00000.parquet changed since the run pinned it" in (
-        refused.stderr)
+    assert changed in refused.stderr
     no_traceback(refused.stderr)
-    put(aws.filesystem(), f"{private[5:]}/part-00000.parquet", original)  # same bytes, ETag
+    assert sorted(p.name for p in staging_of(out).iterdir()) == before
+
+    # Put back (the same bytes: the same ETag), it goes on to the bytes of a local run.
+    put(aws.filesystem(), f"{private[5:]}/part-00003.parquet", world.path(3).read_bytes())
     done = run(["--out", out, "--resume"])
     assert done.returncode == 0, done.stderr
     assert "as the checkpoint pinned them" in done.stderr  # not listed again
     assert_like_reference(world, out)
+
+    # A refresh trusts the unchanged ETags: up to date, no object downloaded.
+    calls = tmp_path / "downloads"
+    fresh = run(args(world, private, out, "--refresh"), faults=[downloads(calls)])
+    assert fresh.returncode == 0, fresh.stderr
+    assert "is up to date" in fresh.stderr
+    assert lines(calls) == 0
+    # An object rewritten (same size, new ETag) is downloaded, and only it; its bytes decide.
+    # (The run is stopped once it decided, before it rebuilds: the rebuild is any run's.)
+    rewrite(aws, world, private, 1)
+    stop = {"target": "prep.run.increment.hash_and_check", "when": "before", "action": "kill"}
+    one = tmp_path / "downloads-1"
+    seen = run(args(world, private, out, "--refresh"),
+               faults=[downloads(calls), downloads(one, "part-00001"), stop])
+    assert seen.returncode == -9, seen.stderr
+    assert "changed: part-00001.parquet: content changed" in seen.stderr
+    assert (lines(calls), lines(one)) == (1, 1)

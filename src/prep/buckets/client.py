@@ -7,7 +7,9 @@ files, web identity, the instance's role), so no secret passes through prep. pre
 what that SDK does not take from the environment when pyarrow builds the client: the
 endpoint (``AWS_ENDPOINT_URL_S3``, else ``AWS_ENDPOINT_URL``: scheme, host and port) and
 the region (``AWS_REGION``, else ``AWS_DEFAULT_REGION``; with neither, the bucket's own
-region is asked of AWS, or ``us-east-1`` on another endpoint).
+region is asked of AWS, or ``us-east-1`` on another endpoint), and the tries per request
+(``AWS_MAX_ATTEMPTS``, the SDKs' own setting: :data:`S3_ATTEMPTS` when unset; ``1`` fails at
+the first error, which is what a script that checks its configuration wants).
 
 ``gs://``: Google's application default credentials (``GOOGLE_APPLICATION_CREDENTIALS``,
 ``gcloud auth application-default login``, the VM's service account), with retries bounded
@@ -28,6 +30,7 @@ from prep.errors import InputError, PrepError, TransientError
 CONNECT_TIMEOUT = 10.0  # seconds to open a connection (a wrong address fails after this)
 REQUEST_TIMEOUT = 60.0  # seconds a request may stall
 S3_ATTEMPTS = 5  # tries per S3 request (the SDK's standard backoff between them)
+ATTEMPTS_VARIABLE = "AWS_MAX_ATTEMPTS"
 GCS_RETRY_SECONDS = 60.0
 
 _UNREACHABLE = ("NETWORK_CONNECTION", "curlCode: 6", "curlCode: 7", "curlCode: 28",
@@ -61,15 +64,36 @@ def s3_endpoint(env: Mapping[str, str]) -> str | None:
     return env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None
 
 
+def s3_attempts(env: Mapping[str, str]) -> int:
+    """Tries per S3 request: ``AWS_MAX_ATTEMPTS`` (an integer >= 1), else
+    :data:`S3_ATTEMPTS`. Raises ``InputError`` for another value."""
+    value = env.get(ATTEMPTS_VARIABLE)
+    if value is None or value == "":
+        return S3_ATTEMPTS
+    try:
+        attempts = int(value)
+    except ValueError:
+        attempts = 0
+    if attempts < 1:
+        raise InputError(
+            f"{ATTEMPTS_VARIABLE} is {value!r}, not a number of tries; set it to an integer "
+            f">= 1 (1: no retry), or unset it for {S3_ATTEMPTS}",
+            path=ATTEMPTS_VARIABLE,
+        )
+    return attempts
+
+
 def open_store(scheme: str, bucket: str, env: Mapping[str, str] | None = None) -> Store:
     """A filesystem for ``bucket`` configured from ``env`` (default: this process's
     environment). Opens no connection, except to ask AWS for a bucket's region when no
-    region is set. Raises ``InputError`` for an endpoint URL that cannot be parsed."""
+    region is set. Raises ``InputError`` for an endpoint URL or ``AWS_MAX_ATTEMPTS`` that
+    cannot be parsed."""
     env = os.environ if env is None else env
     if scheme == "gs":
         limit = timedelta(seconds=GCS_RETRY_SECONDS)
         return Store("gs", "Google Cloud Storage", pafs.GcsFileSystem(retry_time_limit=limit))
     endpoint = s3_endpoint(env)
+    attempts = s3_attempts(env)
     region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
     options: dict[str, object] = {}
     if endpoint:
@@ -94,7 +118,7 @@ def open_store(scheme: str, bucket: str, env: Mapping[str, str] | None = None) -
         region=region,
         connect_timeout=CONNECT_TIMEOUT,
         request_timeout=REQUEST_TIMEOUT,
-        retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=S3_ATTEMPTS),
+        retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=attempts),
         **options,
     )
     return Store("s3", where if region is None else f"{where} (region {region})", fs)
