@@ -101,7 +101,8 @@ def test_byte_strategy_into_prepare(capsys, source, tmp_path) -> None:
                      str(tmp_path / "refused"), "--val-fraction", "0", "--workers", "1"])
     err = capsys.readouterr().err
     assert code == 1, err
-    assert "b.parquet row 1: " in err and "byte 0x64 at byte 4 of the document" in err
+    assert "b.parquet row 1: byte 0x64 at byte 4 of the document" in err
+    assert "train-tokenizer --method byte" in err and "unk_token" not in err
     code = cli.main(["prepare", "--source", str(source), "--tokenizer", str(tok), "--out",
                      str(tmp_path / "hf"), "--engine", "hf", "--workers", "1"])
     assert code == 2

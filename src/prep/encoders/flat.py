@@ -11,6 +11,12 @@ import numpy as np
 import numpy.typing as npt
 
 
+class Unencodable(ValueError):
+    """A document an encoder refuses, with a message that already says what to do (the
+    caller adds only the file and row). Any other exception from an encoder is a tokenizer
+    that could not encode (Hugging Face raises a bare ``Exception``)."""
+
+
 @dataclass(frozen=True)
 class FlatIds:
     """The ids of a batch: ``ids[offsets[i]:offsets[i + 1]]`` are document ``i``'s."""

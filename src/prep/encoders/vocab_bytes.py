@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prep.encoders.flat import FlatIds
+from prep.encoders.flat import FlatIds, Unencodable
 from prep.encoders.separator import choose_separator
 from prep.errors import InputError
 from prep.state.identity import TokenizerIdentity
@@ -63,7 +63,7 @@ def read_byte_file(path: Path) -> tuple[list[int], list[str]]:
 
 
 class VocabBytesEncoder:
-    """Ids through a 256-entry table; an absent byte raises ``ValueError`` naming it."""
+    """Ids through a 256-entry table; an absent byte raises ``Unencodable``, naming it."""
 
     def __init__(self, path: Path, identity: TokenizerIdentity) -> None:
         values, _ = read_byte_file(path)
@@ -84,9 +84,11 @@ class VocabBytesEncoder:
             at = int(absent[0])
             doc = int(np.searchsorted(offsets, at, side="right")) - 1
             byte = utf8[doc][at - int(offsets[doc])]
-            raise ValueError(
+            raise Unencodable(
                 f"byte 0x{byte:02x} at byte {at - int(offsets[doc]):,} of the document is not "
-                f"in the byte vocabulary {self.path} (it never occurred in its training corpus)"
+                f"in the byte vocabulary {self.path} (it never occurred in its training "
+                "corpus); train the byte vocabulary on a corpus that holds it (prep "
+                "train-tokenizer --method byte), or remove the row"
             )
         return FlatIds(ids.astype(np.uint32), offsets)
 

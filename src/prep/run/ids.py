@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prep.encoders.flat import FlatIds
+from prep.encoders.flat import FlatIds, Unencodable
 from prep.errors import InputError, PrepError
 from prep.recipe import Recipe
 from prep.state.identity import TokenizerIdentity
@@ -30,11 +30,10 @@ def tokenize(encoder: Any, batch: Batch) -> Ids:
                 out.extend(encoder.encode_flat([text], [data]).split())
             except Exception as e:
                 path, row = batch.doc_where[k]
-                out.append(InputError(
-                    f"{path} row {row}: the tokenizer cannot encode this document ({e}); fix "
-                    "the tokenizer (for example give its model an unk_token) or remove the row",
-                    path=path, row=row,
-                ))
+                why = str(e) if isinstance(e, Unencodable) else (
+                    f"the tokenizer cannot encode this document ({e}); fix the tokenizer (for "
+                    "example give its model an unk_token) or remove the row")
+                out.append(InputError(f"{path} row {row}: {why}", path=path, row=row))
                 break
         return out
 
