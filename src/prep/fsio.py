@@ -78,6 +78,35 @@ def make_dirs(path: Path) -> None:
         fsync_dir(directory.parent)
 
 
+def is_mount_point(path: Path) -> bool:
+    """Whether ``path`` is a mount point (not a symlink to one): ``os.path.ismount``, which
+    compares devices and inodes, and on Linux also the kernel's own list
+    (``/proc/self/mountinfo``), which alone sees a bind mount within one filesystem (same
+    device as its parent: ``ismount`` says no, yet no rename can replace it)."""
+    if os.path.ismount(path):
+        return True
+    if path.is_symlink() or not path.is_dir():
+        return False
+    try:
+        with open("/proc/self/mountinfo", "rb") as f:
+            table = f.read()
+    except OSError:  # not Linux, or no /proc: ismount's answer is all there is
+        return False
+    where = os.fsencode(os.path.realpath(path))
+    for line in table.splitlines():
+        fields = line.split(b" ")
+        if len(fields) > 4 and _unescape_mount(fields[4]) == where:
+            return True
+    return False
+
+
+def _unescape_mount(field: bytes) -> bytes:
+    """A mountinfo path field: space, tab, newline and backslash are written in octal."""
+    for code in (b"\\040", b"\\011", b"\\012", b"\\134"):
+        field = field.replace(code, bytes([int(code[1:], 8)]))
+    return field
+
+
 def hash_file(
     path: Path | IO[bytes],
     hasher: Hasher | None = None,

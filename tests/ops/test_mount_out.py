@@ -180,3 +180,23 @@ def test_lost_found_is_not_content_and_a_user_file_is(mount: Path, corpus: Path,
     r = run([*recipe(corpus), "--out", mount])
     assert r.returncode == 0, r.stderr
     assert dir_bytes(mount) == reference and (mount / "lost+found").is_dir()
+
+
+def test_a_bind_mount_within_one_filesystem_is_a_mount_point(
+        tmp_path: Path, corpus: Path, reference: dict[str, bytes]) -> None:
+    """A directory bind-mounted onto itself has its parent's device, so ``os.path.ismount``
+    says no; yet no rename can replace it (EBUSY). prep must see it as a mount point from
+    the kernel's mount table and publish into it, not build staging beside it and fail at
+    the last step."""
+    point = tmp_path / "bound" / "ds"
+    point.mkdir(parents=True)
+    subprocess.run(["mount", "--bind", str(point), str(point)], check=True)
+    try:
+        assert not os.path.ismount(point)  # the blind spot this test is about
+        r = run([*recipe(corpus), "--out", point])
+        assert r.returncode == 0, r.stderr
+        assert dir_bytes(point) == reference
+        assert not (point.parent / "ds.incomplete").exists()
+        assert prep("verify", point).returncode == 0
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=False)

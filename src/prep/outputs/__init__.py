@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from prep.errors import OutputError
+from prep.fsio import is_mount_point
 from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output
 from prep.outputs.local import LocalDir
 from prep.outputs.lock import HeldLock, LockPaths, describe_holder, lock_holder
@@ -36,7 +37,7 @@ def resolve_output(out: str | os.PathLike[str]) -> Output:
     final = Path(os.path.abspath(out))
     if final.name in ("", ".", ".."):
         raise OutputError(f"--out {final} must name a directory to create", path=final)
-    if os.path.ismount(final):  # False for a symlink or a missing path
+    if is_mount_point(final):  # False for a symlink or a missing path
         return MountPoint(final)
     return LocalDir(final)
 
@@ -45,6 +46,6 @@ def output_of_staging(staging: Path) -> Output:
     """The output a staging directory belongs to: ``DIR`` for ``DIR.incomplete``, the
     mount point for ``MOUNT/.prep-staging``."""
     staging = Path(os.path.abspath(staging))
-    if staging.name == STAGING_INSIDE and os.path.ismount(staging.parent):
+    if staging.name == STAGING_INSIDE and is_mount_point(staging.parent):
         return resolve_output(staging.parent)
     return resolve_output(staging.with_name(staging.name.removesuffix(".incomplete")))
