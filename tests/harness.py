@@ -284,11 +284,30 @@ class Proc:
             code = self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
             self.stacks()
+            native = self.native_stacks()
             self.popen.kill()
             self.popen.wait()
             raise AssertionError(f"pid {self.pid} did not end within {timeout} s; its "
-                                 f"stderr, with every thread's stack:\n{self.err()}") from None
+                                 f"stderr, with every thread's stack:\n{self.err()}\n"
+                                 f"{native}") from None
         return code, self.err()
+
+    def native_stacks(self) -> str:
+        """Every thread's native stack of each process of the run's session, from gdb when
+        it is installed: what SIGUSR1 cannot give once the interpreter has begun to shut
+        down (issue 23's hang was in a C++ exit handler, with no Python stack left)."""
+        if shutil.which("gdb") is None:
+            return "(gdb is not installed: no native stacks)"
+        out = []
+        for pid in _session(self.pid):
+            try:
+                done = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex",
+                                       "thread apply all bt"], capture_output=True, text=True,
+                                      timeout=120, check=False)
+                out.append(f"--- native stacks of pid {pid} (gdb) ---\n{done.stdout}")
+            except subprocess.TimeoutExpired:
+                out.append(f"--- pid {pid}: gdb did not answer ---")
+        return "\n".join(out)
 
     def stacks(self, settle: float = 0.5) -> None:
         """SIGUSR1 to each prep process of the run's session (it has one of its own), the
