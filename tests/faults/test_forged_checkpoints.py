@@ -38,22 +38,31 @@ def w(tmp_path_factory: pytest.TempPathFactory) -> World:
     return h.make_world(tmp_path_factory.mktemp("forged"), CORPUS)
 
 
-@pytest.fixture(scope="module")
-def stopped(w: World, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def stop_a_run(w: World, out: Path, **recipe: object) -> Path:
     """The staging directory of a run stopped (``stop=``, as a SIGTERM would) at the first
     batch after 2,400 committed rows, with a checkpoint after every batch."""
-    out = tmp_path_factory.mktemp("stopped") / "out"
     with pytest.raises(prep.Interrupted):
         prep.prepare(
             source=str(w.source), tokenizer=str(w.tokenizer), out=str(out),
             max_file_tokens=CORPUS.max_file_tokens, dataset=CORPUS.dataset,
             batch_size=50, checkpoint_interval=1e-6, workers=2,
-            stop=lambda: h.rows_committed(out) >= STOP_AT_ROWS,
+            stop=lambda: h.rows_committed(out) >= STOP_AT_ROWS, **recipe,
         )
     cp = h.read_checkpoint(out)
     assert cp is not None and cp["progress"]["rows_visited"] >= STOP_AT_ROWS
     assert len(cp["splits"]["train"]["sealed"]) >= 5, "too few cuts to check"
     return h.staging_of(out)
+
+
+@pytest.fixture(scope="module")
+def stopped(w: World, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return stop_a_run(w, tmp_path_factory.mktemp("stopped") / "out")
+
+
+@pytest.fixture(scope="module")
+def stopped_without_separator(w: World, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same, ``--no-doc-sep``: the shards cannot tell documents apart."""
+    return stop_a_run(w, tmp_path_factory.mktemp("stopped-no-sep") / "out", no_doc_sep=True)
 
 
 def forged(stopped: Path, tmp_path: Path, edit: Edit) -> tuple[Path, dict[str, Any]]:
@@ -127,6 +136,24 @@ def cuts_agree(files: list[list[int]], max_file_tokens: int) -> bool:
     return True
 
 
+def train_docs_from_source(w: World, cp: dict[str, Any]) -> list[list[int]]:
+    """Each train file's document lengths, from the source: the committed rows in order,
+    empty ones skipped, the train documents (the spec's split rule) tokenized by
+    ``tokenizers`` itself, cut into files as the checkpoint counts their documents."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(w.tokenizer / "tokenizer.json"))
+    rows = [t for f in w.files for t in f][: cp["progress"]["rows_visited"]]
+    lengths = [len(tok.encode(t, add_special_tokens=False).ids) for t in rows if is_train_doc(t)]
+    train = cp["splits"]["train"]
+    out = []
+    for f in [*train["sealed"], train["open"]]:
+        out.append(lengths[: f["n_docs"]])
+        lengths = lengths[f["n_docs"] :]
+        assert sum(out[-1]) == f["n_tokens"], "the oracle disagrees with the real run"
+    return out
+
+
 def last_row(w: World, cp: dict[str, Any]) -> str:
     """The text of the last committed row (files are read in order, unshuffled)."""
     rows = [t for f in w.files for t in f]
@@ -194,16 +221,21 @@ def test_a_train_budget_reached_without_finishing_is_refused(
             "reached, yet the run is not finished") in err, err
 
 
+@pytest.mark.parametrize("separator", [True, False], ids=["separator", "no-doc-sep"])
 def test_finished_at_a_train_budget_is_checked_against_the_last_document(
-    w: World, stopped: Path, tmp_path: Path, cli: Any
+    w: World, request: pytest.FixtureRequest, tmp_path: Path, cli: Any, separator: bool
 ) -> None:
     """``finished`` with --train-tokens set to the train tokens committed holds only when
-    the last row committed was the train document that reached it; one token less (the
-    stream would have stopped a document earlier) never does."""
+    the last row committed was the train document that reached it; a budget the tokens
+    before that document already reached (the stream would have stopped a document
+    earlier) never does. The last document's length comes from the shards' separators, or,
+    with ``--no-doc-sep``, from the source (tokenized again on resume)."""
+    stopped = request.getfixturevalue("stopped" if separator else "stopped_without_separator")
     cp = h.read_checkpoint(stopped.with_name("out"))
     assert cp is not None
     tokens = cp["splits"]["train"]["n_tokens"]
-    last = train_files(w, stopped, cp)[-1][-1]
+    files = train_files(w, stopped, cp) if separator else train_docs_from_source(w, cp)
+    last, train_last = files[-1][-1], is_train_doc(last_row(w, cp))
 
     def budget(value: int) -> Edit:
         return lambda cp: (cp["recipe"].update(train_tokens=value),
@@ -211,28 +243,34 @@ def test_finished_at_a_train_budget_is_checked_against_the_last_document(
 
     out, _ = forged(stopped, tmp_path / "early", budget(tokens - last))
     err = refused(cli, out)
-    assert "says the stream is finished, but" in err, err
+    assert (f"train already held {tokens - last:,} tokens before its last document" in err
+            if train_last else "no budget stops it there" in err), err
     out, _ = forged(stopped, tmp_path / "exact", budget(tokens))
-    if is_train_doc(last_row(w, cp)):
-        published_as(cli, w, out, tmp_path, "--train-tokens", tokens)
+    if train_last:
+        extra = () if separator else ("--no-doc-sep",)
+        published_as(cli, w, out, tmp_path, "--train-tokens", tokens, *extra)
     else:
         err = refused(cli, out)
-        assert "says the stream is finished, but" in err, err
+        assert "no budget stops it there" in err, err
 
 
 @pytest.mark.parametrize("which", ["plus-one", "nearest-other-verdict"])
+@pytest.mark.parametrize("separator", [True, False], ids=["separator", "no-doc-sep"])
 def test_max_file_tokens_changed_is_refused_unless_every_cut_agrees(
-    w: World, stopped: Path, tmp_path: Path, cli: Any, which: str
+    w: World, request: pytest.FixtureRequest, tmp_path: Path, cli: Any, which: str,
+    separator: bool,
 ) -> None:
     """The issue's third case: ``max_file_tokens`` changed by 1 mixed two cutting rules.
     The forged value is checked against every cut so far: refused when a file was cut
     where the forged rule would not have cut it (or holds more than it allows), published
     as a fresh run with that value when every cut agrees. ``plus-one`` is the issue's edit;
     the other takes the value nearest to 3,000 with the opposite verdict, so both verdicts
-    are tested."""
+    are tested. With ``--no-doc-sep`` the shards do not tell where documents start: resume
+    then tokenizes the first document of each file from the replayed source."""
+    stopped = request.getfixturevalue("stopped" if separator else "stopped_without_separator")
     cp = h.read_checkpoint(stopped.with_name("out"))
     assert cp is not None
-    files = train_files(w, stopped, cp)
+    files = train_files(w, stopped, cp) if separator else train_docs_from_source(w, cp)
     assert cuts_agree(files, 3000), "the oracle disagrees with the real run"
     value = 3001
     if which != "plus-one":
@@ -240,7 +278,8 @@ def test_max_file_tokens_changed_is_refused_unless_every_cut_agrees(
                      if cuts_agree(files, v) != cuts_agree(files, 3001))
     out, _ = forged(stopped, tmp_path, lambda cp: cp["recipe"].update(max_file_tokens=value))
     if cuts_agree(files, value):
-        published_as(cli, w, out, tmp_path, "--max-file-tokens", value)
+        extra = () if separator else ("--no-doc-sep",)
+        published_as(cli, w, out, tmp_path, "--max-file-tokens", value, *extra)
     else:
         err = refused(cli, out)
         assert f"--max-file-tokens {value:,}" in err, err

@@ -40,15 +40,18 @@ def replay(
     stop_requested: StopRequested,
     final: Path | str,
     parallel: tuple[Source, list[SourceFile], int] | None = None,
+    wanted: dict[str, set[int]] | None = None,
 ) -> tuple[Cursor, ReplayCounts]:
     """Re-read the committed prefix (no tokenizing) and check its digest; returns the
     cursor after it and what the rows recount (empty rows, documents and text bytes per
     split: ``preparer`` carries the checkpoint's recipe, which decides the splits). With
     ``parallel`` (the source, the files in read order and a worker count; only for an
-    unshuffled stream) worker processes read the rows and ``stream`` is not read. Raises
-    ``IntegrityError`` when the source changed, ``Interrupted`` on a stop request."""
+    unshuffled stream) worker processes read the rows and ``stream`` is not read. The
+    texts of the documents ``wanted`` (per split, their ordinals) are kept in the counts.
+    Raises ``IntegrityError`` when the source changed, ``Interrupted`` on a stop request."""
     rows, base = cp.progress.rows_visited, cp.progress.base
     cursor, counts = base_cursor(base), base_counts(base)
+    counts.wanted = wanted or {}
     start = cursor.rows_visited
     t = time.monotonic()
     if parallel is None:
@@ -56,7 +59,8 @@ def replay(
     else:
         source, files, workers = parallel
         begin = StreamBase.start(base)
-        prepared = replay_in_workers(source, files, cp.recipe, begin, rows, workers)
+        prepared = replay_in_workers(source, files, cp.recipe, begin, rows, workers,
+                                     bool(counts.wanted))
     with closing(prepared):  # leaving early ends the workers now, not at garbage collection
         while True:
             if stop_requested():
@@ -122,8 +126,9 @@ def _visit(batch: Batch, cursor: Cursor, counts: ReplayCounts) -> None:
         raise _changed_row(batch.errors[min(batch.errors)])
     cursor.link_all(batch.digests)
     counts.empty_rows += len(batch.kinds) - len(batch.doc_splits)
-    for split, size in zip(batch.doc_splits, batch.doc_sizes, strict=True):
-        counts.add_doc(SPLITS[split], size)
+    texts: list[str | None] = [*batch.docs] or [None] * len(batch.doc_splits)  # if kept
+    for split, size, text in zip(batch.doc_splits, batch.doc_sizes, texts, strict=True):
+        counts.add_doc(SPLITS[split], size, text)
     if batch.kinds:
         counts.last_split = SPLITS[batch.doc_splits[-1]] if batch.kinds[-1] == DOC else None
 
@@ -166,25 +171,27 @@ class Replayed:
     file_sha256: tuple[int, str] | None = None
 
 
-_replay_state: tuple[Source, list[SourceFile], Recipe, Preparer] | None = None
+_replay_state: tuple[Source, list[SourceFile], Recipe, Preparer, bool] | None = None
 
 
-def init_replay(source: Source, files: list[SourceFile], recipe: Recipe) -> None:
+def init_replay(source: Source, files: list[SourceFile], recipe: Recipe, texts: bool) -> None:
     """A replay worker's start: nothing in a forked one (it inherited the state); in a
     spawned one (a platform without fork), the state ``replay_in_workers`` set."""
     global _replay_state
     if _replay_state is None:
-        _replay_state = (source, files, recipe, Preparer(recipe, files))
+        _replay_state = (source, files, recipe, Preparer(recipe, files), texts)
 
 
 def replay_task(task: RowGroupTask) -> Iterator[Replayed]:
-    """In a worker: the task's rows prepared in batches (no tokenizing); at least one
-    piece per task."""
+    """In a worker: the task's rows prepared in batches (no tokenizing), the documents'
+    texts dropped unless the state asks for them; at least one piece per task."""
     if _replay_state is None:
         raise RuntimeError("worker not initialised")
-    source, files, recipe, preparer = _replay_state
+    source, files, recipe, preparer, texts = _replay_state
     for batch, sha in prepared(source, files, recipe, preparer, task, _SIGNAL_CHECK_ROWS):
-        yield Replayed(batch.shed(), sha)
+        docs = batch.docs
+        batch.shed()
+        yield Replayed(replace(batch, docs=docs) if texts else batch, sha)
 
 
 def replay_in_workers(
@@ -194,14 +201,16 @@ def replay_in_workers(
     start: tuple[int, int],
     rows: int,
     workers: int,
+    texts: bool = False,
 ) -> Generator[Batch, None, None]:
     """Rows up to ``rows`` of the (unshuffled) stream over ``files`` from ``start`` (the
     first file and the rows before it: a published stream this one continues, whose files
     it does not open again; else ``(0, 0)``), prepared in batches by ``workers`` processes,
-    in order; the files a worker hashed get their digest in ``files``."""
+    in order, with the documents' texts when ``texts``; the files a worker hashed get their
+    digest in ``files``."""
     global _replay_state
     _replay_state = None
-    state = (source.local_view(), [replace(f) for f in files], recipe)
+    state = (source.local_view(), [replace(f) for f in files], recipe, texts)
     init_replay(*state)
     # arena_bytes=0: a replayed batch carries digests and counts, no buffer worth an arena
     with OrderedPool(replay_task, workers, init_replay, state, arena_bytes=0) as pool:

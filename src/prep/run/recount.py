@@ -18,12 +18,13 @@ claim, or a new way to check one, belongs here):
   separator, ``Encoder.sep_exclusive``; at least as many otherwise), each shard starting
   (``prepend``) or ending (``append``) with one, and the cut rule from below: a file was
   sealed only because the next document, the first of the next file, would have crossed
-  ``max_file_tokens`` (known when the separator tells documents apart);
+  ``max_file_tokens`` (its length from the separators; where they cannot tell documents
+  apart, :func:`check_source_cuts` tokenizes that document again from the replayed rows);
 - from the replayed source rows, with the checkpoint's recipe (:func:`check_replayed`):
   empty rows, and documents and text bytes per split (an edited split fraction shows here);
 - ``finished`` (:func:`check_finished`): the stream consumed every row, or stopped exactly
   at a budget (``--max-documents`` rows, or the train document that reached
-  ``--train-tokens``).
+  ``--train-tokens``, its length known as the cut rule's are).
 
 Whatever passes all of them describes what a run with the checkpoint's recipe would have
 written, so continuing it publishes a manifest that says truthfully how it was made.
@@ -47,16 +48,41 @@ _TRAIN = SPLITS[TRAIN]
 @dataclass
 class ReplayCounts:
     """What the replay of the committed rows recomputes: empty rows, documents and their
-    text bytes per split, and the split of the last row when it was a document."""
+    text bytes per split, the split of the last row when it was a document, and the texts
+    of the documents ``wanted`` (per split, their ordinals: see :func:`wanted_docs`)."""
 
     empty_rows: int = 0
     docs: dict[str, int] = field(default_factory=dict)
     text_bytes: dict[str, int] = field(default_factory=dict)
     last_split: str | None = None
+    wanted: dict[str, set[int]] = field(default_factory=dict)
+    texts: dict[tuple[str, int], str] = field(default_factory=dict)
 
-    def add_doc(self, split: str, n_bytes: int) -> None:
-        self.docs[split] = self.docs.get(split, 0) + 1
+    def add_doc(self, split: str, n_bytes: int, text: str | None = None) -> None:
+        ordinal = self.docs.get(split, 0)
+        if text is not None and ordinal in self.wanted.get(split, ()):
+            self.texts[split, ordinal] = text
+        self.docs[split] = ordinal + 1
         self.text_bytes[split] = self.text_bytes.get(split, 0) + n_bytes
+
+
+def wanted_docs(cp: Checkpoint) -> dict[str, set[int]]:
+    """The documents whose lengths the claims need, per split, by ordinal: the first of
+    each file after the first (the cut rule from below) and, for a run finished under
+    ``--train-tokens``, the last train document. For when the shards cannot tell documents
+    apart (no separator, or one that can occur inside documents): the replay keeps their
+    texts and :func:`source_lengths` tokenizes them. Documents before a continued stream's
+    base are not replayed (the published version they belong to was checked when made)."""
+    base = cp.progress.base
+    wanted: dict[str, set[int]] = {}
+    for split, state in cp.splits.items():
+        first = 0 if base is None else base.docs.get(split, 0)
+        starts = itertools.accumulate(f.docs for f in shards_of(state)[:-1])
+        wanted[split] = {n for n in starts if n >= first}
+    budget, train = cp.recipe.train_tokens, cp.splits[_TRAIN]
+    if cp.progress.finished and budget is not None and train.n_docs:
+        wanted[_TRAIN].add(train.n_docs - 1)
+    return wanted
 
 
 @dataclass(frozen=True)
@@ -194,16 +220,38 @@ def check_cuts(
             continue
         _check_lengths(staging, f, append)
         first, last = edge_docs(f, append)
-        before = files[k - 1] if k else None
-        if before is not None and before.tokens + first <= max_file_tokens:
-            raise refuse(
-                staging,
-                staging / before.name,
-                f"was sealed at {before.tokens:,} tokens although the next document ({first:,} "
-                f"tokens, the first of {f.name}) fits the recipe's --max-file-tokens "
-                f"{max_file_tokens:,}: the files were cut by another rule",
-            )
+        if k:
+            _check_cut(staging, files[k - 1], f, first, max_file_tokens)
     return last
+
+
+def _check_cut(staging: Path, before: Shard, f: Shard, first: int, max_file_tokens: int
+               ) -> None:
+    """``before`` was sealed because ``f``'s first document (``first`` tokens) would have
+    taken it past ``max_file_tokens``."""
+    if before.tokens + first <= max_file_tokens:
+        raise refuse(
+            staging,
+            staging / before.name,
+            f"was sealed at {before.tokens:,} tokens although the next document ({first:,} "
+            f"tokens, the first of {f.name}) fits the recipe's --max-file-tokens "
+            f"{max_file_tokens:,}: the files were cut by another rule",
+        )
+
+
+def check_source_cuts(staging: Path, cp: Checkpoint, lengths: dict[tuple[str, int], int]
+                      ) -> int | None:
+    """The cut rule from below, with the lengths of the documents :func:`wanted_docs`
+    names, tokenized from the source (where the shards cannot tell documents apart).
+    Returns the last train document's length when it was wanted, else None."""
+    for split, state in cp.splits.items():
+        files, ordinal = shards_of(state), 0
+        for before, f in itertools.pairwise(files):
+            ordinal += before.docs
+            first = lengths.get((split, ordinal))
+            if first is not None:
+                _check_cut(staging, before, f, first, cp.recipe.max_file_tokens)
+    return lengths.get((_TRAIN, cp.splits[_TRAIN].n_docs - 1))
 
 
 def _check_lengths(staging: Path, f: Shard, append: bool) -> None:

@@ -29,7 +29,9 @@ from prep.run.recount import (
     check_finished,
     check_records,
     check_replayed,
+    check_source_cuts,
     shards_of,
+    wanted_docs,
 )
 from prep.run.state import RunState, make_writers, output_format
 from prep.sources import Source, SourceFile, arm_expected, hash_and_check
@@ -158,6 +160,17 @@ def check_shards(
     return checked
 
 
+def source_lengths(encoder: Encoder, texts: dict[tuple[str, int], str]
+                   ) -> dict[tuple[str, int], int]:
+    """Each document's length in the shards (its ids, and its separator if any), by the
+    checkpoint's tokenizer."""
+    keys = list(texts)
+    docs = [texts[k] for k in keys]
+    ids = encoder.encode_batch(docs, [d.encode() for d in docs]) if docs else []
+    sep = int(encoder.identity.doc_sep_id is not None)
+    return {k: int(a.size) + sep for k, a in zip(keys, ids, strict=True)}
+
+
 def _require_sealed(staging: Path, path: Path) -> None:
     if not path.is_file():
         raise lost_file(path, "is missing but the checkpoint lists it as sealed", staging)
@@ -210,12 +223,20 @@ def plan_restore(
     if cp.recipe.shuffle_buffer == 0:
         parallel = (source, files, opts.workers or default_workers())
     preparer = Preparer(cp.recipe, files)
+    identity = encoder.identity
+    # Where separators cannot tell documents apart, the few lengths the claims need are
+    # tokenized from the replayed texts.
+    told = identity.doc_sep_id is not None and encoder.sep_exclusive
+    wanted = {} if told else wanted_docs(cp)
     # A finished stream is replayed too: its "finished" is a claim like any other.
-    cursor, counts = replay(stream, preparer, cp, stop_requested, str(out), parallel)
+    cursor, counts = replay(stream, preparer, cp, stop_requested, str(out), parallel, wanted)
     check_replayed(staging, cp, counts)
+    last_train = shards.last_doc["train"]
+    if wanted:
+        last_train = check_source_cuts(staging, cp, source_lengths(encoder, counts.texts))
     if cp.progress.finished:
         rows = stream_rows(source, files, base)
-        check_finished(staging, cp, counts, rows, shards.last_doc["train"])
+        check_finished(staging, cp, counts, rows, last_train)
     live = None if cp.progress.finished else stream
     cursor.empty_rows_skipped = cp.progress.empty_rows_skipped
     # Files the reader had hashed ahead of the committed rows, which the replay did not
