@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import os
 import queue
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from prep.arena import DEFAULT_BYTES, Arena, arena_or_none, pack, unpack
+from prep.cores import available_cores
 from prep.errors import PrepError
 from prep.launch import Handle, Launcher, Spawner, Zygote, adopt
 from prep.readahead import DONE, Raised, ReadAhead
@@ -256,8 +256,5 @@ class OrderedPool(Generic[T, R]):
 
 
 def default_workers() -> int:
-    """One worker per core this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+    """One worker per core this process may use (its affinity and its cgroup's quota)."""
+    return available_cores()
