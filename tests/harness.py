@@ -293,20 +293,28 @@ class Proc:
         return code, self.err()
 
     def native_stacks(self) -> str:
-        """Every thread's native stack of each process of the run's session, from gdb when
-        it is installed: what SIGUSR1 cannot give once the interpreter has begun to shut
-        down (issue 23's hang was in a C++ exit handler, with no Python stack left)."""
-        if shutil.which("gdb") is None:
-            return "(gdb is not installed: no native stacks)"
-        out = []
+        """Every thread's native stack of each process of the run's session: from
+        ``py-spy dump --native`` (Python and native frames interleaved) and gdb, each when
+        installed; what SIGUSR1 cannot give once the interpreter has begun to shut down
+        (issue 23's hang was in a C++ exit handler, with no Python stack left)."""
+        venv = str(Path(sys.executable).parent)  # the dev extra's py-spy, PATH or not
+        spy = shutil.which("py-spy") or shutil.which("py-spy", path=venv)
+        tools = {"py-spy": spy and [spy, "dump", "--native", "--pid"],
+                 "gdb": shutil.which("gdb") and ["gdb", "-batch", "-ex", "thread apply all bt",
+                                                 "-p"]}
+        out = [f"({name} is not installed: no stacks from it)" for name, cmd in tools.items()
+               if not cmd]
         for pid in _session(self.pid):
-            try:
-                done = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex",
-                                       "thread apply all bt"], capture_output=True, text=True,
-                                      timeout=120, check=False)
-                out.append(f"--- native stacks of pid {pid} (gdb) ---\n{done.stdout}")
-            except subprocess.TimeoutExpired:
-                out.append(f"--- pid {pid}: gdb did not answer ---")
+            for name, cmd in tools.items():
+                if not cmd:
+                    continue
+                try:
+                    done = subprocess.run([*cmd, str(pid)], capture_output=True, text=True,
+                                          timeout=120, check=False)
+                    out.append(f"--- native stacks of pid {pid} ({name}) ---\n"
+                               f"{done.stdout}{done.stderr}")
+                except subprocess.TimeoutExpired:
+                    out.append(f"--- pid {pid}: {name} did not answer ---")
         return "\n".join(out)
 
     def stacks(self, settle: float = 0.5) -> None:
