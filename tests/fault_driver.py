@@ -18,6 +18,8 @@ Fault keys:
 ``nth``             act at the Nth matching call (1-based; default 1)
 ``when``            ``before`` or ``after`` the original runs (default ``after``)
 ``action``          ``kill`` (SIGKILL), ``enospc`` (raise OSError(ENOSPC)), ``sleep`` (``seconds``),
+                    ``set`` (not a call: the target is a module constant, set to ``value``
+                    before the run starts: a retry policy made short),
                     ``gate`` (touch ``reached``, then wait until ``release`` exists, at most
                     ``timeout`` s: the test decides when the process goes on), ``record``
                     (append the first argument to ``record``, at every matching call), or
@@ -80,6 +82,26 @@ class _LogSeen(logging.Filter):
         return True
 
 
+_log_watchers: list[_LogSeen] = []
+
+
+def _watch_logs(watcher: _LogSeen) -> None:
+    """Show ``watcher`` every record of prep's loggers (``prep`` and ``prep.*``): a filter
+    on the ``prep`` logger itself would see only what is logged on it, not what its
+    children (``prep.outputs.mirror``...) pass up to its handlers."""
+    if not _log_watchers:
+        calling = logging.Logger.callHandlers
+
+        def watched(self: logging.Logger, record: logging.LogRecord) -> None:
+            if record.name == "prep" or record.name.startswith("prep."):
+                for w in _log_watchers:
+                    w.filter(record)
+            calling(self, record)
+
+        logging.Logger.callHandlers = watched  # type: ignore[method-assign]
+    _log_watchers.append(watcher)
+
+
 _handed_over = threading.local()  # .names: the stack of the call that submitted the work
 
 
@@ -116,6 +138,9 @@ def _carry_stacks() -> None:
 def install(fault: dict[str, Any]) -> None:
     holder, attr = _resolve(fault["target"])
     original = getattr(holder, attr)
+    if fault.get("action") == "set":
+        setattr(holder, attr, fault["value"])
+        return
     nth = int(fault.get("nth", 1))
     when = fault.get("when", "after")
     action = fault.get("action", "kill")
@@ -123,7 +148,7 @@ def install(fault: dict[str, Any]) -> None:
     log_seen = None
     if "after_log" in fault:
         log_seen = _LogSeen(fault["after_log"])
-        logging.getLogger("prep").addFilter(log_seen)
+        _watch_logs(log_seen)
     every = bool(fault.get("every", False))
     within = fault.get("within", [])
     within = {within} if isinstance(within, str) else set(within)

@@ -23,10 +23,12 @@ from typing import Any
 
 from huggingface_hub import constants
 
+from prep.argtypes import location
 from prep.encoders import canonical_tokenizer, set_threads
 from prep.encoders.engine import check_engine
 from prep.errors import UsageError
-from prep.partition import Part, part_out
+from prep.outputs import resolve_output
+from prep.partition import Part
 from prep.pipeline import Outcome, run
 from prep.progress import LineReporter, Reporter, Snapshot, silent
 from prep.recipe import DEFAULTS, RECIPE_FIELDS, REQUIRED, Recipe, RunOptions, validate
@@ -118,7 +120,7 @@ def prepare_outcome(
     try:
         validate(typed)
         typed = _canonical(typed)
-        typed, out = _for_part(typed, Path(out), run_options)
+        typed, out = _for_part(typed, out, run_options)
         # Without source or tokenizer there is no recipe to start from: only a resume, which
         # takes it from the checkpoint (the pipeline refuses to start fresh).
         complete = all(name in typed for name in REQUIRED)
@@ -141,17 +143,19 @@ def prepare_outcome(
 
 
 def _for_part(
-    typed: dict[str, Any], out: Path, run_options: dict[str, Any]
-) -> tuple[dict[str, Any], Path]:
+    typed: dict[str, Any], out: str | os.PathLike[str], run_options: dict[str, Any]
+) -> tuple[dict[str, Any], Path | str]:
     """A part (``part="I/N"``) writes ``DIR.parts/I-of-N``; its dataset name defaults to
-    ``DIR``'s, so that every part of one run records the same name."""
+    ``DIR``'s, so that every part of one run records the same name. ``out`` as a run
+    takes it: a local path, or a URI as typed."""
+    where = location(out) if isinstance(out, str) else Path(out)
     if typed.get("part") is None:
-        return typed, out
+        return typed, where
     part = Part.parse(typed["part"])
     if run_options.get("refresh"):
         raise UsageError("--refresh does not apply to one part; refresh the merged dataset")
-    out = Path(os.path.abspath(out))
-    return {"dataset": out.name, **typed}, part_out(out, part)
+    target = resolve_output(where, run_options.get("staging"))
+    return {"dataset": target.name, **typed}, target.part_out(part)
 
 
 class _Callback:

@@ -14,6 +14,7 @@ import difflib
 import re
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 
 SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9, "t": 10**12}
 # digits with single underscores between them, an optional fraction and exponent, a suffix
@@ -52,6 +53,11 @@ def format_count(value: int) -> str:
         if value and value % scale == 0:
             return f"{value // scale}{suffix}"
     return f"{value:_}"
+
+
+def location(text: str) -> str | Path:
+    """A place to write to: a URI (``scheme://...``) as typed, anything else a local path."""
+    return text if "://" in text else Path(text)
 
 
 def closest_option(typed: str, options: Iterable[str]) -> str | None:

@@ -255,12 +255,13 @@ def run_prepare(argv: list[str], prog: str = "prepare.py") -> int:
 
 
 def _verify(argv: list[str]) -> int:
-    from prep.verify import verify_dataset
+    from prep.outputs import published_at
+    from prep.verify import verify_output
 
     ns = options.verify_parser().parse_args(argv)
-    if not ns.dir.is_dir():
+    if isinstance(ns.dir, Path) and not ns.dir.is_dir():
         raise InputError(f"{ns.dir} is not a directory", path=ns.dir)
-    problems = verify_dataset(ns.dir, llmc_batch=ns.llmc_batch)
+    problems = verify_output(published_at(ns.dir), llmc_batch=ns.llmc_batch)
     for line in problems:
         print(f"FAIL {line}")
     if problems:

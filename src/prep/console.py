@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from prep.progress import BarLogHandler, BarReporter, LineReporter, Reporter, silent
-from prep.state.provenance import read_active_seconds
 
 LOGGER = "prep"
 DATE_TIME = "%Y-%m-%d %H:%M:%S"
@@ -106,6 +105,6 @@ def summary_line(outcome: Any) -> str:
         return f"published {outcome.out} from {len(m.parts)} parts: {'; '.join(parts)}; " \
             f"{outcome.seconds:,.1f} s"
     tokens = sum(t.n_tokens for t in m.totals.values())
-    seconds = read_active_seconds(outcome.out) or outcome.seconds
+    seconds = outcome.active_seconds or outcome.seconds
     rate = f", {tokens / seconds:,.0f} tokens/s" if seconds else ""
     return f"published {outcome.out}: {'; '.join(parts)}; {seconds:,.1f} s{rate}"

@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy.typing as npt
 
-from prep.errors import InputError, PrepError
+from prep.errors import InputError, IntegrityError, PrepError
 from prep.formats import ShardFormat, get_format
 from prep.fsio import file_sha256
-from prep.outputs import lock_holder, output_of_staging, resolve_output
+from prep.outputs import lock_holder, output_of_staging, published_at, resolve_output
 from prep.state import checkpoint as ckpt
-from prep.state.manifest import MANIFEST_NAME, read_manifest
+from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest
 
 
 def inspect_shard(
@@ -96,7 +96,10 @@ def _decoder(spec: str) -> _Decoder:
 
 
 def inspect_manifest(directory: Path) -> list[str]:
-    m = read_manifest(directory)
+    return describe_manifest(read_manifest(directory))
+
+
+def describe_manifest(m: Manifest) -> list[str]:
     src = m.source
     lines = [
         f"dataset {m.dataset}: tokenizer {m.tokenizer_id} (V = {m.vocab_size:,}, "
@@ -135,7 +138,7 @@ def inspect_staging(directory: Path) -> list[str]:
             f"({len(s.sealed)} sealed)"
         )
     if holder is None:
-        lines.append(f"resume with: prep prepare --out {shlex.quote(str(out))} --resume")
+        lines.append(f"resume with: prep prepare {shlex.join(out.resume_args())} --resume")
     return lines
 
 
@@ -152,8 +155,37 @@ def _format_near(directory: Path) -> tuple[ShardFormat, str | None]:
     return get_format(), None
 
 
-def inspect_path(path: Path, *, first: int = 16, tokenizer: str | None = None) -> list[str]:
-    """Describe ``path``; raises ``InputError`` when it is none of the known kinds."""
+def inspect_published(location: str, *, first: int = 16, tokenizer: str | None = None
+                      ) -> list[str]:
+    """Describe a dataset published at ``location`` (a bucket URI), or one of its files:
+    its manifest, or a shard copied to a temporary directory with the manifest beside it.
+    Raises ``IntegrityError`` for a prefix without its manifest (incomplete: never read as
+    a dataset)."""
+    out = published_at(location)
+    parent, _, name = location.rstrip("/").rpartition("/")
+    if name in (MANIFEST_NAME, "") or "/" not in parent.partition("://")[2]:
+        return describe_manifest(out.published_manifest())
+    dataset = published_at(parent)
+    try:
+        m = dataset.published_manifest()
+    except IntegrityError:
+        return describe_manifest(out.published_manifest())  # a dataset, or why it is none
+    fmt = get_format(m.format, m.dtype)
+    if not fmt.owns_file(name):
+        return describe_manifest(out.published_manifest())
+    with dataset.reading({name: None, MANIFEST_NAME: None}) as directory:
+        if not (directory / name).is_file():
+            raise InputError(f"{location}: no such object in {parent}", path=location)
+        return inspect_shard(directory / name, first, tokenizer, fmt, m.dtype)
+
+
+def inspect_path(path: Path | str, *, first: int = 16, tokenizer: str | None = None
+                 ) -> list[str]:
+    """Describe ``path`` (a local path, or a bucket URI: :func:`inspect_published`);
+    raises ``InputError`` when it is none of the known kinds."""
+    if isinstance(path, str) and "://" in path:
+        return inspect_published(path, first=first, tokenizer=tokenizer)
+    path = Path(path)
     fmt, dtype = _format_near(path.parent)
     if path.is_file() and fmt.owns_file(path.name):
         return inspect_shard(path, first, tokenizer, fmt, dtype)

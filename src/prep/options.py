@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from prep.argtypes import closest_option, format_count, parse_count
+from prep.argtypes import closest_option, format_count, location, parse_count
 
 GROUPS = ("source", "tokenizer and separator", "splits and order", "output", "run control",
           "Hub")
@@ -223,9 +223,12 @@ def _output(g: Group, d: Mapping[str, Any]) -> None:
         "--dtype", choices=d["choices"]["dtype"],
         help=f"the id dtype (default: {d['dtype']}: the narrowest that fits the vocabulary)",
     )
-    g.add_argument("--out", required=True, type=Path, metavar="DIR",
+    g.add_argument("--out", required=True, type=location, metavar="DIR",
                    help="the dataset directory to create: new, or an empty directory (an "
-                   "empty mount point too)")
+                   "empty mount point too), or s3://BUCKET/PREFIX/NAME (gs:// too)")
+    g.add_argument("--staging", type=Path, metavar="PATH",
+                   help="with a bucket --out: the local directory to stage it in (default: "
+                   "under ~/.cache/prep/staging/)")
     g.add_argument("--dataset", metavar="NAME",
                    help="the dataset's name in the manifest (default: DIR's name)")
     g.add_argument(
@@ -319,8 +322,9 @@ def command_error(prog: str, typed: str, commands: Sequence[str]) -> str:
 def inspect_parser(prog: str = "prep inspect") -> Parser:
     p = Parser(prog=prog, description="Describe a .bin file, a dataset or a staging directory "
                "(DIR.incomplete: whether its run is alive, and how to resume it).")
-    p.add_argument("path", type=Path, metavar="PATH",
-                   help="a .bin file, a dataset directory or a staging directory")
+    p.add_argument("path", type=location, metavar="PATH",
+                   help="a .bin file, a dataset directory or a staging directory (a dataset "
+                   "or a file in a bucket: s3://..., gs://...)")
     p.add_argument("--first", type=count(0), default=16, metavar="N",
                    help="how many ids of a .bin file to show (default: 16)")
     p.add_argument("--tokenizer", metavar="TOK",
@@ -362,7 +366,8 @@ def verify_parser(prog: str = "prep verify") -> Parser:
     p = Parser(prog=prog, description="Re-hash every file of a published dataset and re-check "
                "every count against _MANIFEST.json: exit 0 when all agree, else 1 with a line "
                "per problem.")
-    p.add_argument("dir", type=Path, metavar="DIR", help="the dataset directory")
+    p.add_argument("dir", type=location, metavar="DIR",
+                   help="the dataset directory, or its bucket URI (s3://..., gs://...)")
     p.add_argument(
         "--llmc-batch", nargs=2, type=count(1), metavar=("B", "T"), default=None,
         help="also report shards llm.c's DataLoader rejects for batch B x T (B*T+1 tokens "

@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prep.errors import IntegrityError, MissingRecipe, OutputError, PrepError, os_failure
+from prep.errors import (
+    IntegrityError,
+    Interrupted,
+    MissingRecipe,
+    OutputError,
+    PrepError,
+    os_failure,
+)
 from prep.formats import get_format
 from prep.fsio import fsync_dir
 from prep.outputs import ABSENT, DATASET, EMPTY, HeldLock, Output, resolve_output
@@ -30,7 +37,7 @@ from prep.run.start import start
 from prep.sources import Source, resolve_source
 from prep.state import checkpoint as ckpt
 from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest
-from prep.state.provenance import RefreshNote
+from prep.state.provenance import RefreshNote, read_active_seconds
 from prep.verify import verify_dataset
 
 logger = logging.getLogger(__name__)
@@ -46,6 +53,7 @@ class Outcome:
     manifest: Manifest | None = None
     seconds: float = 0.0
     changes: tuple[str, ...] = ()
+    active_seconds: float | None = None  # over the run and its resumes (a publish's)
 
 
 def _never() -> bool:
@@ -75,9 +83,8 @@ def run(
     be, before taking the lock."""
     if recipe is not None:
         get_format(recipe.format, recipe.dtype)
-    life = _Lifecycle(
-        resolve_output(opts.out), recipe, opts, typed or {}, stop_requested, argv, reporter
-    )
+    out = resolve_output(opts.out, opts.staging)
+    life = _Lifecycle(out, recipe, opts, typed or {}, stop_requested, argv, reporter)
     try:
         return life.run()
     except PrepError:
@@ -127,7 +134,7 @@ class _Lifecycle:
         """Before the lock: a fresh start's source and tokenizer (a refresh's source), so a
         missing file, a bad tokenizer or a missing recipe is refused without creating the
         lock file. A resume resolves nothing here: its checkpoint pins what it reads."""
-        if self.out.staging.exists():
+        if self.out.staging_exists():
             return
         state = self.out.state()
         if state in (ABSENT, EMPTY):
@@ -172,13 +179,15 @@ class _Lifecycle:
         """Bring staging to "ready to publish" (a verified manifest in it); returns the
         manifest."""
         out, opts = self.out, self.opts
-        if out.staging.exists():
+        if out.staging_exists():
             if not (opts.resume or opts.refresh):
                 raise OutputError(
-                    f"{out.staging} is left over from an interrupted run; rerun with "
-                    "--resume to continue it, or delete it to start over",
+                    f"{out.staging if out.staging.exists() else out} is left over from an "
+                    "interrupted run; rerun with --resume to continue it, or delete it to "
+                    "start over",
                     path=out.staging,
                 )
+            out.localize()
             if (out.staging / MANIFEST_NAME).exists():
                 return self.verified_ready()
             plan = plan_restore(out, opts, self.typed, self.stop_requested)
@@ -191,7 +200,11 @@ class _Lifecycle:
                 state, stream = start_refresh(out, self.recipe, opts, inputs, refresh, increment)
         if self.held is not None:
             state.check_lock = self.held.check
-        return execute(state, stream, self.stop_requested, self.argv, self.reporter)
+        try:
+            return execute(state, stream, self.stop_requested, self.argv, self.reporter)
+        except BaseException as e:
+            out.settle(graceful=isinstance(e, Interrupted))
+            raise
 
     def verified_ready(self) -> Manifest:
         """A staging directory a crash left after its manifest was written: verify it, and
@@ -220,11 +233,13 @@ class _Lifecycle:
         if self.held is not None:
             self.held.check()
         _drop_checkpoint(out)
+        active = read_active_seconds(out.staging)
         if self.opts.refresh and out.state() == DATASET:
             out.swap_in()
         else:
             out.publish()
-        return Outcome("published", out.location, manifest, time.monotonic() - self.t0, changes)
+        seconds = time.monotonic() - self.t0
+        return Outcome("published", out.location, manifest, seconds, changes, active)
 
     def refresh(self) -> Outcome:
         """Up to date: exit quickly. Otherwise build (or resume building) the new version in
@@ -237,7 +252,7 @@ class _Lifecycle:
         note: RefreshNote | None = None
         inc: Increment | None = None
         changes: tuple[str, ...] = ()
-        if not out.staging.exists():
+        if not out.staging_exists():
             opts = self.opts
             source = self.early_source or resolve_source(
                 self.recipe.source, opts.token, offline=opts.offline

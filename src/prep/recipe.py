@@ -163,7 +163,8 @@ def validate(settings: Mapping[str, Any]) -> None:
 class RunOptions:
     """How to run: none of these changes a byte of the output."""
 
-    out: Path
+    out: Path | str  # a directory, or a bucket URI
+    staging: Path | None = None  # a bucket --out's local staging (None: the default place)
     batch_size: int = DEFAULT_BATCH_SIZE
     threads: int | None = None  # tokenizer threads per worker (None: 1)
     workers: int | None = None  # worker processes (None: one per core)

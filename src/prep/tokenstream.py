@@ -7,13 +7,18 @@ files in name order; with N tokens, ``len(ts) == (N - 1) // T`` and window ``i``
 
     x = stream[i*T : i*T + T]        y = stream[i*T + 1 : i*T + T + 1]
 
-Windows may cross file boundaries. :meth:`TokenStream.batches` deals windows to ranks:
+``path`` may also be a bucket URI (``s3://``, ``gs://``): the split's files are copied once,
+each checked against its SHA-256, into :func:`reader_cache` (a log line says where and how
+many bytes) and mapped from there; a prefix without ``_MANIFEST.json`` is refused as
+incomplete. Windows may cross file boundaries. :meth:`TokenStream.batches` deals windows to ranks:
 deterministic, disjoint across ranks, and exactly resumable from a batch number. There is
 no torch dependency; ``docs/format.md`` shows a ``torch.utils.data.DataLoader`` wrapper.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,15 +29,30 @@ import numpy.typing as npt
 from prep.errors import IntegrityError, UsageError
 from prep.formats import get_format
 from prep.fsio import file_sha256
-from prep.state.manifest import ManifestFile, read_manifest
+from prep.outputs import published_at
+from prep.state.manifest import Manifest, ManifestFile
 
 Batch = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
 
 
+def reader_cache(location: str, manifest: Manifest) -> Path:
+    """Where a dataset that must be copied to be memory-mapped (one in a bucket) is kept:
+    ``$XDG_CACHE_HOME/prep/datasets/<location>/<manifest SHA-256, 16 digits>/`` (default
+    ``~/.cache``). How much: the files of each split opened, once per published version
+    (a new version's manifest has another SHA-256, so versions never mix); prep deletes
+    nothing there. A local dataset is read in place and never copied."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    version = hashlib.sha256(manifest.to_bytes()).hexdigest()[:16]
+    return Path(base, "prep", "datasets", *location.replace("://", "/").split("/"), version)
+
+
+def _shard_files(entry: ManifestFile) -> list[tuple[str, str]]:
+    return [(entry.name, entry.sha256)] + [(c.name, c.sha256) for c in entry.companions]
+
+
 def _check_hashes(directory: Path, entry: ManifestFile) -> None:
     """Re-hash every file of a shard against the manifest."""
-    files = [(entry.name, entry.sha256)] + [(c.name, c.sha256) for c in entry.companions]
-    for name, want in files:
+    for name, want in _shard_files(entry):
         sha = file_sha256(directory / name)
         if sha != want:
             raise IntegrityError(
@@ -53,19 +73,23 @@ class TokenStream:
     ) -> None:
         if seq_len < 1:
             raise UsageError(f"seq_len must be at least 1, got {seq_len}")
-        self.path = Path(path)
+        self.path = path if isinstance(path, str) and "://" in path else Path(path)
         self.split = split
         self.seq_len = seq_len
-        manifest = read_manifest(self.path)
+        where = published_at(self.path)
+        manifest = where.published_manifest()
         if split not in manifest.totals:
             known = ", ".join(manifest.totals)
             raise UsageError(f"{self.path}: no split {split!r} (the manifest has {known})")
         fmt = get_format(manifest.format, manifest.dtype)
+        entries = sorted((e for e in manifest.files if e.split == split), key=lambda e: e.name)
+        files = {n: sha for e in entries for n, sha in _shard_files(e)}
         shards = []
-        for entry in sorted((e for e in manifest.files if e.split == split), key=lambda e: e.name):
-            shards.append(fmt.map_ids(self.path, entry, manifest))
-            if verify:
-                _check_hashes(self.path, entry)
+        with where.reading(files, keep=reader_cache(str(where), manifest)) as directory:
+            for entry in entries:
+                shards.append(fmt.map_ids(directory, entry, manifest))
+                if verify:
+                    _check_hashes(directory, entry)
         # Plain ndarray views of the maps: slicing an np.memmap costs a subclass round trip.
         self._shards = [s.view(np.ndarray) for s in shards if s.size]
         sizes = np.array([s.size for s in self._shards], dtype=np.int64)

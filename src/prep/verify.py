@@ -2,7 +2,9 @@
 
 Checks every shard through its output format (header, size, ids against V, SHA-256,
 separators), the manifest's counts, the shards' naming and order rules, and conservation
-(sums of shards equal the split totals).
+(sums of shards equal the split totals). The dataset may be anywhere an output can be
+(:mod:`prep.outputs`): a bucket's shards are copied to a temporary directory one at a time
+and checked there; a prefix without its manifest is reported incomplete, never read.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from pathlib import Path
 
 from prep.errors import IntegrityError, UsageError
 from prep.formats import ShardFormat, get_format
+from prep.outputs import Output, published_at
 from prep.split import SPLITS
-from prep.state.manifest import Manifest, ManifestFile, read_manifest
+from prep.state.manifest import Manifest, ManifestFile
 
 
 def _split_problems(
@@ -74,10 +77,19 @@ def llmc_batch_problems(manifest: Manifest, batch: int, seq_len: int) -> list[st
 def verify_dataset(
     directory: Path, *, check_extra: bool = True, llmc_batch: tuple[int, int] | None = None
 ) -> list[str]:
-    """Every problem found, one line each (empty when the dataset verifies). With
-    ``llmc_batch=(B, T)`` also the shards llm.c would reject for that batch."""
+    """Every problem of the dataset in ``directory``, one line each (empty when it
+    verifies). With ``llmc_batch=(B, T)`` also the shards llm.c would reject for that
+    batch."""
+    return verify_output(published_at(directory), check_extra=check_extra,
+                         llmc_batch=llmc_batch)
+
+
+def verify_output(
+    out: Output, *, check_extra: bool = True, llmc_batch: tuple[int, int] | None = None
+) -> list[str]:
+    """:func:`verify_dataset` of the dataset published at ``out``."""
     try:
-        manifest = read_manifest(directory)
+        manifest = out.published_manifest()
     except IntegrityError as e:
         return [str(e)]
     try:
@@ -92,14 +104,15 @@ def verify_dataset(
             problems.append(f"manifest: bad file entry {entry.name!r}")
             continue
         by_split[parsed[0]].append(entry)
-        problems += fmt.check_shard(directory, entry, manifest)
+        with out.reading(dict.fromkeys(fmt.shard_files(entry.name))) as directory:
+            problems += fmt.check_shard(directory, entry, manifest)
     for split in SPLITS:
         problems += _split_problems(split, by_split[split], manifest, fmt)
     if check_extra:
         listed = {f for e in manifest.files for f in fmt.shard_files(e.name)}
-        for p in sorted(directory.iterdir()):
-            if fmt.owns_file(p.name) and p.name not in listed:
-                problems.append(f"{p.name}: not listed in the manifest")
+        for name in out.published_names():
+            if fmt.owns_file(name) and name not in listed:
+                problems.append(f"{name}: not listed in the manifest")
     if llmc_batch is not None:
         problems += llmc_batch_problems(manifest, *llmc_batch)
     return problems

@@ -113,6 +113,15 @@ class SplitWriter:
             self.directory, self.fmt.shard_name(self.split, 0), self.vocab_size
         )
 
+    @property
+    def rolled(self) -> int:
+        """Shards rolled over so far (sealed, or sealing in the background)."""
+        return len(self.sealed) + self._sealing.pending
+
+    def seals_done(self) -> bool:
+        """Whether no seal is still running (:meth:`state` would not wait for one)."""
+        return self._sealing.finished()
+
     def moved_to(self, directory: Path) -> None:
         """The directory was renamed (staging put in place); open files stay open. Raises
         ``RuntimeError`` if a seal is pending: it may write into the old path."""

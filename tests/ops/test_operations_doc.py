@@ -1,109 +1,140 @@
-"""docs/operations.md tried for real: its VM start-up script run under bash, its systemd
-unit checked by ``systemd-analyze verify`` and against the exit codes prep documents.
+"""docs/operations.md tried for real: its VM start-up script run under bash against the real
+S3 server (tests/s3server.py), a first boot killed with its disk and a replacement VM
+finishing the dataset; its systemd unit checked by ``systemd-analyze verify`` and against
+the exit codes prep documents.
 
 The start-up script is taken from the document as written; only its paths are moved into
-a temporary directory (the checkout, corpus, tokenizer and disk), and the cloud copy
-``gsutil`` is a stand-in on PATH that records its arguments (and fails when told to).
+a temporary directory (the checkout, tokenizer), its SOURCE is the local corpus and its OUT
+a bucket on the test server (gs:// has no local server; the script is the same for s3://).
+The first boot's ``prep`` is the fault driver, parked before its third remote checkpoint: the
+VM dies there (SIGKILL to its whole process group) and its disk (the local staging) is gone.
 """
 
 from __future__ import annotations
 
 import configparser
+import json
 import os
+import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from conftest import REPO
-from harness import World, make_world, no_traceback, ops_corpus
+from harness import DRIVER, World, make_world, no_traceback, ops_corpus, wait_for
 from markdown import code_block
+from s3server import S3Server
 
 OPERATIONS = REPO / "docs" / "operations.md"
 VENV = Path(sys.executable).parent.parent
-GSUTIL = """#!/usr/bin/env bash
-echo "$@" >> "$GSUTIL_RECORD"
-exit "${GSUTIL_EXIT:-0}"
+# The first VM's prep: the fault driver, with batches small enough that each shard is
+# committed (and its remote checkpoint written) on its own (batch size changes no byte).
+FAULTY_PREP = """#!/usr/bin/env bash
+exec "{python}" "{driver}" "${{@:2}}" --batch-size 64
 """
 
 
 @dataclass(frozen=True)
 class Vm:
-    """The start-up script with its paths moved under ``root``."""
+    """The start-up script with its paths moved under ``root``; ``prep`` on its PATH-less
+    ``.venv/bin`` is the real one, or (``faulty``) the fault driver."""
 
     root: Path
     script: Path
-    out: Path
-    record: Path
+    out: str
+    env: dict[str, str]
 
-    def boot(self, gsutil_exit: int = 0) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "PATH": f"{self.root / 'bin'}:{os.environ['PATH']}",
-               "GSUTIL_RECORD": str(self.record), "GSUTIL_EXIT": str(gsutil_exit)}
-        return subprocess.run(["bash", str(self.script)], capture_output=True, text=True,
-                              env=env, timeout=300, check=False)
+    def boot(self, disk: Path, faults: list[dict[str, object]] | None = None
+             ) -> tuple[subprocess.Popen[str], Path]:
+        """Start the script on a VM whose local disk (the cache: local staging) is
+        ``disk``; with ``faults``, its ``prep`` runs through the fault driver. Returns the
+        process and the file its output goes to."""
+        env = {**self.env, "XDG_CACHE_HOME": str(disk)}
+        bin_dir = self.root / "srv" / "prep" / ".venv" / "bin"
+        prep = bin_dir / "prep"
+        prep.unlink(missing_ok=True)
+        if faults:
+            prep.write_text(FAULTY_PREP.format(python=sys.executable, driver=DRIVER))
+            prep.chmod(prep.stat().st_mode | stat.S_IXUSR)
+            env["PREP_FAULT"] = json.dumps(faults)
+        else:
+            prep.symlink_to(VENV / "bin" / "prep")
+        log = self.root / f"boot-{disk.name}.log"
+        with open(log, "w") as f:
+            proc = subprocess.Popen(["bash", str(self.script)], stdout=f, stderr=f, text=True,
+                                    env=env, start_new_session=True)
+        return proc, log
 
 
 @pytest.fixture
-def vm(tmp_path: Path) -> Vm:
-    world: World = make_world(tmp_path / "inputs", ops_corpus(2, 60))
+def vm(tmp_path: Path, s3_server: S3Server, s3_bucket: str) -> Vm:
+    world: World = make_world(tmp_path / "inputs", ops_corpus(2, 600))
     checkout = tmp_path / "srv" / "prep"
-    checkout.mkdir(parents=True)
-    (checkout / ".venv").symlink_to(VENV)  # .venv/bin/python and .venv/bin/prep
+    (checkout / ".venv" / "bin").mkdir(parents=True)
     (checkout / "scripts").symlink_to(REPO / "scripts")
-    assert (checkout / ".venv" / "bin" / "prep").exists(), "the prep command is not installed"
-    out = tmp_path / "disk" / "tokens" / "corpus"
-    out.parent.mkdir(parents=True)
-    gsutil = tmp_path / "bin" / "gsutil"
-    gsutil.parent.mkdir()
-    gsutil.write_text(GSUTIL)
-    gsutil.chmod(gsutil.stat().st_mode | stat.S_IXUSR)
     text = code_block(OPERATIONS, "Preemptible VM start-up script", "bash")
-    moves = {"/srv/prep": checkout, "/mnt/corpus": world.source, "/models/gpt2": world.tokenizer,
-             "/mnt/disk/tokens/corpus": out}
+    out = f"s3://{s3_bucket}/vm-{uuid.uuid4().hex[:8]}/web-2026"
+    moves = {"/srv/prep": str(checkout), "/models/gpt2": str(world.tokenizer),
+             "SOURCE=gs://raw-corpora/web-2026/": f"SOURCE={world.source}",
+             "OUT=gs://tokens/web-2026": f"OUT={out}",
+             "--max-file-tokens 100M": "--max-file-tokens 3000"}  # a few shards, not one
     for old, new in moves.items():
         assert old in text, f"the start-up script no longer mentions {old}"
-        text = text.replace(old, str(new))
+        text = text.replace(old, new)
     script = tmp_path / "startup.sh"
     script.write_text(text)
-    return Vm(tmp_path, script, out, tmp_path / "gsutil.calls")
+    env = {**s3_server.env(), "PYTHONUNBUFFERED": "1"}
+    return Vm(tmp_path, script, out, env)
 
 
-def tamper(path: Path) -> None:
-    """Flip one bit of one token id in the middle of ``path`` (a .bin file)."""
-    data = bytearray(path.read_bytes())
-    data[1024 + (len(data) - 1024) // 2] ^= 0x01
-    path.write_bytes(bytes(data))
+def test_a_replacement_vm_finishes_what_a_killed_one_started(
+        vm: Vm, s3_server: S3Server, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    park = {"target": "prep.outputs.mirror.Mirror._checkpoint", "action": "gate",
+            "nth": 3, "when": "before", "reached": str(gate / "reached"),
+            "release": str(gate / "release")}  # its third remote checkpoint: two are written
+    first, log = vm.boot(tmp_path / "disk-1", [park])
+    wait_for(lambda: (gate / "reached").exists() or first.poll() is not None,
+             "the first VM's third remote checkpoint")
+    assert (gate / "reached").exists(), log.read_text()
+    os.killpg(first.pid, signal.SIGKILL)  # the VM is gone, with its disk
+    first.wait(timeout=60)
+    shutil.rmtree(tmp_path / "disk-1")
+
+    second, log = vm.boot(tmp_path / "disk-2")
+    code = second.wait(timeout=300)
+    err = log.read_text()
+    assert code == 0, err
+    no_traceback(err)
+    assert re.search(r"local staging \S+ is missing: restoring it from the remote "
+                     rf"checkpoint of {re.escape(vm.out)} at row [1-9]", err), err
+
+    reference = tmp_path / "reference" / "web-2026"
+    local = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "prepare.py"), "--source",
+         code_arg(vm, "SOURCE"), "--tokenizer", str(tmp_path / "inputs" / "tok"), "--out",
+         str(reference), "--max-file-tokens", "3000", "--quiet"],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert local.returncode == 0, local.stderr
+    fs = s3_server.filesystem()
+    for p in sorted(reference.iterdir()):
+        if p.suffix == ".bin" or p.name == "_MANIFEST.json":
+            with fs.open_input_stream(f"{vm.out[5:]}/{p.name}") as f:
+                assert f.read() == p.read_bytes(), p.name
 
 
-def test_startup_script_copies_a_good_dataset_and_exits_0(vm: Vm) -> None:
-    r = vm.boot()
-    assert r.returncode == 0, r.stdout + r.stderr
-    no_traceback(r.stderr)
-    assert f"{vm.out}: OK" in r.stdout
-    assert vm.record.read_text().splitlines() == [
-        f"-m rsync -r {vm.out} gs://bucket/tokens/corpus"]
-
-
-def test_startup_script_exits_non_zero_when_verify_fails(vm: Vm) -> None:
-    assert vm.boot().returncode == 0
-    vm.record.unlink()
-    tamper(vm.out / "train-00000.bin")
-
-    r = vm.boot()
-
-    assert r.returncode != 0, r.stdout + r.stderr
-    assert "FAIL" in r.stdout and "train-00000.bin" in r.stdout, r.stdout
-    assert f"prep verify failed: not copying {vm.out}" in r.stderr
-    assert not vm.record.exists(), "a dataset that failed verification was copied"
-
-
-def test_startup_script_reports_a_failed_copy(vm: Vm) -> None:
-    r = vm.boot(gsutil_exit=3)
-    assert r.returncode == 3, r.stdout + r.stderr
-    assert vm.record.exists()
+def code_arg(vm: Vm, name: str) -> str:
+    """A variable's value as the moved script sets it."""
+    m = re.search(rf"^{name}=(\S+)", vm.script.read_text(), re.M)
+    assert m
+    return m[1]
 
 
 def unit() -> configparser.ConfigParser:

@@ -40,15 +40,15 @@ ALLOWED: dict[str, set[str]] = {
     "hashchain": set(),
     "stream": {"hashchain", "partition", "recipe", "sources", "split"},
     "writer": {"formats", "split", "state"},
-    "outputs": {"formats", "fsio", "state"},
+    "outputs": {"buckets", "formats", "fsio", "partition", "state"},
     "run": {
         "encoders", "formats", "fsio", "outputs", "partition", "progress", "readahead",
         "recipe", "sources", "split", "state", "stream", "threadcpu", "workers", "writer",
     },
     "refresh": {"encoders", "outputs", "recipe", "sources", "state"},
-    "verify": {"formats", "split", "state"},
+    "verify": {"formats", "outputs", "split", "state"},
     "inspector": {"formats", "fsio", "outputs", "state"},
-    "tokenstream": {"formats", "fsio", "state"},
+    "tokenstream": {"formats", "fsio", "outputs", "state"},
     "merge": {"formats", "fsio", "outputs", "partition", "state", "verify"},
     "executors": {"fsio", "merge", "partition"},
     "pipeline": {
@@ -56,12 +56,13 @@ ALLOWED: dict[str, set[str]] = {
         "sources", "state", "verify",
     },
     "api": {
-        "encoders", "partition", "pipeline", "progress", "recipe", "redact", "sources", "state",
+        "argtypes", "encoders", "outputs", "partition", "pipeline", "progress", "recipe",
+        "redact", "sources", "state",
     },
     "cli": {
         "", "api", "argtypes", "console", "encoders", "executors", "formats", "inspector",
-        "merge", "options", "partition", "pipeline", "progress", "recipe", "redact", "startup",
-        "state", "tokenizer", "verify",
+        "merge", "options", "outputs", "partition", "pipeline", "progress", "recipe", "redact",
+        "startup", "state", "tokenizer", "verify",
     },
     "tokenizer": {
         "", "api", "encoders", "formats", "fsio", "options", "outputs", "progress", "recipe",

@@ -145,10 +145,13 @@ def _credentials_fix(store: Store) -> str:
             "`gcloud auth application-default login`")
 
 
-def store_error(e: OSError, doing: str, uri: str, store: Store, started: bool) -> PrepError:
+def store_error(
+    e: OSError, doing: str, uri: str, store: Store, started: bool, *, writing: bool = False
+) -> PrepError:
     """The message for a failed bucket call. ``doing``: what prep was doing ("listing",
     "downloading"); ``started``: whether the run had already reached the store (then a
-    connection failure is transient, exit 75, not a wrong address)."""
+    connection failure is transient, exit 75, not a wrong address); ``writing``: the call
+    writes or deletes (access denied then names the write permissions)."""
     text = str(e)
     detail = _detail(e)
     bucket = uri.split("://", 1)[-1].split("/", 1)[0]
@@ -176,8 +179,13 @@ def store_error(e: OSError, doing: str, uri: str, store: Store, started: bool) -
             path=uri,
         )
     if _has(text, _DENIED):
-        grant = ("s3:ListBucket and s3:GetObject" if store.s3
-                 else "storage.objects.list and storage.objects.get")
+        if writing:
+            grant = ("s3:PutObject and s3:DeleteObject (with s3:ListBucket and s3:GetObject)"
+                     if store.s3 else "storage.objects.create and storage.objects.delete "
+                     "(with storage.objects.list and storage.objects.get)")
+        else:
+            grant = ("s3:ListBucket and s3:GetObject" if store.s3
+                     else "storage.objects.list and storage.objects.get")
         return InputError(
             f"{doing} {uri}: access denied by {store.where} ({detail}); grant this identity "
             f"{grant} on bucket {bucket!r}, or use credentials that have them",

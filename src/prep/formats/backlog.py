@@ -32,6 +32,11 @@ class Backlog(Generic[R]):
         """Jobs submitted and not taken back yet."""
         return len(self._pending)
 
+    def finished(self) -> bool:
+        """Whether every job submitted has finished (taken back or not): taking them back
+        would not wait."""
+        return all(future.done() for future, _ in self._pending)
+
     def room(self, weight: int) -> Iterator[R]:
         """Take back the oldest jobs, yielding their results in order, while the pending
         weight plus ``weight`` would pass the limit. A failed job raises its error; the

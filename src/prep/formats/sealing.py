@@ -42,6 +42,10 @@ class Sealing:
         """Shards submitted whose records :meth:`wait` has not returned yet."""
         return len(self._seals)
 
+    def finished(self) -> bool:
+        """Whether every submitted seal is done (:meth:`wait` would not wait)."""
+        return self._seals.finished()
+
     def submit(self, file: ShardWriter, n_docs: int, into: list[FileRecord]) -> None:
         """Start sealing ``file`` (nothing is appended to it any more), after appending to
         ``into`` the records of earlier seals it had to wait for to stay within

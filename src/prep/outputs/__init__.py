@@ -1,13 +1,14 @@
 """Where a dataset goes. :func:`resolve_output` picks the kind of output for ``--out`` (a
-mount point, else a directory); every kind is an :class:`~prep.outputs.base.Output`. A new
-kind of output is one module here and one line in :func:`resolve_output`."""
+bucket URI, a mount point, else a directory); every kind is an
+:class:`~prep.outputs.base.Output`. A new kind of output is one module here and one line in
+:func:`resolve_output`."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from prep.errors import OutputError
+from prep.errors import OutputError, UsageError
 from prep.fsio import is_mount_point
 from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output
 from prep.outputs.local import LocalDir
@@ -27,14 +28,27 @@ __all__ = [
     "describe_holder",
     "lock_holder",
     "output_of_staging",
+    "published_at",
     "resolve_output",
 ]
 
 
-def resolve_output(out: str | os.PathLike[str]) -> Output:
-    """The output ``--out`` names: a mount point (staging inside it), else a directory
-    (staging beside it). Raises ``OutputError`` when it names no directory to create."""
+def resolve_output(out: str | os.PathLike[str], staging: Path | None = None) -> Output:
+    """The output ``--out`` names: a bucket URI (staged locally in ``staging``, or under the
+    cache directory), a mount point (staging inside it), else a directory (staging beside
+    it). Opens no connection. Raises ``OutputError`` when a path names no directory to
+    create, ``UsageError`` for a malformed URI or ``staging`` given for a local ``--out``."""
+    if isinstance(out, str) and "://" in out:
+        from prep.outputs.bucket import BucketOutput  # pyarrow's S3 client only when used
+
+        return BucketOutput.parse(out, staging)
     final = Path(os.path.abspath(out))
+    if staging is not None:
+        raise UsageError(
+            f"--staging {staging}: a directory --out is staged beside itself "
+            f"({final.name}.incomplete), so that publishing it is one rename; --staging is "
+            "for a bucket --out only"
+        )
     if final.name in ("", ".", ".."):
         raise OutputError(f"--out {final} must name a directory to create", path=final)
     if is_mount_point(final):  # False for a symlink or a missing path
@@ -42,10 +56,25 @@ def resolve_output(out: str | os.PathLike[str]) -> Output:
     return LocalDir(final)
 
 
+def published_at(location: str | os.PathLike[str]) -> Output:
+    """The output a published dataset is read from: a bucket URI, else a directory as
+    given (any existing one, ``.`` included: reading creates nothing)."""
+    if isinstance(location, str) and "://" in location:
+        return resolve_output(location)
+    return LocalDir(Path(location))
+
+
 def output_of_staging(staging: Path) -> Output:
     """The output a staging directory belongs to: ``DIR`` for ``DIR.incomplete``, the
-    mount point for ``MOUNT/.prep-staging``."""
+    mount point for ``MOUNT/.prep-staging``, the bucket URI recorded beside a bucket
+    output's local staging."""
     staging = Path(os.path.abspath(staging))
     if staging.name == STAGING_INSIDE and is_mount_point(staging.parent):
         return resolve_output(staging.parent)
-    return resolve_output(staging.with_name(staging.name.removesuffix(".incomplete")))
+    final = staging.with_name(staging.name.removesuffix(".incomplete"))
+    from prep.outputs.bucket import recorded_uri
+
+    uri = recorded_uri(final)
+    if uri is not None:
+        return resolve_output(uri, final.parent)
+    return resolve_output(final)

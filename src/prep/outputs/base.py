@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import shutil
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 
 from prep.errors import OutputError
 from prep.fsio import fsync_dir, make_dirs, rename_noreplace
 from prep.outputs.lock import HeldLock, LockPaths, hold_lock
+from prep.partition import Part
+from prep.state.checkpoint import Checkpoint
 from prep.state.manifest import MANIFEST_NAME, Manifest
 
 ABSENT, EMPTY, DATASET, OTHER = "absent", "empty", "dataset", "other"
@@ -43,7 +45,11 @@ def _never() -> bool:
 
 class Output(ABC):
     """Where one dataset goes (see the module docstring). ``str(output)`` is the output as
-    messages name it (an absolute path, or a URI)."""
+    messages name it (an absolute path, or a URI). ``commit_on_seal``: the run commits as
+    soon as a shard is sealed (not only every ``--checkpoint-interval``), because the
+    output does something with each commit (:meth:`committed`)."""
+
+    commit_on_seal = False
 
     @abstractmethod
     def __str__(self) -> str:
@@ -93,6 +99,20 @@ class Output(ABC):
         """The published dataset's manifest (call when :meth:`state` is ``dataset``)."""
 
     @abstractmethod
+    def published_names(self) -> list[str]:
+        """Every file where the published dataset lives (``prep verify`` names extras)."""
+
+    @abstractmethod
+    def reading(
+        self, files: Mapping[str, str | None], keep: Path | None = None
+    ) -> AbstractContextManager[Path]:
+        """For a ``with`` block, a local directory holding ``files`` of the published
+        dataset (name -> the SHA-256 a copy must have, or None): the dataset's own
+        directory for a local kind. A kind that must copy them copies into ``keep`` and
+        leaves them there (a reader's cache: a copy already there is reused), or into a
+        temporary directory removed after the block."""
+
+    @abstractmethod
     def refresh_base(self) -> Path:
         """The published version as a local directory, which a refresh compares with and
         continues; raises ``OutputError`` for a kind that cannot be refreshed."""
@@ -102,6 +122,15 @@ class Output(ABC):
         """Replace the published version with the finished staging directory (a refresh),
         so that readers see one version or the other, never a mix."""
 
+    @abstractmethod
+    def part_out(self, part: Part) -> Path | str:
+        """Where part ``part`` of a ``--parts`` run of this output goes (its own ``--out``:
+        ``DIR.parts/I-of-N``)."""
+
+    def resume_args(self) -> list[str]:
+        """The options a ``prep prepare ... --resume`` of this output needs besides it."""
+        return ["--out", str(self)]
+
     def hold_lock(
         self, wait: float, stop: Callable[[], bool] = _never
     ) -> AbstractContextManager[HeldLock]:
@@ -109,6 +138,26 @@ class Output(ABC):
         ``wait`` seconds, ``Interrupted`` when ``stop()`` says so before it is taken); see
         :func:`prep.outputs.lock.hold_lock`."""
         return hold_lock(self.lock_paths, wait, stop)
+
+    def staging_exists(self) -> bool:
+        """Whether a run of this output can be resumed: its staging directory is here (or,
+        for a kind that keeps one elsewhere, can be restored: :meth:`localize`)."""
+        return self.staging.exists()
+
+    def localize(self) -> None:
+        """Under the lock, before a resume reads staging: bring it here if it is kept
+        elsewhere too (a bucket's remote checkpoint)."""
+        return None
+
+    def committed(self, cp: Checkpoint) -> None:
+        """The run wrote checkpoint ``cp`` in staging (its commit point). Raises what went
+        wrong with what the output did with earlier commits (the run then stops)."""
+        return None
+
+    def settle(self, graceful: bool) -> None:
+        """The run stopped before publishing: on a stop request (``graceful``) finish what
+        the commits started; on an error, drop it."""
+        return None
 
     def recover(self) -> None:
         """Under the lock, before anything else: undo what a kill during a publish left."""

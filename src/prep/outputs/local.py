@@ -14,11 +14,13 @@ the swap is two renames and ``DIR`` is missing for the instant between them.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
 import os
 import shutil
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from prep.errors import IntegrityError, OutputError
@@ -32,6 +34,7 @@ from prep.fsio import (
 )
 from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output
 from prep.outputs.lock import LockPaths
+from prep.partition import Part, part_out
 from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest
 
 logger = logging.getLogger(__name__)
@@ -108,8 +111,19 @@ class LocalDir(Output):
             return "a symbolic link"
         return "a directory that is not empty" if final.is_dir() else "not a directory"
 
+    def part_out(self, part: Part) -> Path:
+        return part_out(self.final, part)
+
     def published_manifest(self) -> Manifest:
         return read_manifest(self.final)
+
+    def published_names(self) -> list[str]:
+        return sorted(os.listdir(self.final))
+
+    @contextlib.contextmanager
+    def reading(self, files: Mapping[str, str | None], keep: Path | None = None
+                ) -> Iterator[Path]:
+        yield self.final  # read in place: the readers check what they read
 
     def refresh_base(self) -> Path:
         return self.final

@@ -121,6 +121,8 @@ def run_loop(
     ``--checkpoint-interval`` seconds and on a stop request (then raises ``Interrupted``)."""
     interval = state.opts.checkpoint_interval
     last_ckpt = time.monotonic()
+    on_seal = state.out.commit_on_seal
+    rolled = state.rolled()
     report = ProgressReport(state, reporter)
     with open_workers(state, stream) as tokenized:
         cpu0 = time.process_time()  # after loading the engine: the per-GB work only
@@ -137,11 +139,11 @@ def run_loop(
                 state.checkpoint()
                 raise Interrupted(
                     f"stopped on request; checkpoint at row {state.cursor.rows_visited:,}. "
-                    f"Resume with: prep prepare --out {state.out} --resume"
+                    f"Resume with: prep prepare {' '.join(state.out.resume_args())} --resume"
                 )
-            if now - last_ckpt >= interval:
+            if now - last_ckpt >= interval or (on_seal and state.sealed_since(rolled)):
                 state.checkpoint()
-                last_ckpt = now
+                last_ckpt, rolled = now, state.rolled()
             report()
             threads.sample()
         state.threads_cpu = threads.spent()

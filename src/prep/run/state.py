@@ -120,19 +120,31 @@ class RunState:
             written_at=time.time(),
         )
 
-    def save_checkpoint(self, directory: Path) -> None:
+    def save_checkpoint(self, directory: Path) -> Checkpoint:
         cp = self.record()
         ckpt.save(directory, cp)
         self.committed_rows = cp.progress.rows_visited
+        return cp
 
     def checkpoint(self) -> None:
         """The commit point: fsync the open shards, then replace the checkpoint (unless
-        the lock was lost: then another run may be writing here, so commit nothing)."""
+        the lock was lost: then another run may be writing here, so commit nothing); then
+        tell the output (a bucket uploads the shards it names)."""
         self.check_lock()
         for w in self.writers.values():
             w.sync()
-        self.save_checkpoint(self.out.staging)
+        cp = self.save_checkpoint(self.out.staging)
         logger.debug("checkpoint at row %s", f"{self.cursor.rows_visited:,}")
+        self.out.committed(cp)
+
+    def rolled(self) -> int:
+        """Shards rolled over so far, over every split."""
+        return sum(w.rolled for w in self.writers.values())
+
+    def sealed_since(self, rolled: int) -> bool:
+        """Whether shards were rolled over since ``rolled`` (a :meth:`rolled` value) and
+        are all sealed: a checkpoint now names them without waiting for a seal."""
+        return self.rolled() > rolled and all(w.seals_done() for w in self.writers.values())
 
     def close(self) -> None:
         """Close every open shard without sealing (error paths)."""

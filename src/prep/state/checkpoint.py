@@ -222,8 +222,19 @@ def save(directory: Path, cp: Checkpoint) -> None:
     has a name the new checkpoint lists, and after a power cut a checkpoint that survived
     must never list a name that did not."""
     fsync_dir(directory)
+    save_content(directory, sealed_content(cp))
+
+
+def sealed_content(cp: Checkpoint) -> dict[str, Any]:
+    """``cp`` as ``checkpoint.json`` holds it: its JSON with its ``digest``."""
     content = cp.to_json()
     content["digest"] = content_digest(content)
+    return content
+
+
+def save_content(directory: Path, content: dict[str, Any]) -> None:
+    """Write ``content`` (from :func:`sealed_content`) as ``checkpoint.json``, atomically
+    (the caller made what it names durable)."""
     data = json.dumps(content, indent=1, ensure_ascii=False) + "\n"
     atomic_write_bytes(directory / CHECKPOINT_NAME, data.encode("utf-8"))
 

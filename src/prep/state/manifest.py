@@ -314,9 +314,17 @@ def read_manifest(directory: Path) -> Manifest:
     unknown version or missing a field."""
     path = directory / MANIFEST_NAME
     try:
-        data = json.loads(path.read_bytes())
+        raw = path.read_bytes()
     except FileNotFoundError as e:
         raise IntegrityError(f"{path} is missing; this is not a prep dataset", path=path) from e
+    return parse_manifest(raw, str(path))
+
+
+def parse_manifest(raw: bytes, path: str) -> Manifest:
+    """A manifest's bytes, read from ``path`` (a file or an object), parsed; raises
+    ``IntegrityError`` naming it when unparseable, of an unknown version or incomplete."""
+    try:
+        data = json.loads(raw)
     except ValueError as e:
         raise IntegrityError(f"{path} is not valid JSON ({e})", path=path) from e
     if not isinstance(data, dict) or data.get("version") not in READABLE_VERSIONS:

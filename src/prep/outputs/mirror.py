@@ -1,0 +1,210 @@
+"""A bucket run's uploads, in the background: sealed shards, then remote checkpoints.
+
+After every local checkpoint the run calls :meth:`Mirror.committed`. The shards sealed since
+the last commit start uploading to their final names in ``NAME/`` (each file streamed from
+local staging, its SHA-256 checked against the checkpoint's as it is read). When a commit
+brought new sealed shards, a remote checkpoint of that commit follows them: once they are
+uploaded, the bytes the open shards gained since the previous remote checkpoint go up as
+segments, then the remote checkpoint (:mod:`prep.state.remote`) replaces the previous one.
+Remote checkpoints are written by one thread, in commit order, each after the uploads it
+names: the bucket never holds a remote checkpoint naming an object it does not hold.
+
+Bounded: at most :data:`UPLOAD_THREADS` uploads at once (each streams its file in
+:data:`prep.outputs.remote.CHUNK` pieces) and at most :data:`MAX_QUEUED` shards waiting;
+past that :meth:`Mirror.committed` waits for the oldest, so a slow network slows the run
+instead of queueing without end. A failed upload (after :mod:`prep.outputs.remote`'s
+retries) is raised in the committing thread at its next commit, or at publish: the run
+stops after its local checkpoint, and the remote checkpoint still names only what is
+uploaded.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from prep.errors import OutputError
+from prep.outputs.remote import OPEN_DIR, Remote, checkpoint_key
+from prep.state.checkpoint import Checkpoint, sealed_content
+from prep.state.manifest import ManifestFile
+from prep.state.remote import RemoteCheckpoint, Segment
+from prep.state.shards import FileRecord
+
+logger = logging.getLogger(__name__)
+
+UPLOAD_THREADS = 4
+MAX_QUEUED = 8  # shard uploads in flight or waiting before a commit waits for the oldest
+
+
+def owner_id() -> str:
+    """This process, as a remote checkpoint names its writer."""
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return f"{socket.gethostname()} pid {os.getpid()} started {started}"
+
+
+def shard_files(rec: FileRecord | ManifestFile) -> list[tuple[str, str]]:
+    """Every file of a sealed shard with its SHA-256."""
+    return [(rec.name, rec.sha256)] + [(c.name, c.sha256) for c in rec.companions]
+
+
+class Mirror:
+    """The uploads of one run (see the module docstring). ``known``: the remote checkpoint
+    the bucket holds now (its sealed shards are uploaded, its segments reusable)."""
+
+    def __init__(self, remote: Remote, staging: Path, known: RemoteCheckpoint | None,
+                 owner: str) -> None:
+        self.remote, self.staging, self.owner = remote, staging, owner
+        self.sent: dict[str, str] = {}  # file name -> SHA-256, uploaded or uploading
+        self.segments: dict[str, tuple[Segment, ...]] = {}
+        self.wrote_checkpoint = False
+        self.seq = 0 if known is None else known.seq  # the newest remote checkpoint's
+        if known is not None:
+            for split in known.local.splits.values():
+                for rec in split.sealed:
+                    self.sent.update(shard_files(rec))
+            self.segments = dict(known.segments)
+        self._uploads = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="prep-upload")
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="prep-remote-checkpoint")
+        self._pending: deque[Future[Any]] = deque()  # every job, oldest first
+        self._failed: BaseException | None = None  # the first job that failed
+        self.last: Checkpoint | None = None  # the last commit point it was told of
+
+    def _guarded(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run a job unless one failed before (nothing is uploaded or named after a
+        failure); remember its failure."""
+        if self._failed is not None:
+            return
+        try:
+            fn(*args)
+        except BaseException as e:
+            self._failed = self._failed or e
+            raise
+
+    def trust_segments(self, cp: Checkpoint) -> None:
+        """Keep only the segments of shards still open in ``cp`` and within their committed
+        bytes (a local resume that went back behind the bucket's remote checkpoint)."""
+        sizes = self._open_sizes(cp)
+        self.segments = {
+            n: segs for n, segs in self.segments.items()
+            if n in sizes and sum(s.size for s in segs) <= sizes[n]
+        }
+
+    def _open_sizes(self, cp: Checkpoint) -> dict[str, int]:
+        """The committed byte length of each open shard's file: its size right after the
+        commit (only the committing thread appends, and it is here)."""
+        return {
+            s.open.name: (self.staging / s.open.name).stat().st_size
+            for s in cp.splits.values()
+            if s.open is not None
+        }
+
+    def committed(self, cp: Checkpoint, force: bool = False) -> None:
+        """Start uploading the shards ``cp`` names as sealed that are not up yet, and, when
+        there were any (or ``force``), a remote checkpoint of ``cp`` after them. Raises the
+        error of an upload that failed."""
+        self._take_done()
+        if self._failed is not None:
+            raise self._failed
+        self.last = cp
+        new = [
+            (name, sha)
+            for split in cp.splits.values()
+            for rec in split.sealed
+            for name, sha in shard_files(rec)
+            if self.sent.get(name) != sha
+        ]
+        for name, sha in new:
+            self._make_room()
+            self.sent[name] = sha
+            self._pending.append(self._uploads.submit(self._guarded, self._upload_shard, name, sha))
+        if new or force:
+            content, sizes = sealed_content(cp), self._open_sizes(cp)
+            uploads = [f for f in self._pending if not f.done()]
+            self._pending.append(
+                self._writer.submit(self._guarded, self._checkpoint, content, sizes, uploads)
+            )
+
+    def _make_room(self) -> None:
+        while len(self._pending) >= MAX_QUEUED:
+            oldest = self._pending[0]
+            if not oldest.done():
+                logger.info("waiting for uploads to %s (%d in flight)", self.remote.dataset.uri,
+                            len(self._pending))
+            self._pending.popleft().result()
+
+    def _take_done(self) -> None:
+        while self._pending and self._pending[0].done():
+            self._pending.popleft().result()
+
+    def _upload_shard(self, name: str, sha: str) -> None:
+        t0 = time.monotonic()
+        path = self.staging / name
+        self.remote.upload(path, self.remote.in_dataset(name), sha)
+        size = path.stat().st_size
+        where = self.remote.uri(self.remote.in_dataset(name))
+        logger.info("uploaded %s: %s bytes in %.1f s", where, f"{size:,}", time.monotonic() - t0)
+
+    def _checkpoint(self, content: dict[str, Any], sizes: dict[str, int],
+                    uploads: list[Future[None]]) -> None:
+        for upload in uploads:  # every upload before it, not only this commit's
+            upload.result()  # a failed one fails the checkpoint that would have named it
+        segments: dict[str, tuple[Segment, ...]] = {}
+        for name, size in sizes.items():
+            segs = self.segments.get(name, ())
+            covered = sum(s.size for s in segs)
+            if size > covered:
+                key = self.remote.in_incomplete(f"{OPEN_DIR}/{name}.{covered}-{size}")
+                sha = self.remote.upload(self.staging / name, key, None, covered, size - covered)
+                segs = (*segs, Segment(key, covered, size - covered, sha))
+            segments[name] = segs
+        self.segments = segments
+        self._check_owner()
+        record = RemoteCheckpoint(content, segments, self.owner, self.seq + 1)
+        self.remote.write(self.remote.in_incomplete(checkpoint_key(record.seq)),
+                          record.to_bytes())
+        self.seq, self.wrote_checkpoint = record.seq, True
+        if record.seq > 2:  # the one before stays: a reader falls back to it
+            self.remote.delete([self.remote.in_incomplete(checkpoint_key(record.seq - 2))])
+        rows = content["progress"]["rows_visited"]
+        sealed = sum(len(s["sealed"]) for s in content["splits"].values())
+        logger.info("remote checkpoint %d at row %s (%d sealed shards) in %s", record.seq,
+                    f"{rows:,}", sealed, self.remote.incomplete.uri)
+
+    def _check_owner(self) -> None:
+        """Stop when another run took this output over (it wrote a remote checkpoint since
+        this one's last): two writers must not replace each other's checkpoints."""
+        if not self.wrote_checkpoint:
+            return  # this run's first: it takes the output over
+        current = self.remote.newest_checkpoint()
+        if current is not None and (current.seq, current.owner) != (self.seq, self.owner):
+            where = self.remote.incomplete.uri
+            raise OutputError(
+                f"{where}/ holds a remote checkpoint written by another run ({current.owner}) "
+                f"since this one's last: another machine resumed {self.remote.dataset.uri}. "
+                "This run stopped without replacing it; let the other run finish (or stop it "
+                "and rerun with --resume here)",
+                path=where,
+            )
+
+    def drain(self) -> None:
+        """Wait for every upload and remote checkpoint; raise the first failure."""
+        while self._pending:
+            self._pending.popleft().result()
+        if self._failed is not None:
+            raise self._failed
+
+    def close(self, wait: bool = True) -> None:
+        """Stop the threads. Without ``wait``, jobs not started are dropped and a retrying
+        one gives up (the run is failing anyway)."""
+        if not wait:
+            self.remote.stopping.set()
+        self._uploads.shutdown(wait=True, cancel_futures=not wait)
+        self._writer.shutdown(wait=True, cancel_futures=not wait)
+        self._pending.clear()

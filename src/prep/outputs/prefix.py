@@ -1,0 +1,164 @@
+"""What a bucket output's prefixes hold, read and written whole: the dataset's objects and
+manifest, the remote checkpoint, local staging restored from it, a publish (the manifest
+last), and copies of published files for a reader. Object calls go through
+:class:`prep.outputs.remote.Remote` (retries, messages); uploads during a run through
+:class:`prep.outputs.mirror.Mirror`."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from prep.errors import IntegrityError
+from prep.fsio import make_dirs
+from prep.outputs.mirror import Mirror, shard_files
+from prep.outputs.remote import Remote
+from prep.state import checkpoint as ckpt
+from prep.state.manifest import (
+    MANIFEST_NAME,
+    PROVENANCE_NAME,
+    Manifest,
+    parse_manifest,
+    read_manifest,
+)
+from prep.state.remote import RemoteCheckpoint
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class BucketPrefix:
+    """``NAME/`` and ``NAME.incomplete/`` of one bucket output (see
+    :mod:`prep.outputs.remote` for what lives where)."""
+
+    remote: Remote
+
+    @property
+    def uri(self) -> str:
+        return self.remote.dataset.uri
+
+    def objects(self) -> dict[str, int]:
+        """The dataset prefix's objects: name below ``NAME/`` -> size."""
+        head = self.remote.dataset.fs_path + "/"
+        return {i.path[len(head):]: i.size for i in self.remote.listing(self.remote.dataset)}
+
+    def checkpoint(self) -> RemoteCheckpoint | None:
+        """The newest remote checkpoint, or None when there is none."""
+        return self.remote.newest_checkpoint()
+
+    # -- reading the published dataset ------------------------------------------------------
+
+    def manifest(self) -> Manifest:
+        """The published manifest; ``IntegrityError`` saying why the prefix is no dataset
+        when there is none (it is never read as one)."""
+        where = self.remote.in_dataset(MANIFEST_NAME)
+        raw = self.remote.read(where)
+        if raw is None:
+            raise self.incomplete()
+        return parse_manifest(raw, self.remote.uri(where))
+
+    def incomplete(self) -> IntegrityError:
+        """The refusal to read a prefix without its manifest as a dataset."""
+        known = self.checkpoint()
+        if known is not None:
+            rows = known.local.progress.rows_visited
+            why = (f"an unfinished run (its remote checkpoint, at row {rows:,}, is in "
+                   f"{self.remote.incomplete.uri}/): resume it with prep prepare --out "
+                   f"{self.uri} --resume")
+        else:
+            n = len(self.objects())
+            why = (f"it holds {n:,} objects, not a dataset prep published" if n else
+                   "nothing is there; check the URI")
+        return IntegrityError(
+            f"{self.uri} is incomplete: no {MANIFEST_NAME}, so it is not read as a dataset "
+            f"({why})",
+            path=self.uri,
+        )
+
+    @contextlib.contextmanager
+    def reading(self, files: Mapping[str, str | None], keep: Path | None) -> Iterator[Path]:
+        """See :meth:`prep.outputs.base.Output.reading`."""
+        if keep is not None:
+            make_dirs(keep)
+            self.fetch(files, keep)
+            yield keep
+            return
+        with tempfile.TemporaryDirectory(prefix="prep-read-") as tmp:
+            self.fetch(files, Path(tmp))
+            yield Path(tmp)
+
+    def fetch(self, files: Mapping[str, str | None], into: Path) -> None:
+        """Download what ``into`` does not hold yet, each file checked against its
+        SHA-256 (when given) before it takes its name there: a file there is whole."""
+        got = 0
+        for name, sha in files.items():
+            dest = into / name
+            if dest.exists():
+                continue
+            part = dest.with_name(f".{name}.{os.getpid()}.part")
+            try:
+                self.remote.download(self.remote.in_dataset(name), part, sha)
+                got += part.stat().st_size
+                os.replace(part, dest)
+            except FileNotFoundError:
+                continue  # not there: the reader reports the file missing
+            finally:
+                part.unlink(missing_ok=True)
+        if got:
+            logger.info("copied %s bytes of %s into %s", f"{got:,}", self.uri, into)
+
+    # -- a run ----------------------------------------------------------------------------
+
+    def restore_into(self, building: Path, known: RemoteCheckpoint) -> None:
+        """Local staging as the remote checkpoint left it, in ``building``: every sealed
+        file downloaded and checked against its SHA-256, each open shard rebuilt from its
+        segments (each checked), the checkpoint written back as it was."""
+        cp = known.local
+        for split in cp.splits.values():
+            for rec in split.sealed:
+                for name, sha in shard_files(rec):
+                    self.remote.download(self.remote.in_dataset(name), building / name, sha)
+            if split.open is not None:
+                target = building / split.open.name
+                target.touch()
+                for seg in known.segments.get(split.open.name, ()):
+                    self.remote.download(seg.key, target, seg.sha256, append=True)
+        ckpt.save_content(building, known.checkpoint)
+
+    def publish(self, staging: Path, mirror: Mirror) -> None:
+        """Upload what the bucket lacks of the dataset in ``staging``, delete what its
+        manifest does not list, then write ``_PROVENANCE.json`` and ``_MANIFEST.json``
+        (the commit point: before it the prefix is no dataset)."""
+        remote = self.remote
+        mirror.drain()
+        manifest = read_manifest(staging)
+        wanted = {n: sha for e in manifest.files for n, sha in shard_files(e)}
+        present = self.objects()
+        for name, sha in sorted(wanted.items()):
+            size = (staging / name).stat().st_size
+            if mirror.sent.get(name) != sha or present.get(name) != size:
+                remote.upload(staging / name, remote.in_dataset(name), sha)
+        strays = sorted(n for n in present if n not in wanted and n != PROVENANCE_NAME)
+        if strays:
+            logger.info("deleting %d objects of %s no manifest entry names", len(strays),
+                        self.uri)
+            remote.delete(remote.in_dataset(n) for n in strays)
+        remote.upload(staging / PROVENANCE_NAME, remote.in_dataset(PROVENANCE_NAME), None)
+        remote.upload(staging / MANIFEST_NAME, remote.in_dataset(MANIFEST_NAME), None)
+        logger.info("published %s", self.uri)
+
+    def staged_is_published(self, staging: Path) -> bool:
+        """Whether local ``staging`` holds the very manifest that is published."""
+        try:
+            return read_manifest(staging).to_bytes() == self.manifest().to_bytes()
+        except (OSError, IntegrityError):
+            return False
+
+    def drop_incomplete(self) -> None:
+        """Delete the run's remote state (``NAME.incomplete/``)."""
+        self.remote.delete_prefix(self.remote.incomplete)

@@ -1,0 +1,156 @@
+"""``--out s3://BUCKET/PREFIX/NAME`` on the real S3 server (tests/s3server.py): the same
+shards and manifest as the local run; durable in the bucket as it goes, so that a kill
+during an upload or between an upload and its remote checkpoint, with the local staging
+kept or lost, resumes to the same bytes; refusals (objects in the way, --refresh, no write
+permission, a wrong endpoint) exit 1 saying what, where and how, and leave nothing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from harness import World, gate, no_traceback, run, spawn, wait_for
+from outhelp import (
+    bucket_world,
+    dataset_bytes,
+    named,
+    new_uri,
+    objects,
+    remote_checkpoint,
+    secrets_absent,
+)
+from s3server import S3Server
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> World:
+    return bucket_world(tmp_path_factory)
+
+
+@pytest.fixture
+def aws(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> S3Server:
+    """This process's environment (inherited by the runs it starts) set for ``rw``, and the
+    user's cache directory (the default staging) under the test's own directory."""
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return s3_server
+
+
+def test_publishes_the_local_runs_bytes(world: World, aws: S3Server, s3_bucket: str,
+                                        tmp_path: Path) -> None:
+    uri = new_uri(s3_bucket)
+    done = run(world.args(uri))  # type: ignore[arg-type]
+    assert done.returncode == 0, done.stderr
+    assert dataset_bytes(aws, uri) == world.reference
+    assert sorted(objects(aws, uri)) == sorted([*world.reference, "_PROVENANCE.json"])
+    assert objects(aws, uri + ".incomplete") == {}  # the run's remote state is gone
+    staging = tmp_path / "cache/prep/staging/s3" / uri.removeprefix("s3://")
+    assert f"staging {uri} locally in {staging}.incomplete" in done.stderr
+    assert not Path(f"{staging}.incomplete").exists()
+    assert f"published {uri}" in done.stderr and "uploaded " in done.stderr
+    secrets_absent(aws, done.stderr, tmp_path)
+
+
+def test_a_prefix_in_use_is_refused(world: World, aws: S3Server, s3_bucket: str) -> None:
+    uri = new_uri(s3_bucket)
+    with aws.filesystem().open_output_stream(uri[5:] + "/notes.txt") as f:
+        f.write(b"mine")
+    refused = run(world.args(uri))  # type: ignore[arg-type]
+    assert refused.returncode == 1, refused.stderr
+    assert f"{uri}/ holds 1 objects and no _MANIFEST.json" in refused.stderr
+    assert "never overwrites objects" in refused.stderr and "Choose another --out" in (
+        refused.stderr)
+    no_traceback(refused.stderr)
+    assert objects(aws, uri) == {"notes.txt": b"mine"}
+    assert objects(aws, uri + ".incomplete") == {}
+
+    refresh = run([*world.args(new_uri(s3_bucket)), "--refresh"])  # type: ignore[arg-type]
+    assert refresh.returncode == 1, refresh.stderr
+    assert "a bucket has no rename" in refresh.stderr and "readers would see a mix" in (
+        refresh.stderr)
+    no_traceback(refresh.stderr)
+
+
+def test_no_write_permission_and_a_wrong_endpoint(world: World, s3_server: S3Server,
+                                                  s3_bucket: str, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    uri = new_uri(s3_bucket)
+    for name, value in s3_server.env("ro").items():
+        monkeypatch.setenv(name, value)
+    staging = tmp_path / "staging"
+    denied = run([*world.args(uri), "--staging", staging])  # type: ignore[arg-type]
+    assert denied.returncode == 1, denied.stderr
+    assert f"{uri}.incomplete/" in denied.stderr and "access denied by the S3 endpoint" in (
+        denied.stderr)
+    assert "grant this identity s3:PutObject" in denied.stderr
+    no_traceback(denied.stderr)
+    assert objects(s3_server, uri) == {} and objects(s3_server, uri + ".incomplete") == {}
+    assert not (staging / "ds.incomplete").exists()  # nothing committed, nothing kept
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # discard: nothing listens
+    fast = {"target": "prep.buckets.client.S3_ATTEMPTS", "action": "set", "value": 1}
+    lost = run([*world.args(uri), "--staging", staging], faults=fast)  # type: ignore[arg-type]
+    assert lost.returncode == 1, lost.stderr
+    assert f"listing {uri}" in lost.stderr and "cannot reach the S3 endpoint " \
+        "http://127.0.0.1:9" in lost.stderr and "AWS_ENDPOINT_URL" in lost.stderr
+    no_traceback(lost.stderr)
+
+
+
+KILL_AFTER_UPLOAD = {"target": "prep.outputs.mirror.Mirror._upload_shard", "nth": 3,
+                     "action": "kill"}
+
+
+def test_killed_during_an_upload_resumes_from_the_bucket_alone(
+        world: World, aws: S3Server, s3_bucket: str, tmp_path: Path) -> None:
+    """The local staging is lost with the machine: another directory, another --staging,
+    the remote checkpoint alone. Its val shard was open since row 0, with documents from
+    before the train shards it names: its committed bytes come back from their segments."""
+    uri = new_uri(s3_bucket)
+    # Parked in the first shard upload after the third remote checkpoint, its bytes sent
+    # and the upload not completed; killed there.
+    sending = {**gate("prep.outputs.remote.copy_into", tmp_path), "within": "_upload_shard",
+               "after_log": "remote checkpoint 3 "}
+    first = spawn([*world.args(uri), "--staging", tmp_path / "a"],  # type: ignore[arg-type]
+                  faults=sending)
+    wait_for((tmp_path / "reached").exists, "an upload after the third remote checkpoint",
+             first)
+    first.kill()
+    assert first.wait() == -9
+    record = remote_checkpoint(aws, uri)
+    assert record is not None and record["seq"] >= 3 and len(named(record)) >= 2
+    val = record["checkpoint"]["splits"]["val"]["open"]
+    assert val["n_docs"] > 0 and sum(s["size"] for s in record["segments"][val["name"]]) > 0
+    shutil.rmtree(tmp_path / "a")
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = run(["--out", uri, "--resume", "--staging", tmp_path / "b"], cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    assert "restoring it from the remote checkpoint" in done.stderr
+    assert dataset_bytes(aws, uri) == world.reference
+    assert objects(aws, uri + ".incomplete") == {}
+
+
+def test_killed_between_an_upload_and_its_remote_checkpoint(
+        world: World, aws: S3Server, s3_bucket: str, tmp_path: Path) -> None:
+    """The object is there, the remote checkpoint does not name it; the local staging
+    survived and is used (as today), and what is uploaded is reconciled with it."""
+    uri = new_uri(s3_bucket)
+    first = run(world.args(uri), faults=KILL_AFTER_UPLOAD)  # type: ignore[arg-type]
+    assert first.returncode == -9, first.stderr
+    record = remote_checkpoint(aws, uri)
+    assert record is not None
+    shards = {n for n in objects(aws, uri) if n.endswith(".bin")}
+    assert shards - named(record), "an uploaded shard the remote checkpoint does not name"
+
+    done = run(["--out", uri, "--resume"])
+    assert done.returncode == 0, done.stderr
+    assert "restoring it from the remote checkpoint" not in done.stderr
+    assert dataset_bytes(aws, uri) == world.reference
+    manifest = json.loads(objects(aws, uri)["_MANIFEST.json"])
+    assert sorted(objects(aws, uri)) == sorted(
+        [f["name"] for f in manifest["files"]] + ["_MANIFEST.json", "_PROVENANCE.json"])
