@@ -242,7 +242,7 @@ def _prepare_parts(
     RunOptions(**{k: v for k, v in run_args.items() if k != "token"})  # checks the values
     shared = driver_options_removed(argv)
     outcome = _signalled(lambda stop: run_partitioned(  # the parts ("local": here) share it
-        run_prepare, shared, Path(run_args["out"]), count, executor,
+        run_prepare, shared, run_args["out"], count, executor,
         threads=run_args.get("threads"), wait_lock=run_args.get("wait_lock", 0.0), stop=stop,
     ))
     console.summary(summary_line(outcome))

@@ -349,8 +349,9 @@ def merge_parser(prog: str = "prep merge") -> Parser:
         "--out DIR),\ncheck they belong together, and publish DIR from them atomically.",
         epilog=MERGE_EXAMPLES + "\n\n" + EXIT_CODES,
     )
-    p.add_argument("dir", type=Path, metavar="DIR",
-                   help="the dataset the parts were built for (their --out DIR)")
+    p.add_argument("dir", type=location, metavar="DIR",
+                   help="the dataset the parts were built for (their --out DIR, a directory or "
+                   "a bucket URI)")
     p.add_argument(
         "--wait-lock", type=seconds(True), default=0.0, metavar="S",
         help="wait up to S seconds for another run's DIR.lock (default: 0: exit 75 at once)",

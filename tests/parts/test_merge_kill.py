@@ -14,13 +14,13 @@ from parts.partskit import part_args, uneven_corpus
 
 SITES = [
     # (target as seen from its import site, nth call, before/after the call)
-    ("prep.merge.verify_dataset", 2, "before"),
-    ("prep.merge.os.link", 1, "before"),
-    ("prep.merge.os.link", 3, "after"),
+    ("prep.merge.verify_output", 2, "before"),
+    ("prep.outputs.local.os.link", 1, "before"),
+    ("prep.outputs.local.os.link", 3, "after"),
     ("prep.fsio.os.replace", 1, "after"),  # _PROVENANCE.json written
     ("prep.fsio.os.replace", 2, "before"),  # before _MANIFEST.json lands
-    ("prep.merge.rename_noreplace", 1, "before"),
-    ("prep.merge.rename_noreplace", 1, "after"),  # published, parent not yet synced
+    ("prep.outputs.local.rename_noreplace", 1, "before"),
+    ("prep.outputs.local.rename_noreplace", 1, "after"),  # published, parent not synced
 ]
 
 

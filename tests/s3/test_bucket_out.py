@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from harness import World, gate, no_traceback, run, spawn, wait_for
+from harness import Done, World, gate, no_traceback, run, spawn, wait_for
 from outhelp import (
     bucket_world,
     dataset_bytes,
@@ -21,7 +21,9 @@ from outhelp import (
     remote_checkpoint,
     secrets_absent,
 )
-from s3server import S3Server
+from s3server import S3Server, free_ports
+
+from prep.errors import IntegrityError
 
 
 @pytest.fixture(scope="module")
@@ -39,19 +41,73 @@ def aws(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     return s3_server
 
 
-def test_publishes_the_local_runs_bytes(world: World, aws: S3Server, s3_bucket: str,
-                                        tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def published(world: World, s3_server: S3Server, s3_bucket: str,
+              tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Done, Path]:
+    """One uninterrupted run into the bucket: its URI, how it ended, its cache directory."""
+    cache = tmp_path_factory.mktemp("published-cache")
     uri = new_uri(s3_bucket)
-    done = run(world.args(uri))  # type: ignore[arg-type]
+    env = {**s3_server.env(), "XDG_CACHE_HOME": str(cache)}
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in env.items():
+            mp.setenv(name, value)
+        return uri, run(world.args(uri)), cache  # type: ignore[arg-type]
+
+
+def test_publishes_the_local_runs_bytes(world: World, s3_server: S3Server,
+                                        published: tuple[str, Done, Path]) -> None:
+    aws = s3_server
+    uri, done, cache = published
     assert done.returncode == 0, done.stderr
     assert dataset_bytes(aws, uri) == world.reference
     assert sorted(objects(aws, uri)) == sorted([*world.reference, "_PROVENANCE.json"])
     assert objects(aws, uri + ".incomplete") == {}  # the run's remote state is gone
-    staging = tmp_path / "cache/prep/staging/s3" / uri.removeprefix("s3://")
+    staging = cache / "prep/staging/s3" / uri.removeprefix("s3://")
     assert f"staging {uri} locally in {staging}.incomplete" in done.stderr
     assert not Path(f"{staging}.incomplete").exists()
     assert f"published {uri}" in done.stderr and "uploaded " in done.stderr
-    secrets_absent(aws, done.stderr, tmp_path)
+    secrets_absent(aws, done.stderr, cache)
+
+
+def test_readers_take_a_bucket_dataset_and_refuse_an_incomplete_one(
+        world: World, aws: S3Server, published: tuple[str, Done, Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from prep import TokenStream
+    from prep.cli import main
+
+    uri = published[0]
+    assert main(["verify", uri]) == 0 and f"{uri}: OK" in capsys.readouterr().out
+    assert main(["inspect", uri]) == 0
+    assert "dataset ds: tokenizer" in capsys.readouterr().out
+    assert main(["inspect", f"{uri}/train-00001.bin", "--first", "3"]) == 0
+    assert "train-00001.bin: llmc uint16 ids" in capsys.readouterr().out
+
+    remote = TokenStream(uri, "val", seq_len=16)  # copied once into the reader cache
+    here = TokenStream(world.reference_dir, "val", seq_len=16)  # type: ignore[arg-type]
+    assert len(remote) == len(here) > 0
+    assert all((remote[i][0] == here[i][0]).all() for i in range(len(here)))
+    cached = list((tmp_path / "cache/prep/datasets/s3").rglob("val-00000.bin"))
+    assert len(cached) == 1 and cached[0].read_bytes() == world.reference["val-00000.bin"]
+
+    # A copy without its manifest (the state of an interrupted publish): incomplete.
+    fs, copy = aws.filesystem(), new_uri(uri.split("/")[2])
+    for name in world.reference:
+        if name != "_MANIFEST.json":
+            fs.copy_file(f"{uri[5:]}/{name}", f"{copy[5:]}/{name}")
+    assert main(["verify", copy]) == 1
+    said = capsys.readouterr().out
+    assert f"{copy} is incomplete: no _MANIFEST.json, so it is not read as a dataset" in said
+    assert main(["inspect", copy]) == 1
+    assert "is incomplete" in capsys.readouterr().err
+    with pytest.raises(IntegrityError, match="is incomplete"):
+        TokenStream(copy, "train")
+
+    # A tampered shard is named by verify (its copy is re-hashed).
+    fs.copy_file(f"{uri[5:]}/_MANIFEST.json", f"{copy[5:]}/_MANIFEST.json")
+    with fs.open_output_stream(f"{copy[5:]}/train-00001.bin") as f:
+        f.write(world.reference["train-00002.bin"])
+    assert main(["verify", copy]) == 1
+    assert "train-00001.bin: SHA-256" in capsys.readouterr().out
 
 
 def test_a_prefix_in_use_is_refused(world: World, aws: S3Server, s3_bucket: str) -> None:
@@ -74,29 +130,45 @@ def test_a_prefix_in_use_is_refused(world: World, aws: S3Server, s3_bucket: str)
     no_traceback(refresh.stderr)
 
 
-def test_no_write_permission_and_a_wrong_endpoint(world: World, s3_server: S3Server,
-                                                  s3_bucket: str, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    uri = new_uri(s3_bucket)
+def test_no_write_permission_a_wrong_endpoint_and_no_credentials(
+        world: World, s3_server: S3Server, s3_bucket: str, tmp_path: Path, cli,  # type: ignore[no-untyped-def]
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each refused with exit 1 saying what, where and how to fix it; nothing left."""
+    uri, staging = new_uri(s3_bucket), tmp_path / "staging"
     for name, value in s3_server.env("ro").items():
         monkeypatch.setenv(name, value)
-    staging = tmp_path / "staging"
-    denied = run([*world.args(uri), "--staging", staging])  # type: ignore[arg-type]
-    assert denied.returncode == 1, denied.stderr
-    assert f"{uri}.incomplete/" in denied.stderr and "access denied by the S3 endpoint" in (
-        denied.stderr)
-    assert "grant this identity s3:PutObject" in denied.stderr
-    no_traceback(denied.stderr)
+    denied = cli("prepare", *world.args(uri), "--staging", staging)  # type: ignore[arg-type]
+    assert denied.code == 1, denied.err
+    assert f"{uri}.incomplete/" in denied.err and "access denied by the S3 endpoint" in (
+        denied.err)
+    assert "grant this identity s3:PutObject" in denied.err
+    no_traceback(denied.err)
     assert objects(s3_server, uri) == {} and objects(s3_server, uri + ".incomplete") == {}
     assert not (staging / "ds.incomplete").exists()  # nothing committed, nothing kept
 
+    monkeypatch.setattr("prep.buckets.client.S3_ATTEMPTS", 1)  # no backoff before failing
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # discard: nothing listens
-    fast = {"target": "prep.buckets.client.S3_ATTEMPTS", "action": "set", "value": 1}
-    lost = run([*world.args(uri), "--staging", staging], faults=fast)  # type: ignore[arg-type]
-    assert lost.returncode == 1, lost.stderr
-    assert f"listing {uri}" in lost.stderr and "cannot reach the S3 endpoint " \
-        "http://127.0.0.1:9" in lost.stderr and "AWS_ENDPOINT_URL" in lost.stderr
-    no_traceback(lost.stderr)
+    lost = cli("prepare", *world.args(uri), "--staging", staging)  # type: ignore[arg-type]
+    assert lost.code == 1, lost.err
+    assert f"listing {uri}: cannot reach the S3 endpoint http://127.0.0.1:9" in lost.err
+    assert "check AWS_ENDPOINT_URL" in lost.err
+    no_traceback(lost.err)
+
+    # gs:// has no local server: without credentials (and its metadata server sent to a
+    # closed port), refused before anything is written.
+    monkeypatch.setattr("prep.buckets.client.GCS_RETRY_SECONDS", 1.0)
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    closed = f"127.0.0.1:{free_ports(1)[0]}"
+    for name, value in (("HOME", str(tmp_path)), ("CLOUDSDK_CONFIG", str(tmp_path)),
+                        ("GCE_METADATA_ROOT", closed), ("GCE_METADATA_HOST", closed)):
+        monkeypatch.setenv(name, value)
+    gs = cli("prepare", *world.args("gs://some-bucket/tokens/ds"),  # type: ignore[arg-type]
+             "--staging", staging)
+    assert gs.code == 1, gs.err
+    assert "gs://some-bucket/tokens/ds: Google Cloud Storage has no valid credentials" in (
+        gs.err)
+    assert "set GOOGLE_APPLICATION_CREDENTIALS" in gs.err
+    assert sorted(p.name for p in staging.iterdir()) == ["ds.lock"]  # as DIR.lock is kept
 
 
 

@@ -50,7 +50,7 @@ ALLOWED: dict[str, set[str]] = {
     "inspector": {"formats", "fsio", "outputs", "state"},
     "tokenstream": {"formats", "fsio", "outputs", "state"},
     "merge": {"formats", "fsio", "outputs", "partition", "state", "verify"},
-    "executors": {"fsio", "merge", "partition"},
+    "executors": {"merge", "outputs", "partition"},
     "pipeline": {
         "formats", "fsio", "outputs", "progress", "recipe", "refresh", "run",
         "sources", "state", "verify",

@@ -27,7 +27,7 @@ PrepareJob = Callable[[list[str]], int]
 
 class Executor(Protocol):
     def run_parts(
-        self, job: PrepareJob, argv: Sequence[str], out: Path, parts: Sequence[Part],
+        self, job: PrepareJob, argv: Sequence[str], out: Path | str, parts: Sequence[Part],
         threads: int | None,
     ) -> None:
         """Run ``job(part_argv(argv, part))`` for every part to completion, ``threads``
@@ -89,7 +89,7 @@ def executor_for(name: str) -> Executor:
 
 
 def run_partitioned(
-    job: PrepareJob, argv: Sequence[str], out: Path, count: int, executor: str, *,
+    job: PrepareJob, argv: Sequence[str], out: Path | str, count: int, executor: str, *,
     threads: int | None, wait_lock: float, stop: Callable[[], bool],
 ) -> MergeOutcome:
     """``--parts N --executor E``: run parts ``0..N-1`` with the executor, then merge them

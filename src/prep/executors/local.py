@@ -15,7 +15,7 @@ logger = logging.getLogger(__name__)
 
 class LocalExecutor:
     def run_parts(
-        self, job: PrepareJob, argv: Sequence[str], out: Path, parts: Sequence[Part],
+        self, job: PrepareJob, argv: Sequence[str], out: Path | str, parts: Sequence[Part],
         threads: int | None,
     ) -> None:
         extra = [] if threads is None else ["--threads", str(threads)]

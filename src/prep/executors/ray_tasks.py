@@ -7,9 +7,10 @@ or a preempted node loses only what came after the part's last checkpoint: Ray r
 task again (``max_retries``) and the part resumes. A part that stopped resumably (exit 75:
 SIGTERM, a busy lock) raises :class:`PartStopped`, which Ray also retries.
 
-Every node must see the same ``DIR.parts/`` (a shared filesystem): the driver writes a
-random token there and each task checks it before it starts, refusing on a node that
-does not see it.
+Every node must see the same ``DIR.parts/``: a filesystem they all mount, or, with a bucket
+``--out``, the same bucket (no shared filesystem then: each part stages on its node and
+uploads). The driver leaves a random token there (:meth:`prep.outputs.Output.mark_parts`)
+and each task checks it before it starts, refusing on a node that does not see it.
 """
 
 from __future__ import annotations
@@ -24,13 +25,12 @@ from typing import Any
 
 from prep.errors import EXIT_OK, EXIT_TEMPFAIL, OutputError, UsageError
 from prep.executors import PartsFailed, PrepareJob, part_argv
-from prep.fsio import make_dirs
-from prep.partition import Part, parts_root
+from prep.outputs import resolve_output
+from prep.partition import PARTS_SUFFIX, Part
 
 logger = logging.getLogger(__name__)
 
 PART_RETRIES = 3
-_CHECK_NAME = ".shared-fs-check"
 
 
 class PartStopped(Exception):
@@ -41,23 +41,20 @@ class NotShared(Exception):
     """This node does not see the driver's ``DIR.parts/``: not retried."""
 
 
-def _check_shared(root: str, token: str) -> None:
-    try:
-        seen = Path(root, _CHECK_NAME).read_text(encoding="utf-8")
-    except OSError:
-        seen = None
-    if seen != token:
+def _check_shared(out: str, token: str) -> None:
+    if resolve_output(out).parts_mark() != token:
         raise NotShared(
-            f"node {socket.gethostname()} does not see {root} as the driver wrote it: "
-            "DIR.parts must be on a filesystem every Ray node shares (NFS, Lustre, a "
-            "mounted bucket with POSIX semantics); give --out on such a filesystem"
+            f"node {socket.gethostname()} does not see {out}{PARTS_SUFFIX} as the driver "
+            "wrote it: every Ray node must reach the same --out (a filesystem every node "
+            "mounts: NFS, Lustre; or a bucket, with the same endpoint and credentials)"
         )
 
 
-def run_part_task(job: PrepareJob, argv: list[str], part: Part, root: str, token: str) -> str:
-    """The body of one Ray task: check the shared filesystem, run the part in this process,
-    map its exit code (0: done; 75: raise ``PartStopped`` to be retried; else fail)."""
-    _check_shared(root, token)
+def run_part_task(job: PrepareJob, argv: list[str], part: Part, out: str, token: str) -> str:
+    """The body of one Ray task: check that this node sees the parts root, run the part in
+    this process, map its exit code (0: done; 75: raise ``PartStopped`` to be retried; else
+    fail)."""
+    _check_shared(out, token)
     code = job(part_argv(argv, part))
     if code == EXIT_TEMPFAIL:
         raise PartStopped(f"part {part.name} stopped resumably (exit 75)")
@@ -78,15 +75,13 @@ def _ray() -> Any:
 
 class RayExecutor:
     def run_parts(
-        self, job: PrepareJob, argv: Sequence[str], out: Path, parts: Sequence[Part],
+        self, job: PrepareJob, argv: Sequence[str], out: Path | str, parts: Sequence[Part],
         threads: int | None,
     ) -> None:
         ray = _ray()
-        root = parts_root(Path(os.path.abspath(out)))
+        target = resolve_output(out)
         token = secrets.token_hex(16)
-        make_dirs(root)  # each new directory fsynced into its parent
-        check = root / _CHECK_NAME
-        check.write_text(token, encoding="utf-8")
+        target.mark_parts(token)
         started_here = not ray.is_initialized()
         if started_here:
             if os.environ.get("RAY_ADDRESS"):
@@ -100,7 +95,7 @@ class RayExecutor:
                 num_cpus=cpus, max_retries=PART_RETRIES, retry_exceptions=[PartStopped]
             )
             full = [*argv, *part_cores(argv, cpus)]
-            refs = {task.remote(job, full, p, str(root), token): p for p in parts}
+            refs = {task.remote(job, full, p, str(target), token): p for p in parts}
             failed: dict[str, int] = {}
             for ref, part in refs.items():
                 try:
@@ -110,11 +105,11 @@ class RayExecutor:
                     logger.error("part %s: %s", part.name, _cause(e))
                     failed[part.name] = EXIT_TEMPFAIL if _is(e, PartStopped) else 1
                     if _is(e, NotShared):
-                        raise OutputError(_cause(e), path=root) from None
+                        raise OutputError(_cause(e), path=str(target)) from None
             if failed:
                 raise PartsFailed(failed)
         finally:
-            check.unlink(missing_ok=True)
+            target.mark_parts(None)
             if started_here:
                 ray.shutdown()
 

@@ -1,11 +1,14 @@
 """``prep merge DIR``: join the published parts in ``DIR.parts/`` into one dataset ``DIR``.
 
-Under ``DIR``'s lock: find parts ``0..N-1`` (refusing a missing or unfinished one), verify
-each (every file re-hashed, parts in parallel), plan the merge (:mod:`prep.merge.plan`),
-then build ``DIR.merging/`` from hard links to the parts' files — token data is never
-copied — with the merged ``_MANIFEST.json`` and ``_PROVENANCE.json``, and rename it to
-``DIR`` (never replacing one). A refusal publishes nothing. Killed at any instant, a rerun
-builds the staging again (it holds only links and two small files) or finds ``DIR``
+Under ``DIR``'s lock: find parts ``0..N-1`` (refusing a missing or unfinished one), check
+each (:meth:`prep.outputs.Output.check_for_merge`: a local part verified, every file
+re-hashed, parts in parallel; a part in a bucket by listing), plan the merge
+(:mod:`prep.merge.plan`), then publish it through the output
+(:meth:`~prep.outputs.Output.publish_merge`): a directory is built as ``DIR.merging/``
+from hard links to the parts' files, the merged ``_MANIFEST.json`` and
+``_PROVENANCE.json``, and renamed to ``DIR`` (never replacing one); a bucket gets
+server-side copies, the manifest last. Token data never passes through this process. A
+refusal publishes nothing. Killed at any instant, a rerun builds it again or finds ``DIR``
 published and reports it complete.
 """
 
@@ -15,7 +18,6 @@ import hashlib
 import logging
 import os
 import re
-import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -24,13 +26,12 @@ from pathlib import Path
 
 from prep.errors import IntegrityError, Interrupted, OutputError
 from prep.formats import get_format
-from prep.fsio import fsync_dir, rename_noreplace
 from prep.merge.plan import MergePlan, PartManifest, plan_merge
-from prep.outputs import resolve_output
-from prep.partition import Part, parts_root
-from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest, write_manifest
-from prep.state.provenance import MergeProvenance, read_provenance_json, write_provenance
-from prep.verify import verify_dataset
+from prep.outputs import ABSENT, DATASET, Output, resolve_output
+from prep.partition import PARTS_SUFFIX, Part
+from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, Manifest, parse_manifest
+from prep.state.provenance import MergeProvenance, provenance_bytes, read_provenance_json
+from prep.verify import verify_output
 
 logger = logging.getLogger(__name__)
 
@@ -40,28 +41,23 @@ _PART_DIR = re.compile(r"^(\d+)-of-(\d+)(\.incomplete)?$")
 @dataclass(frozen=True)
 class MergeOutcome:
     status: str  # "published" or "already-complete"
-    out: Path
+    out: Path | str
     manifest: Manifest
     seconds: float
 
 
-def merging_dir(out: Path) -> Path:
-    """``DIR.merging``: where a merge is assembled before it is renamed to ``DIR``."""
-    return out.with_name(out.name + ".merging")
-
-
-def find_parts(out: Path) -> list[Path]:
-    """The published parts ``DIR.parts/I-of-N``, ``I = 0..N-1``. Raises ``IntegrityError``
-    naming every missing or unfinished part, or when parts of two different ``N`` exist."""
-    root = parts_root(out)
+def find_parts(out: Output) -> list[str]:
+    """The names of the published parts ``I-of-N``, ``I = 0..N-1``. Raises
+    ``IntegrityError`` naming every missing or unfinished part, or when parts of two
+    different ``N`` exist."""
+    root = f"{out}{PARTS_SUFFIX}"
     found: dict[int, dict[int, bool]] = {}  # count -> index -> published
-    if root.is_dir():
-        for entry in root.iterdir():
-            m = _PART_DIR.match(entry.name)
-            if m and entry.is_dir():
-                done = found.setdefault(int(m.group(2)), {})
-                index = int(m.group(1))
-                done[index] = done.get(index, False) or m.group(3) is None
+    for name, published in out.parts_listing().items():
+        m = _PART_DIR.match(name)
+        if m:
+            done = found.setdefault(int(m.group(2)), {})
+            index = int(m.group(1))
+            done[index] = done.get(index, False) or (m.group(3) is None and published)
     if not found:
         raise IntegrityError(
             f"no parts in {root}: run prep prepare --part I/N --out {out} for I = 0..N-1 first",
@@ -87,53 +83,49 @@ def find_parts(out: Path) -> list[Path]:
             f"--part {first.index}/{count} --out {out} --resume ...), then merge again",
             path=root,
         )
-    return [root / Part(i, count).name for i in range(count)]
+    return [Part(i, count).name for i in range(count)]
 
 
-def _load_part(path: Path) -> PartManifest:
-    """A part's manifest after ``verify`` passes on it; ``IntegrityError`` otherwise."""
-    problems = verify_dataset(path)
+def _load_part(out: Output, name: str) -> tuple[PartManifest, object]:
+    """A part's manifest (after its check passes) and its provenance; ``IntegrityError``
+    otherwise."""
+    part = out.part_at(name)
+    problems = part.check_for_merge(lambda: verify_output(part))
     if problems:
         more = f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
         raise IntegrityError(
-            f"part {path.name} does not verify: {'; '.join(problems[:3])}{more}. Delete "
-            f"{path} and run that part again",
-            path=path,
+            f"part {name} does not verify: {'; '.join(problems[:3])}{more}. Delete "
+            f"{part} and run that part again",
+            path=str(part),
         )
-    raw = (path / MANIFEST_NAME).read_bytes()
-    return PartManifest(path.name, read_manifest(path), hashlib.sha256(raw).hexdigest())
+    with part.reading({MANIFEST_NAME: None, PROVENANCE_NAME: None}) as directory:
+        raw = (directory / MANIFEST_NAME).read_bytes()
+        provenance = read_provenance_json(directory)  # None when missing or unreadable
+    manifest = parse_manifest(raw, f"{part}/{MANIFEST_NAME}")
+    return PartManifest(name, manifest, hashlib.sha256(raw).hexdigest()), provenance
 
 
-def _already_published(out: Path, plan: MergePlan) -> bool:
-    """True when ``DIR`` holds this very merge; ``OutputError`` when it holds anything else."""
-    if not out.exists():
+def _already_published(out: Output, plan: MergePlan) -> bool:
+    """True when ``DIR`` holds this very merge; False when it holds nothing, or only files
+    of this merge without its manifest (a merge into a bucket that a kill interrupted:
+    copied again); ``OutputError`` when it holds anything else."""
+    state = out.state()
+    if state == ABSENT:
         return False
-    try:
-        same = (out / MANIFEST_NAME).read_bytes() == plan.manifest.to_bytes()
-    except OSError:
+    if state == DATASET:
+        same = out.published_manifest().to_bytes() == plan.manifest.to_bytes()
+    else:
+        names = set(out.published_names())
         same = False
+        if names and names <= {link.new_name for link in plan.links} | {PROVENANCE_NAME}:
+            return False
     if not same:
         raise OutputError(
-            f"{out} already exists and is not this merge of {parts_root(out)}; it was not "
+            f"{out} already exists and is not this merge of {out}{PARTS_SUFFIX}; it was not "
             "replaced: move it away first",
-            path=out,
+            path=str(out),
         )
     return True
-
-
-def _build(out: Path, plan: MergePlan, provenance: MergeProvenance) -> None:
-    staging = merging_dir(out)
-    if staging.exists():
-        shutil.rmtree(staging)  # a killed merge: it held only links and small files
-    staging.mkdir()
-    root = parts_root(out)
-    for link in plan.links:
-        os.link(root / link.part / link.name, staging / link.new_name)
-    write_provenance(staging, provenance)
-    write_manifest(staging, plan.manifest)
-    fsync_dir(staging)
-    rename_noreplace(staging, out)
-    fsync_dir(out.parent)
 
 
 def _never() -> bool:
@@ -141,7 +133,7 @@ def _never() -> bool:
 
 
 def merge(
-    out: Path, *, wait_lock: float = 0.0, threads: int | None = None,
+    out: Path | str, *, wait_lock: float = 0.0, threads: int | None = None,
     argv: list[str] | None = None, stop: Callable[[], bool] = _never,
 ) -> MergeOutcome:
     """Verify the parts of ``out`` and publish their merge as ``out``.
@@ -153,39 +145,41 @@ def merge(
     published; a rerun merges again)."""
     t0 = time.monotonic()
     output = resolve_output(out)
-    out = Path(os.path.abspath(out))
     with output.hold_lock(wait_lock, stop):
-        if output.staging.exists():
+        if output.staging_exists():
             raise OutputError(
-                f"{output.staging} is a single run's staging for {out}; finish it or remove "
-                "it before merging parts into the same directory",
+                f"{output.staging} is a single run's staging for {output}; finish it or "
+                "remove it before merging parts into the same directory",
                 path=output.staging,
             )
-        part_dirs = find_parts(out)
-        logger.info("verifying %d parts in %s", len(part_dirs), parts_root(out))
+        names = find_parts(output)
+        logger.info("verifying %d parts in %s%s", len(names), output, PARTS_SUFFIX)
         with ThreadPoolExecutor(threads or os.cpu_count() or 1) as pool:  # hashing frees the GIL
-            parts = list(pool.map(_load_part, part_dirs))
+            loaded = list(pool.map(lambda n: _load_part(output, n), names))
+        parts = [p for p, _ in loaded]
         first = parts[0].manifest  # plan_merge checks the others share its format
         plan = plan_merge(parts, get_format(first.format, first.dtype))
-        if _already_published(out, plan):
-            shutil.rmtree(merging_dir(out), ignore_errors=True)
-            logger.info("%s is already this merge; nothing to do", out)
-            return MergeOutcome("already-complete", out, plan.manifest, time.monotonic() - t0)
+        if _already_published(output, plan):
+            logger.info("%s is already this merge; nothing to do", output)
+            return MergeOutcome("already-complete", output.location, plan.manifest,
+                                time.monotonic() - t0)
         if stop():  # after the verification, the long part; building is links only
             raise Interrupted(
-                f"stopped on request after verifying the parts; {out} was not published. "
+                f"stopped on request after verifying the parts; {output} was not published. "
                 "Rerun the same command",
-                path=out,
+                path=str(output),
             )
         provenance = MergeProvenance(
             merged_at=time.time(),
             merge_seconds=time.monotonic() - t0,
             argv=argv,
-            parts={p.name: read_provenance_json(p) for p in part_dirs},
+            parts={p.name: prov for p, prov in loaded},
         )
-        _build(out, plan, provenance)
+        files = [(output.part_at(link.part), link.name, link.new_name) for link in plan.links]
+        output.publish_merge(files, provenance_bytes(provenance), plan.manifest.to_bytes())
         logger.info(
-            "published %s from %d parts: %d files linked, none copied",
-            out, len(parts), len(plan.links),
+            "published %s from %d parts: %d files, none read or written by this process "
+            "(hard links, or server-side copies in a bucket)", output, len(parts),
+            len(plan.links),
         )
-        return MergeOutcome("published", out, plan.manifest, time.monotonic() - t0)
+        return MergeOutcome("published", output.location, plan.manifest, time.monotonic() - t0)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import shutil
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -126,6 +126,38 @@ class Output(ABC):
     def part_out(self, part: Part) -> Path | str:
         """Where part ``part`` of a ``--parts`` run of this output goes (its own ``--out``:
         ``DIR.parts/I-of-N``)."""
+
+    @abstractmethod
+    def parts_listing(self) -> dict[str, bool]:
+        """What the parts root (``DIR.parts/``) holds: each name in it (``I-of-N``, or a
+        part's staging ``I-of-N.incomplete``) and whether it holds a published dataset."""
+
+    @abstractmethod
+    def part_at(self, name: str) -> Output:
+        """The part called ``name`` (``I-of-N``) of this output, to read."""
+
+    @abstractmethod
+    def check_for_merge(self, verify: Callable[[], list[str]]) -> list[str]:
+        """Problems of this published part before a merge takes its files: ``verify()``
+        (``prep verify``: every file re-hashed) where the files are read in place; a kind
+        whose files must be copied to be read may check less, saying so."""
+
+    @abstractmethod
+    def publish_merge(self, files: Sequence[tuple[Output, str, str]], provenance: bytes,
+                      manifest: bytes) -> None:
+        """Publish the merge of parts: each ``(part, name, new_name)`` file of a part under
+        its new name, without copying its bytes through this process, then
+        ``_PROVENANCE.json`` and ``_MANIFEST.json`` (given as their bytes), the manifest
+        last. Never replaces a dataset."""
+
+    @abstractmethod
+    def mark_parts(self, token: str | None) -> None:
+        """Leave ``token`` in the parts root for :meth:`parts_mark` (None: remove it): how
+        the driver of ``--parts`` checks that every node sees the parts where it does."""
+
+    @abstractmethod
+    def parts_mark(self) -> str | None:
+        """The token :meth:`mark_parts` left, as this process sees it (None: none)."""
 
     def resume_args(self) -> list[str]:
         """The options a ``prep prepare ... --resume`` of this output needs besides it."""

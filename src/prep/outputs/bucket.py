@@ -30,29 +30,24 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
 from prep.buckets.client import open_store
 from prep.buckets.uri import BucketPath, parse_bucket_uri
 from prep.errors import OutputError, UsageError
-from prep.fsio import atomic_write_bytes
 from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output
-from prep.outputs.local import LocalDir
+from prep.outputs.bucketrun import MARKER, BucketRun
+from prep.outputs.local import SHARED_CHECK, LocalDir
 from prep.outputs.lock import LockPaths
-from prep.outputs.mirror import Mirror, owner_id
 from prep.outputs.prefix import BucketPrefix
 from prep.outputs.remote import Remote
 from prep.partition import PARTS_SUFFIX, Part
 from prep.state import checkpoint as ckpt
 from prep.state.manifest import MANIFEST_NAME, Manifest
-from prep.state.remote import RemoteCheckpoint
 
 logger = logging.getLogger(__name__)
-
-MARKER = ".out"  # beside local staging: NAME.out holds the --out URI (for prep inspect)
 
 
 def default_staging_root(where: BucketPath) -> Path:
@@ -63,36 +58,6 @@ def default_staging_root(where: BucketPath) -> Path:
     parent = where.key.rpartition("/")[0]
     below = parent.split("/") if parent else []
     return Path(base, "prep", "staging", where.scheme, where.bucket, *below)
-
-
-def same_run(a: ckpt.Checkpoint, b: ckpt.Checkpoint) -> bool:
-    """Whether two checkpoints are commit points of one run (and its resumes)."""
-    return (a.run.started_at, a.recipe, a.tokenizer) == (
-        b.run.started_at, b.recipe, b.tokenizer)
-
-
-def ahead(a: ckpt.Checkpoint, b: ckpt.Checkpoint) -> bool:
-    """Whether commit point ``a`` of a run is past ``b``."""
-    return (a.progress.rows_visited, a.progress.finished) > (
-        b.progress.rows_visited, b.progress.finished)
-
-
-def _compare(known: RemoteCheckpoint | None, local: ckpt.Checkpoint | None,
-             staged: bool) -> tuple[RemoteCheckpoint | None, str | None]:
-    """Which remote checkpoint a resume can trust (None: another run's, or none), and why
-    local staging must be restored from it (None: keep local staging, as today)."""
-    if known is None:
-        return None, None
-    if not staged:
-        return known, "is missing"
-    if local is None:
-        return known, None  # ready to publish (its manifest is written): keep it
-    if not same_run(known.local, local):
-        return None, None  # nothing the bucket's checkpoint names is this run's
-    if ahead(known.local, local):
-        return known, (f"is behind it (row {local.progress.rows_visited:,}: another machine "
-                       "went on)")
-    return known, None
 
 
 def _in_use(out: BucketOutput) -> OutputError:
@@ -116,6 +81,14 @@ def _no_refresh(out: BucketOutput) -> OutputError:
         "dataset on a local disk",
         path=str(out),
     )
+
+
+def _same_store(out: BucketOutput, part: Output) -> BucketOutput:
+    """``part`` as a part of ``out`` in the same store (a merge copies between them)."""
+    if not isinstance(part, BucketOutput) or part.where.scheme != out.where.scheme:
+        raise OutputError(f"{part} is not in {out.where.scheme}:// beside {out}; a merge copies "
+                          "parts within one store", path=str(part))
+    return part
 
 
 def recorded_uri(local: Path) -> str | None:
@@ -143,8 +116,7 @@ class BucketOutput(Output):
         self.chosen_root = staging_root  # --staging, when given
         root = Path(os.path.abspath(staging_root or default_staging_root(where)))
         self.local = LocalDir(root / self.name)
-        self._prefix: BucketPrefix | None = None
-        self.mirror: Mirror | None = None
+        self._run: BucketRun | None = None
 
     @classmethod
     def parse(cls, uri: str, staging_root: Path | None = None) -> BucketOutput:
@@ -170,10 +142,6 @@ class BucketOutput(Output):
         return self.local.building
 
     @property
-    def marker(self) -> Path:
-        return self.local.final.with_name(self.name + MARKER)
-
-    @property
     def lock_paths(self) -> LockPaths:
         return LockPaths(self.local.lock_paths.lock, self.staging, self.where.uri)
 
@@ -182,12 +150,17 @@ class BucketOutput(Output):
         return [*super().resume_args(), *chosen]
 
     @property
-    def prefix(self) -> BucketPrefix:
-        """The bucket side (opens the client at first use: resolving an output does not)."""
-        if self._prefix is None:
+    def run(self) -> BucketRun:
+        """The run's sides (opens the client at first use: resolving an output does not)."""
+        if self._run is None:
             store = open_store(self.where.scheme, self.where.bucket)
-            self._prefix = BucketPrefix(Remote(self.where, store))
-        return self._prefix
+            self._run = BucketRun(self.where.uri, self.local, BucketPrefix(Remote(self.where,
+                                                                               store)))
+        return self._run
+
+    @property
+    def prefix(self) -> BucketPrefix:
+        return self.run.prefix
 
     # -- what the bucket holds -------------------------------------------------------------
 
@@ -230,6 +203,33 @@ class BucketOutput(Output):
     def published_manifest(self) -> Manifest:
         return self.prefix.manifest()
 
+    def _parts_root(self) -> BucketPath:
+        return BucketPath(self.where.scheme, self.where.bucket, self.where.key + PARTS_SUFFIX)
+
+    def parts_listing(self) -> dict[str, bool]:
+        return self.prefix.parts_listing(self._parts_root())
+
+    def part_at(self, name: str) -> BucketOutput:
+        root = self._parts_root()
+        return BucketOutput(BucketPath(root.scheme, root.bucket, f"{root.key}/{name}"))
+
+    def check_for_merge(self, verify: Callable[[], list[str]]) -> list[str]:
+        return self.prefix.listed_missing()  # re-hashing would download every shard
+
+    def publish_merge(self, files: Sequence[tuple[Output, str, str]], provenance: bytes,
+                      manifest: bytes) -> None:
+        parts = [(_same_store(self, part).prefix, name, new) for part, name, new in files]
+        self.prefix.copy_merge(parts, provenance, manifest)
+
+    def mark_parts(self, token: str | None) -> None:
+        where = f"{self._parts_root().fs_path}/{SHARED_CHECK}"
+        remote = self.prefix.remote
+        remote.delete([where]) if token is None else remote.write(where, token.encode())
+
+    def parts_mark(self) -> str | None:
+        raw = self.prefix.remote.read(f"{self._parts_root().fs_path}/{SHARED_CHECK}")
+        return None if raw is None else raw.decode()
+
     def published_names(self) -> list[str]:
         return sorted(self.prefix.objects())
 
@@ -240,89 +240,20 @@ class BucketOutput(Output):
     # -- the run ----------------------------------------------------------------------------
 
     def create_staging(self, populate: Callable[[Path], None]) -> None:
-        """Create local staging (see :meth:`Output.create_staging`), then write the first
-        remote checkpoint before anything else goes into the bucket: from then on every
-        object in ``NAME/`` belongs to a run a resume finds. A failure to write it (no
-        permission) removes the new staging: nothing was committed."""
-        super().create_staging(populate)
-        logger.info("staging %s locally in %s (--staging PATH to choose another place)",
-                    self, self.staging)
-        try:
-            self.mirror = Mirror(self.prefix.remote, self.staging, None, owner_id())
-            self.mirror.committed(ckpt.load(self.staging), force=True)
-            self.mirror.drain()
-        except BaseException:
-            self.settle(graceful=False)
-            shutil.rmtree(self.staging, ignore_errors=True)
-            raise
-        atomic_write_bytes(self.marker, self.where.uri.encode())
+        self.run.create(populate)
 
     def localize(self) -> None:
-        """Before a resume: restore local staging from the remote checkpoint when it is not
-        here (another machine, another directory) or is behind it (another machine went
-        on); otherwise keep it, and learn what the bucket already holds."""
-        known = self.prefix.checkpoint()
-        saved = self.staging / ckpt.CHECKPOINT_NAME
-        local = ckpt.load(self.staging) if saved.exists() else None
-        known, why = _compare(known, local, self.staging.exists())
-        if why is not None and known is not None:
-            shutil.rmtree(self.staging, ignore_errors=True)
-            self._restore(known, why)
-        self.mirror = Mirror(self.prefix.remote, self.staging, known, owner_id())
-        if why is None and known is not None and local is not None:
-            self.mirror.trust_segments(local)
-
-    def _restore(self, known: RemoteCheckpoint, why: str) -> None:
-        logger.info(
-            "local staging %s %s: restoring it from the remote checkpoint of %s at row %s "
-            "(written by %s)",
-            self.staging, why, self, f"{known.local.progress.rows_visited:,}", known.owner,
-        )
-        super().create_staging(lambda building: self.prefix.restore_into(building, known))
-        atomic_write_bytes(self.marker, self.where.uri.encode())
+        self.run.localize()
 
     def committed(self, cp: ckpt.Checkpoint) -> None:
-        if self.mirror is not None:
-            self.mirror.committed(cp)
+        if self.run.mirror is not None:
+            self.run.mirror.committed(cp)
 
     def settle(self, graceful: bool) -> None:
-        """The run stopped: on a stop request, let the uploads and remote checkpoint of the
-        last commit finish (a replacement machine then loses nothing); on an error, drop
-        what has not started."""
-        mirror, self.mirror = self.mirror, None
-        if mirror is None:
-            return
-        try:
-            if graceful and mirror.last is not None:
-                mirror.committed(mirror.last, force=True)
-                mirror.drain()
-        except Exception as e:  # the stop is what gets reported; the bucket keeps its last
-            logger.warning("uploads after the stop request failed: %s", e)
-        finally:
-            mirror.close(wait=graceful)
+        self.run.settle(graceful)
 
     def publish(self) -> None:
-        """Publish (:meth:`BucketPrefix.publish`: the manifest last), then remove the run's
-        remote and local staging."""
-        mirror = self.mirror or Mirror(self.prefix.remote, self.staging, self.prefix.checkpoint(),
-                                       owner_id())
-        try:
-            self.prefix.publish(self.staging, mirror)
-        finally:
-            mirror.close()
-            self.mirror = None
-        self._clean_up()
+        self.run.publish()
 
     def recover(self) -> None:
-        """A kill after the manifest was written leaves the run's remote and local
-        staging: remove them (the dataset is complete; another run's staging is kept)."""
-        if MANIFEST_NAME not in self.prefix.objects():
-            return
-        if self.staging.exists() and not self.prefix.staged_is_published(self.staging):
-            return  # another run's staging: the pipeline warns about it
-        self._clean_up()
-
-    def _clean_up(self) -> None:
-        self.prefix.drop_incomplete()
-        shutil.rmtree(self.staging, ignore_errors=True)
-        self.marker.unlink(missing_ok=True)
+        self.run.recover()

@@ -20,7 +20,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from prep.errors import IntegrityError, OutputError
@@ -29,13 +29,14 @@ from prep.fsio import (
     exchange,
     file_sha256,
     fsync_dir,
+    make_dirs,
     rename_noreplace,
     stray_temps,
 )
 from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output
 from prep.outputs.lock import LockPaths
-from prep.partition import Part, part_out
-from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest
+from prep.partition import Part, part_out, parts_root
+from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, Manifest, read_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +44,28 @@ logger = logging.getLogger(__name__)
 def is_empty_dir(path: Path) -> bool:
     """A real (not symlinked) empty directory: what ``publish`` may rename onto."""
     return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
+
+
+SHARED_CHECK = ".shared-fs-check"  # in DIR.parts/: the --parts driver's token
+
+
+def link_merge(final: Path, files: Sequence[tuple[Output, str, str]], provenance: bytes,
+               manifest: bytes) -> None:
+    """Build ``DIR.merging/`` from hard links to the parts' files (token data is never
+    copied) and the two small files, then rename it to ``DIR`` (never replacing one). A
+    killed merge's ``DIR.merging/`` held only links and small files: it is built again."""
+    merging = final.with_name(final.name + ".merging")
+    if merging.exists():
+        shutil.rmtree(merging)
+    merging.mkdir()
+    for part, name, new_name in files:
+        with part.reading({name: None}) as directory:
+            os.link(directory / name, merging / new_name)
+    atomic_write_bytes(merging / PROVENANCE_NAME, provenance)
+    atomic_write_bytes(merging / MANIFEST_NAME, manifest)
+    fsync_dir(merging)
+    rename_noreplace(merging, final)
+    fsync_dir(final.parent)
 
 
 def _manifest_sha(directory: Path) -> str | None:
@@ -113,6 +136,34 @@ class LocalDir(Output):
 
     def part_out(self, part: Part) -> Path:
         return part_out(self.final, part)
+
+    def parts_listing(self) -> dict[str, bool]:
+        root = parts_root(self.final)  # a part's directory exists once it is published
+        return {e.name: True for e in root.iterdir() if e.is_dir()} if root.is_dir() else {}
+
+    def part_at(self, name: str) -> Output:
+        return LocalDir(parts_root(self.final) / name)
+
+    def check_for_merge(self, verify: Callable[[], list[str]]) -> list[str]:
+        return verify()
+
+    def publish_merge(self, files: Sequence[tuple[Output, str, str]], provenance: bytes,
+                      manifest: bytes) -> None:
+        link_merge(self.final, files, provenance, manifest)
+
+    def mark_parts(self, token: str | None) -> None:
+        check = parts_root(self.final) / SHARED_CHECK
+        if token is None:
+            check.unlink(missing_ok=True)
+            return
+        make_dirs(check.parent)  # each new directory fsynced into its parent
+        check.write_text(token, encoding="utf-8")
+
+    def parts_mark(self) -> str | None:
+        try:
+            return (parts_root(self.final) / SHARED_CHECK).read_text(encoding="utf-8")
+        except OSError:
+            return None
 
     def published_manifest(self) -> Manifest:
         return read_manifest(self.final)

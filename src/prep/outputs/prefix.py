@@ -10,11 +10,13 @@ import contextlib
 import logging
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prep.errors import IntegrityError
+from prep.buckets.uri import BucketPath
+from prep.errors import IntegrityError, OutputError
+from prep.formats import get_format
 from prep.fsio import make_dirs
 from prep.outputs.mirror import Mirror, shard_files
 from prep.outputs.remote import Remote
@@ -29,6 +31,8 @@ from prep.state.manifest import (
 from prep.state.remote import RemoteCheckpoint
 
 logger = logging.getLogger(__name__)
+
+COPY_LIMIT = 5 << 30  # bytes S3's CopyObject (pyarrow's copy_file) copies in one request
 
 
 @dataclass
@@ -158,6 +162,53 @@ class BucketPrefix:
             return read_manifest(staging).to_bytes() == self.manifest().to_bytes()
         except (OSError, IntegrityError):
             return False
+
+    # -- parts and merges ------------------------------------------------------------------
+
+    def parts_listing(self, root: BucketPath) -> dict[str, bool]:
+        """What ``NAME.parts/`` holds (see :meth:`prep.outputs.Output.parts_listing`): a
+        part's prefix is published once its ``_MANIFEST.json`` is there."""
+        head = root.fs_path + "/"
+        found: dict[str, bool] = {}
+        for info in self.remote.listing(root):
+            name, _, rest = info.path[len(head):].partition("/")
+            found[name] = found.get(name, False) or rest == MANIFEST_NAME
+        return found
+
+    def listed_missing(self) -> list[str]:
+        """Files the published manifest lists that are not in ``NAME/`` (a merge's check of
+        a part in a bucket: its shards' SHA-256 were checked as they were uploaded)."""
+        try:
+            manifest = self.manifest()
+        except IntegrityError as e:
+            return [str(e)]
+        present = self.objects()
+        fmt = get_format(manifest.format, manifest.dtype)
+        return [f"{n}: missing" for e in manifest.files for n in fmt.shard_files(e.name)
+                if n not in present]
+
+    def copy_merge(self, files: Sequence[tuple[BucketPrefix, str, str]], provenance: bytes,
+                   manifest: bytes) -> None:
+        """Publish a merge by server-side copies (CopyObject: no byte passes through this
+        process), objects no file of it names deleted, then ``_PROVENANCE.json``, then
+        ``_MANIFEST.json``. Refuses an object over S3's 5 GiB copy limit before copying."""
+        remote = self.remote
+        for part, name, _ in files:
+            size = part.objects().get(name, 0) if remote.store.s3 else 0
+            if size > COPY_LIMIT:
+                raise OutputError(
+                    f"{part.uri}/{name} is {size:,} bytes, more than the 5 GiB S3 copies "
+                    "in one request; nothing was published. Build the parts with a smaller "
+                    "--max-file-tokens",
+                    path=f"{part.uri}/{name}",
+                )
+        for part, name, new_name in files:
+            remote.copy(part.remote.in_dataset(name), remote.in_dataset(new_name))
+        wanted = {new for _, _, new in files}
+        strays = sorted(n for n in self.objects() if n not in wanted)
+        remote.delete(remote.in_dataset(n) for n in strays)
+        remote.write(remote.in_dataset(PROVENANCE_NAME), provenance)
+        remote.write(remote.in_dataset(MANIFEST_NAME), manifest)
 
     def drop_incomplete(self) -> None:
         """Delete the run's remote state (``NAME.incomplete/``)."""

