@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prep.errors import IntegrityError
+from prep.state import fields
 from prep.state.checkpoint import Checkpoint, content_digest
 
 REMOTE_FORMAT = 1
@@ -43,7 +44,8 @@ class Segment:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Segment:
-        return cls(str(d["key"]), int(d["offset"]), int(d["size"]), str(d["sha256"]))
+        return cls(fields.text(d, "key"), fields.integer(d, "offset"), fields.integer(d, "size"),
+                   fields.sha256(d, "sha256"))
 
 
 @dataclass(frozen=True)
@@ -98,12 +100,11 @@ class RemoteCheckpoint:
                     f"digest); {fix}",
                     path=where,
                 )
-            segments = {
-                str(n): tuple(Segment.from_json(s) for s in segs)
-                for n, segs in content["segments"].items()
-            }
-            return cls(dict(content["checkpoint"]), segments, str(content["owner"]),
-                       int(content["seq"]))
+            segments = fields.mapping(
+                content, "segments", lambda segs: fields.each(
+                    {"": segs}, "", fields.as_object(Segment.from_json)))
+            return cls(fields.obj(content["checkpoint"], "checkpoint"), segments,
+                       fields.text(content, "owner"), fields.integer(content, "seq"))
         except IntegrityError:
             raise
         except (ValueError, KeyError, TypeError, AttributeError) as e:
