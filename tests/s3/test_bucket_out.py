@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
-from harness import Done, World, gate, no_traceback, run, spawn, wait_for
+from harness import Done, World, gate, no_traceback, release, run, spawn, wait_for
 from outhelp import (
     bucket_world,
     dataset_bytes,
@@ -110,24 +111,23 @@ def test_readers_take_a_bucket_dataset_and_refuse_an_incomplete_one(
     assert "train-00001.bin: SHA-256" in capsys.readouterr().out
 
 
-def test_a_prefix_in_use_is_refused(world: World, aws: S3Server, s3_bucket: str) -> None:
+def test_a_prefix_in_use_and_refresh_are_refused(world: World, aws: S3Server,
+                                                 s3_bucket: str, cli) -> None:  # type: ignore[no-untyped-def]
     uri = new_uri(s3_bucket)
     with aws.filesystem().open_output_stream(uri[5:] + "/notes.txt") as f:
         f.write(b"mine")
-    refused = run(world.args(uri))  # type: ignore[arg-type]
-    assert refused.returncode == 1, refused.stderr
-    assert f"{uri}/ holds 1 objects and no _MANIFEST.json" in refused.stderr
-    assert "never overwrites objects" in refused.stderr and "Choose another --out" in (
-        refused.stderr)
-    no_traceback(refused.stderr)
+    refused = cli("prepare", *world.args(uri))  # type: ignore[arg-type]
+    assert refused.code == 1, refused.err
+    assert f"{uri}/ holds 1 objects and no _MANIFEST.json" in refused.err
+    assert "never overwrites objects" in refused.err and "Choose another --out" in refused.err
+    no_traceback(refused.err)
     assert objects(aws, uri) == {"notes.txt": b"mine"}
     assert objects(aws, uri + ".incomplete") == {}
 
-    refresh = run([*world.args(new_uri(s3_bucket)), "--refresh"])  # type: ignore[arg-type]
-    assert refresh.returncode == 1, refresh.stderr
-    assert "a bucket has no rename" in refresh.stderr and "readers would see a mix" in (
-        refresh.stderr)
-    no_traceback(refresh.stderr)
+    refresh = cli("prepare", *world.args(new_uri(s3_bucket)), "--refresh")  # type: ignore[arg-type]
+    assert refresh.code == 1, refresh.err
+    assert "a bucket has no rename" in refresh.err and "readers would see a mix" in refresh.err
+    no_traceback(refresh.err)
 
 
 def test_no_write_permission_a_wrong_endpoint_and_no_credentials(
@@ -226,3 +226,52 @@ def test_killed_between_an_upload_and_its_remote_checkpoint(
     manifest = json.loads(objects(aws, uri)["_MANIFEST.json"])
     assert sorted(objects(aws, uri)) == sorted(
         [f["name"] for f in manifest["files"]] + ["_MANIFEST.json", "_PROVENANCE.json"])
+
+
+def test_sigterm_leaves_the_bucket_at_its_last_commit(world: World, aws: S3Server,
+                                                      s3_bucket: str, tmp_path: Path) -> None:
+    """A preemption notice: the run checkpoints, uploads what that checkpoint names and
+    writes its remote checkpoint, then exits 75; a replacement loses nothing."""
+    uri, where = new_uri(s3_bucket), tmp_path / "gate"
+    where.mkdir()
+    parked = gate("prep.outputs.mirror.Mirror._upload_shard", where, nth=2, when="before")
+    proc = spawn([*world.args(uri), "--staging", tmp_path / "a"],  # type: ignore[arg-type]
+                 faults=parked)
+    wait_for((where / "reached").exists, "the second upload", proc)
+    proc.send_signal(signal.SIGTERM)
+    release(where)
+    code, err = proc.finish()
+    assert code == 75, err
+    local = json.loads((tmp_path / "a" / "ds.incomplete" / "checkpoint.json").read_text())
+    record = remote_checkpoint(aws, uri)
+    assert record is not None
+    assert record["checkpoint"]["progress"] == local["progress"]  # the stop's own commit
+
+    shutil.rmtree(tmp_path / "a")
+    done = run(["--out", uri, "--resume", "--staging", tmp_path / "b"])
+    assert done.returncode == 0, done.stderr
+    assert f"at row {local['progress']['rows_visited']:,}" in done.stderr
+    assert dataset_bytes(aws, uri) == world.reference
+
+
+def test_a_second_machine_takes_the_run_over(world: World, aws: S3Server, s3_bucket: str,
+                                             tmp_path: Path) -> None:
+    """The local lock cannot see another machine: the later run takes over (it restores
+    from the bucket and publishes), the earlier one stops before writing another remote
+    checkpoint, and what is published is one run's bytes."""
+    uri, where = new_uri(s3_bucket), tmp_path / "gate"
+    where.mkdir()
+    parked = gate("prep.outputs.mirror.Mirror._checkpoint", where, nth=3, when="before")
+    first = spawn([*world.args(uri), "--staging", tmp_path / "a"],  # type: ignore[arg-type]
+                  faults=parked)
+    wait_for((where / "reached").exists, "the first machine's third remote checkpoint", first)
+    second = run(["--out", uri, "--resume", "--staging", tmp_path / "b"])
+    assert second.returncode == 0, second.stderr
+    assert dataset_bytes(aws, uri) == world.reference
+    release(where)
+    code, err = first.finish()
+    assert code == 1, err
+    assert "another machine resumed (or published)" in err and "stopped without" in err
+    no_traceback(err)
+    assert dataset_bytes(aws, uri) == world.reference
+    assert objects(aws, uri + ".incomplete") == {}

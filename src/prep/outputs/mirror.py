@@ -155,6 +155,7 @@ class Mirror:
                     uploads: list[Future[None]]) -> None:
         for upload in uploads:  # every upload before it, not only this commit's
             upload.result()  # a failed one fails the checkpoint that would have named it
+        self._check_owner()  # before anything more goes into NAME.incomplete/
         segments: dict[str, tuple[Segment, ...]] = {}
         for name, size in sizes.items():
             segs = self.segments.get(name, ())
@@ -165,7 +166,6 @@ class Mirror:
                 segs = (*segs, Segment(key, covered, size - covered, sha))
             segments[name] = segs
         self.segments = segments
-        self._check_owner()
         record = RemoteCheckpoint(content, segments, self.owner, self.seq + 1)
         self.remote.write(self.remote.in_incomplete(checkpoint_key(record.seq)),
                           record.to_bytes())
@@ -183,15 +183,17 @@ class Mirror:
         if not self.wrote_checkpoint:
             return  # this run's first: it takes the output over
         current = self.remote.newest_checkpoint()
-        if current is not None and (current.seq, current.owner) != (self.seq, self.owner):
-            where = self.remote.incomplete.uri
-            raise OutputError(
-                f"{where}/ holds a remote checkpoint written by another run ({current.owner}) "
-                f"since this one's last: another machine resumed {self.remote.dataset.uri}. "
-                "This run stopped without replacing it; let the other run finish (or stop it "
-                "and rerun with --resume here)",
-                path=where,
-            )
+        if current is not None and (current.seq, current.owner) == (self.seq, self.owner):
+            return
+        where = self.remote.incomplete.uri
+        what = (f"holds a remote checkpoint written by another run ({current.owner})"
+                if current is not None else "no longer holds this run's remote checkpoint")
+        raise OutputError(
+            f"{where}/ {what} since this one's last: another machine resumed (or published) "
+            f"{self.remote.dataset.uri}. This run stopped without writing its own; let the "
+            "other run finish (or stop it and rerun with --resume here)",
+            path=where,
+        )
 
     def drain(self) -> None:
         """Wait for every upload and remote checkpoint; raise the first failure."""
