@@ -73,8 +73,8 @@ class BucketRun:
     def marker(self) -> Path:
         return self.local.final.with_name(self.local.name + MARKER)
 
-    def _mirror(self, known: RemoteCheckpoint | None) -> Mirror:
-        self.mirror = Mirror(self.prefix.remote, self.staging, known, owner_id())
+    def _mirror(self, known: RemoteCheckpoint | None, seq: int = 0) -> Mirror:
+        self.mirror = Mirror(self.prefix.remote, self.staging, known, owner_id(), seq)
         return self.mirror
 
     def create(self, populate: Callable[[Path], None]) -> None:
@@ -101,7 +101,8 @@ class BucketRun:
         on); otherwise keep it, and learn what the bucket already holds."""
         saved = self.staging / ckpt.CHECKPOINT_NAME
         local = ckpt.load(self.staging) if saved.exists() else None
-        known, why = compare(self.prefix.checkpoint(), local, self.staging.exists())
+        newest = self.prefix.checkpoint()
+        known, why = compare(newest, local, self.staging.exists())
         if why is not None and known is not None:
             shutil.rmtree(self.staging, ignore_errors=True)
             logger.info(
@@ -111,7 +112,7 @@ class BucketRun:
             )
             self.local.create_staging(lambda into: self.prefix.restore_into(into, known))
             atomic_write_bytes(self.marker, self.uri.encode())
-        mirror = self._mirror(known)
+        mirror = self._mirror(known, 0 if newest is None else newest.seq)
         if why is None and known is not None and local is not None:
             mirror.trust_segments(local)
 

@@ -59,12 +59,14 @@ class Mirror:
     the bucket holds now (its sealed shards are uploaded, its segments reusable)."""
 
     def __init__(self, remote: Remote, staging: Path, known: RemoteCheckpoint | None,
-                 owner: str) -> None:
+                 owner: str, seq: int = 0) -> None:
         self.remote, self.staging, self.owner = remote, staging, owner
         self.sent: dict[str, str] = {}  # file name -> SHA-256, uploaded or uploading
         self.segments: dict[str, tuple[Segment, ...]] = {}
         self.wrote_checkpoint = False
-        self.seq = 0 if known is None else known.seq  # the newest remote checkpoint's
+        # The newest remote checkpoint's number (another run's too: this run's next one must
+        # be newer, or a reader would take that one).
+        self.seq = max(seq, 0 if known is None else known.seq)
         if known is not None:
             for split in known.local.splits.values():
                 for rec in split.sealed:
