@@ -14,10 +14,12 @@ from prep.partition import Part
 
 
 def test_a_node_that_does_not_see_the_token_refuses_naming_the_fix(tmp_path: Path) -> None:
-    (tmp_path / ".shared-fs-check").write_text("abc")
-    _check_shared(str(tmp_path), "abc")  # the driver's own view passes
-    with pytest.raises(NotShared, match="filesystem every Ray node shares"):
-        _check_shared(str(tmp_path), "other")
+    out = tmp_path / "ds"  # the driver marked its parts root, ds.parts/
+    (tmp_path / "ds.parts").mkdir()
+    (tmp_path / "ds.parts" / ".shared-fs-check").write_text("abc")
+    _check_shared(str(out), "abc")  # the driver's own view passes
+    with pytest.raises(NotShared, match="a filesystem every node mounts"):
+        _check_shared(str(out), "other")
     with pytest.raises(NotShared, match="does not see"):
         _check_shared(str(tmp_path / "elsewhere"), "abc")
 
