@@ -146,7 +146,7 @@ def test_no_write_permission_a_wrong_endpoint_and_no_credentials(
     assert objects(s3_server, uri) == {} and objects(s3_server, uri + ".incomplete") == {}
     assert not (staging / "ds.incomplete").exists()  # nothing committed, nothing kept
 
-    monkeypatch.setattr("prep.buckets.client.S3_ATTEMPTS", 1)  # no backoff before failing
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # no backoff before failing
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # discard: nothing listens
     lost = cli("prepare", *world.args(uri), "--staging", staging)  # type: ignore[arg-type]
     assert lost.code == 1, lost.err

@@ -20,11 +20,10 @@ BUCKET = "prep-faults"
 # in all (``prep.outputs.remote``'s constants, set before the run starts).
 PATIENT = [{"target": f"prep.outputs.remote.{name}", "action": "set", "value": value}
            for name, value in (("RETRY_FIRST_DELAY", 0.1), ("RETRY_MAX_DELAY", 0.5))]
-# PATIENT retries for the default 300 s, long enough for any restart; QUICK for 3 s, and
-# pyarrow's client tries each request once (its own retries back off for seconds).
+# PATIENT retries for the default 300 s, long enough for any restart; QUICK for 3 s (and
+# the test sets AWS_MAX_ATTEMPTS=1: pyarrow's client then tries each request once).
 QUICK = [*PATIENT, {"target": "prep.outputs.remote.RETRY_SECONDS", "action": "set",
-                    "value": 3.0},
-         {"target": "prep.buckets.client.S3_ATTEMPTS", "action": "set", "value": 1}]
+                    "value": 3.0}]
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +80,9 @@ def test_server_killed_and_restarted_mid_runs(world: World, aws: S3Server,
     assert dataset_bytes(aws, killed) == world.reference
 
 
-def test_server_down_outlasting_the_retries(world: World, aws: S3Server,
-                                            tmp_path: Path) -> None:
+def test_server_down_outlasting_the_retries(world: World, aws: S3Server, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
     uri = new_uri(BUCKET)
     staging = tmp_path / "staging"
     proc = spawn([*world.args(uri), "--staging", staging],  # type: ignore[arg-type]
