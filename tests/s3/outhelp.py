@@ -15,7 +15,7 @@ from harness import Corpus, World, world
 from s3server import S3Server
 
 # ~6 train shards and one val shard that stays open from the first row to the last.
-CORPUS = Corpus(n_docs=6000, n_files=4, max_file_tokens=6000, tokenizer_docs=1500,
+CORPUS = Corpus(n_docs=3000, n_files=4, max_file_tokens=3000, tokenizer_docs=1500,
                 vocab_size=300, dataset="ds")
 SHARDS = (".bin", ".idx")
 

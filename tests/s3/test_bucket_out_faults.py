@@ -20,8 +20,9 @@ BUCKET = "prep-faults"
 # in all (``prep.outputs.remote``'s constants, set before the run starts).
 PATIENT = [{"target": f"prep.outputs.remote.{name}", "action": "set", "value": value}
            for name, value in (("RETRY_FIRST_DELAY", 0.1), ("RETRY_MAX_DELAY", 0.5))]
-# PATIENT retries for the default 300 s, long enough for any restart; QUICK for 3 s (and
-# the test sets AWS_MAX_ATTEMPTS=1: pyarrow's client then tries each request once).
+# PATIENT retries for the default 300 s, long enough for any restart; QUICK for 3 s. Every
+# run here has AWS_MAX_ATTEMPTS=1: pyarrow's client tries each request once, so the
+# retries are prep's own (its SDK's back off for seconds first).
 QUICK = [*PATIENT, {"target": "prep.outputs.remote.RETRY_SECONDS", "action": "set",
                     "value": 3.0}]
 
@@ -45,6 +46,7 @@ def aws(server: S3Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> S3
     for name, value in server.env().items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
     return server
 
 
@@ -80,9 +82,8 @@ def test_server_killed_and_restarted_mid_runs(world: World, aws: S3Server,
     assert dataset_bytes(aws, killed) == world.reference
 
 
-def test_server_down_outlasting_the_retries(world: World, aws: S3Server, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+def test_server_down_outlasting_the_retries(world: World, aws: S3Server,
+                                            tmp_path: Path) -> None:
     uri = new_uri(BUCKET)
     staging = tmp_path / "staging"
     proc = spawn([*world.args(uri), "--staging", staging],  # type: ignore[arg-type]
