@@ -46,6 +46,10 @@ def objects(server: S3Server, uri: str) -> dict[str, bytes]:
                     out[info.path[len(root) + 1:]] = f.read()
             except FileNotFoundError:
                 continue  # deleted since the listing (a running prep replaces its own)
+            except OSError as e:  # ... or between the open and the read (GetObject)
+                if "NO_SUCH_KEY" not in str(e):
+                    raise
+                continue
     return out
 
 
