@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import GPT2_DIR
+from conftest import GPT2_DIR, make_corpus
 from s3server import S3Server, free_ports
 
 from prep.sources import canonical_source
@@ -74,6 +74,7 @@ def test_access_denied(prepare, s3_bucket: str) -> None:  # type: ignore[no-unty
 def test_malformed_uri_is_a_usage_error(prepare) -> None:  # type: ignore[no-untyped-def]
     err = prepare("s3://Not_A_Bucket/x", code=2)
     assert "--source s3://Not_A_Bucket/x: not a bucket URI" in err
+    assert "write s3://BUCKET/PREFIX/ (a prefix: every *.parquet under it)" in err
 
 
 def test_gcs_without_credentials(prepare, monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
@@ -86,3 +87,38 @@ def test_gcs_without_credentials(prepare, monkeypatch: pytest.MonkeyPatch,  # ty
                   GCE_METADATA_ROOT=closed, GCE_METADATA_HOST=closed)
     assert "listing gs://some-bucket/corpus: Google Cloud Storage has no valid credentials" in err
     assert "set GOOGLE_APPLICATION_CREDENTIALS" in err
+
+
+def test_gcs_key_file_missing(cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """GOOGLE_APPLICATION_CREDENTIALS naming no file: the GCS client cannot build its
+    credentials (pyarrow raises a plain ArrowException there, not an OSError). Every command
+    and the reader refuse it naming the file, without a traceback; nothing is created."""
+    from prep import TokenStream
+    from prep.errors import InputError
+
+    key = tmp_path / "no-key.json"
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
+    corpus = make_corpus(tmp_path / "src", [["one document", "another one"]])
+    out, ds = tmp_path / "out", "gs://some-bucket/tokens/ds"
+    said = ("Google Cloud Storage has no valid credentials for it (Cannot open credentials "
+            f"file {key})")
+    for args in (
+        ("prepare", "--source", "gs://some-bucket/corpus/", "--tokenizer", GPT2_DIR, "--out", out),
+        ("prepare", "--source", corpus, "--tokenizer", GPT2_DIR, "--out", ds, "--staging", out),
+        ("verify", ds), ("inspect", ds), ("merge", ds),
+    ):
+        r = cli(*args)
+        assert r.code == 1, r.err
+        assert said in r.out + r.err and "set GOOGLE_APPLICATION_CREDENTIALS" in r.err
+        assert "Traceback" not in r.err
+    assert not (out / "ds.incomplete").exists() and not out.with_suffix(".incomplete").exists()
+    with pytest.raises(InputError, match="no valid credentials"):
+        TokenStream(ds, "train")
+
+
+def test_malformed_out_uri_is_a_usage_error(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    corpus = make_corpus(tmp_path / "src", [["one document"]])
+    r = cli("prepare", "--source", corpus, "--tokenizer", GPT2_DIR, "--out", "http://b1/x/ds")
+    assert r.code == 2, r.err
+    assert ("--out http://b1/x/ds: not a bucket URI (s3:// or gs://); write "
+            "s3://BUCKET/PREFIX/NAME, with the bucket name") in r.err

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from prep.errors import InputError, PrepError, TransientError
@@ -32,6 +33,12 @@ REQUEST_TIMEOUT = 60.0  # seconds a request may stall
 S3_ATTEMPTS = 5  # tries per S3 request (the SDK's standard backoff between them)
 ATTEMPTS_VARIABLE = "AWS_MAX_ATTEMPTS"
 GCS_RETRY_SECONDS = 60.0
+# What a failed bucket call raises: OSError for most, but a GCS client that cannot even
+# build its credentials (GOOGLE_APPLICATION_CREDENTIALS naming no file, a malformed key)
+# raises pyarrow's plain ArrowException ("Unknown error: google::cloud::Status(...)").
+# Where a GCS message says what went wrong (after a paragraph on authentication in general).
+GCS_CAUSE = "The underlying error message was: "
+STORE_ERRORS: tuple[type[Exception], ...] = (OSError, pa.ArrowException)
 
 _UNREACHABLE = ("NETWORK_CONNECTION", "curlCode: 6", "curlCode: 7", "curlCode: 28",
                 "Could not connect", "Could not resolve", "CURL error [6]", "CURL error [7]")
@@ -127,10 +134,10 @@ def open_store(scheme: str, bucket: str, env: Mapping[str, str] | None = None) -
 def _detail(e: BaseException) -> str:
     """The pyarrow message's informative part, on one line."""
     text = " ".join(str(e).split())
-    for marker in ("AWS Error ", "google::cloud::Status("):
+    for marker in ("AWS Error ", "google::cloud::Status(", GCS_CAUSE):
         if marker in text:
             text = text[text.index(marker) + len(marker):]
-    return text[:300]
+    return text.partition(" error_info=")[0][:300]
 
 
 def _has(text: str, needles: tuple[str, ...]) -> bool:
@@ -146,7 +153,7 @@ def _credentials_fix(store: Store) -> str:
 
 
 def store_error(
-    e: OSError, doing: str, uri: str, store: Store, started: bool, *, writing: bool = False
+    e: Exception, doing: str, uri: str, store: Store, started: bool, *, writing: bool = False
 ) -> PrepError:
     """The message for a failed bucket call. ``doing``: what prep was doing ("listing",
     "downloading"); ``started``: whether the run had already reached the store (then a

@@ -49,9 +49,12 @@ def parse_bucket_uri(spec: str, flag: str = "--source") -> BucketPath:
     scheme, _, rest = spec.partition("://")
     bucket, _, key = rest.partition("/")
     if scheme not in SCHEMES or not _BUCKET.match(bucket) or ".." in bucket:
+        shown = scheme if scheme in SCHEMES else "s3"
+        form = (f"{shown}://BUCKET/PREFIX/ (a prefix: every *.parquet under it), .../GLOB or "
+                ".../OBJECT" if flag == "--source" else f"{shown}://BUCKET/PREFIX/NAME")
+        schemes = "" if scheme in SCHEMES else f" ({' or '.join(f'{s}://' for s in SCHEMES)})"
         raise UsageError(
-            f"{flag} {spec}: not a bucket URI; write {scheme or 's3'}://BUCKET/PREFIX/ (a "
-            "prefix: every *.parquet under it), .../GLOB or .../OBJECT, with the bucket name "
+            f"{flag} {spec}: not a bucket URI{schemes}; write {form}, with the bucket name "
             "in lower-case letters, digits, dots and dashes",
             path=spec,
         )

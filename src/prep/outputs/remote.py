@@ -32,7 +32,7 @@ from typing import IO, Any, TypeVar
 
 import pyarrow.fs as pafs
 
-from prep.buckets.client import Store, store_error
+from prep.buckets.client import STORE_ERRORS, Store, store_error
 from prep.buckets.uri import BucketPath
 from prep.errors import IntegrityError, TransientError
 from prep.fsio import Hasher
@@ -108,7 +108,7 @@ class Remote:
             attempt += 1
             try:
                 result = fn()
-            except OSError as e:
+            except STORE_ERRORS as e:
                 if isinstance(e, FileNotFoundError):
                     raise
                 error = store_error(e, doing, self.uri(fs_path), self.store, self.reached,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from prep.buckets.cache import ObjectCache
-from prep.buckets.client import Store, open_store, store_error
+from prep.buckets.client import STORE_ERRORS, Store, open_store, store_error
 from prep.buckets.objects import (
     ObjectChanged,
     ObjectPin,
@@ -63,7 +63,7 @@ class BucketSource(Source):
             local, sha = self.cache.local(self.pins[f.path])
         except ObjectChanged:
             raise
-        except OSError as e:
+        except STORE_ERRORS as e:
             raise store_error(e, "downloading", self._uri(f), self.store, started=True) from e
         if f.sha256 is None:
             f.sha256 = sha
@@ -87,7 +87,7 @@ def _pins(store: Store, where: BucketPath, uri: str) -> tuple[BucketPath, list[O
                 path=uri,
             )
         return root, pin_all(store.fs, paths)
-    except OSError as e:
+    except STORE_ERRORS as e:
         raise store_error(e, "listing", uri, store, started=False) from e
 
 
@@ -107,7 +107,7 @@ def _from_checkpoint(store: Store, uri: str, pinned: SourceIdentity) -> list[Obj
             "with --resume, or start a new run (new --out)",
             path=uri,
         ) from e
-    except OSError as e:
+    except STORE_ERRORS as e:
         raise store_error(e, "checking the pinned objects of", uri, store, started=False) from e
     for was, is_ in zip(recorded, now, strict=True):
         if (was.size, was.etag) != (is_.size, is_.etag) or (
