@@ -161,9 +161,11 @@ def inspect_published(location: str, *, first: int = 16, tokenizer: str | None =
     its manifest, or a shard copied to a temporary directory with the manifest beside it.
     Raises ``IntegrityError`` for a prefix without its manifest (incomplete: never read as
     a dataset)."""
-    out = published_at(location)
     parent, _, name = location.rstrip("/").rpartition("/")
-    if name in (MANIFEST_NAME, "") or "/" not in parent.partition("://")[2]:
+    if name == MANIFEST_NAME:  # the manifest object names its dataset, as a local one does
+        location, (parent, _, name) = parent, parent.rpartition("/")
+    out = published_at(location)
+    if not name or "/" not in parent.partition("://")[2]:
         return describe_manifest(out.published_manifest())
     dataset = published_at(parent)
     try:

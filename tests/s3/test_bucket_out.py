@@ -79,8 +79,9 @@ def test_readers_take_a_bucket_dataset_and_refuse_an_incomplete_one(
 
     uri = published[0]
     assert main(["verify", uri]) == 0 and f"{uri}: OK" in capsys.readouterr().out
-    assert main(["inspect", uri]) == 0
-    assert "dataset ds: tokenizer" in capsys.readouterr().out
+    for described in (uri, f"{uri}/_MANIFEST.json"):
+        assert main(["inspect", described]) == 0
+        assert "dataset ds: tokenizer" in capsys.readouterr().out
     assert main(["inspect", f"{uri}/train-00001.bin", "--first", "3"]) == 0
     assert "train-00001.bin: llmc uint16 ids" in capsys.readouterr().out
 
