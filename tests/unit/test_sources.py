@@ -326,3 +326,32 @@ def test_a_file_rewritten_in_place_while_it_is_read_stops_the_rows(
     with pytest.raises(IntegrityError) as e:
         next(rows)
     assert "source file a.parquet changed while prep was reading it" in str(e.value)
+
+
+# -- bucket URIs --------------------------------------------------------------------------
+
+
+SECRET = "s3cr3t-in-the-uri-0042"
+
+
+@pytest.mark.parametrize("flag, uri", [
+    ("--source", f"s3://AKIAEXAMPLE:{SECRET}@corpus-bucket/web/"),
+    ("--source", f"s3://corpus-bucket/web/?access_key=AKIAEXAMPLE&secret_key={SECRET}"),
+    ("--source", f"gs://{SECRET}@corpus-bucket/web/"),
+    ("--out", f"s3://AKIAEXAMPLE:{SECRET}@out-bucket/datasets/web"),
+])
+def test_a_credential_in_a_bucket_uri_is_refused_without_repeating_it(
+        cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: str, uri: str) -> None:
+    # pyarrow's FileSystem.from_uri would take it; prep takes credentials from the
+    # environment only, and says so before anything is listed, written or logged.
+    monkeypatch.chdir(tmp_path)
+    source = ["--source", uri] if flag == "--source" else ["--source", "sample"]
+    out = uri if flag == "--out" else str(tmp_path / "out")
+    r = cli("prepare", *source, "--tokenizer", "byte", "--out", out)
+    assert r.code == 2, r.err
+    assert "a key or secret in the URI is refused" in r.err
+    assert ("GOOGLE_APPLICATION_CREDENTIALS" if uri.startswith("gs") else
+            "AWS_SECRET_ACCESS_KEY") in r.err
+    assert SECRET not in r.out + r.err
+    assert "Traceback" not in r.err
+    assert not any(SECRET.encode() in p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
