@@ -102,3 +102,18 @@ def split_stream(out: Path, split: str) -> list[int]:
     for path in split_files(out, split):
         ids += read_file(out, path)
     return ids
+
+
+def segment_chain(*segments: bytes, width: int = 2) -> tuple[str, tuple[int, ...]]:
+    """An open shard's checkpoint record of its ids, from docs/architecture.md's definition:
+    each appended segment's bytes hashed, and linked ``c = SHA-256(c || n || d)`` from 32
+    zero bytes (``n``: the segment's ids, 8 bytes little-endian); (the chain's hex, the
+    lengths)."""
+    import hashlib
+
+    chain = bytes(32)
+    for seg in segments:
+        n = len(seg) // width
+        chain = hashlib.sha256(chain + n.to_bytes(8, "little") + hashlib.sha256(seg).digest())\
+            .digest()
+    return chain.hex(), tuple(len(seg) // width for seg in segments)

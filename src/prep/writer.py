@@ -38,6 +38,7 @@ class Laid:
     ids: npt.NDArray[Any]
     lengths: npt.NDArray[np.int64]
     text_bytes: int
+    digest: bytes | None = None  # SHA-256 of ``ids``' bytes, when they are the file's dtype
 
 
 def lay_out(ids: npt.NDArray[Any], lengths: npt.NDArray[np.int64], text_bytes: int,
@@ -102,6 +103,7 @@ class SplitWriter:
     _file_tokens: int = 0  # including pending
     _pending: list[npt.NDArray[Any]] = field(default_factory=list)
     _pending_lengths: list[int] = field(default_factory=list)
+    _pending_digest: bytes | None = None  # of the one pending piece, when it is a whole Laid
     _sealing: Sealing = field(default_factory=Sealing)
 
     def __post_init__(self) -> None:
@@ -170,6 +172,8 @@ class SplitWriter:
                     continue
                 fit = pos + 1  # an empty shard takes a document of any size alone
             end = int(ends[fit - 1])
+            whole = not self._pending and base == 0 and end == len(ids)
+            self._pending_digest = docs.digest if whole else None
             self._pending.append(ids[base:end])
             self._pending_lengths.extend(lengths[pos:fit].tolist())
             self._file_tokens += end - base
@@ -183,9 +187,12 @@ class SplitWriter:
     def flush(self) -> None:
         """Write buffered documents to the open file (not yet durable)."""
         if self._pending and self._file is not None:
-            data = self._pending[0] if len(self._pending) == 1 else np.concatenate(self._pending)
-            self._file.append(data, self._pending_lengths)
+            if len(self._pending) == 1:
+                self._file.append(self._pending[0], self._pending_lengths, self._pending_digest)
+            else:  # several pieces (documents committed one by one): hashed by the file
+                self._file.append(np.concatenate(self._pending), self._pending_lengths)
             self._pending, self._pending_lengths = [], []
+            self._pending_digest = None
 
     def sync(self) -> None:
         """Flush and fsync the open file: everything added so far is durable."""
@@ -218,7 +225,8 @@ class SplitWriter:
                 self._file.name,
                 self._file.n,
                 self._file_docs,
-                self._file.ids_sha256,
+                self._file.ids_chain,
+                self._file.segments,
                 self._file.doc_lengths,
             )
         return SplitState(

@@ -1,4 +1,4 @@
-"""The ordered background jobs behind the running hash and background sealing
+"""The ordered background jobs behind background sealing
 (prep.formats.backlog): results come back in submission order, the pending weight stays
 within the limit, and a failed job raises its own error without losing the results before
 it."""

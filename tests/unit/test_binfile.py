@@ -12,9 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from format_readers import segment_chain
 
 from prep.errors import FormatError, InputError
 from prep.formats.llmc import BinWriter, hash_ids_prefix, read_bin, read_header, write_bin
+from prep.formats.segments import SegmentChain
 
 MAGIC = 20240520
 
@@ -278,13 +280,15 @@ def test_binwriter_open_file_header_says_zero_until_sealed(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(("vocab", "fmt"), [(256, "<{}H"), (100_000, "<{}I")])
-def test_ids_sha256_is_hash_of_raw_id_bytes(tmp_path: Path, vocab: int, fmt: str) -> None:
+def test_ids_chain_links_each_appended_segment(tmp_path: Path, vocab: int, fmt: str) -> None:
     ids = [3, 1, 4, 1, 5, 9, 2, 6]
     w = BinWriter(tmp_path / "h.bin", vocab)
-    assert w.ids_sha256 == hashlib.sha256(b"").hexdigest()
+    assert (w.ids_chain, w.segments) == segment_chain()
     w.append(np.array(ids[:3]))
-    w.append(np.array(ids[3:]))
-    assert w.ids_sha256 == hashlib.sha256(struct.pack(fmt.format(len(ids)), *ids)).hexdigest()
+    w.append(np.array(ids[3:]), digest=b"ignored: the ids are not in the file's dtype")
+    width = struct.calcsize(fmt.format(1))
+    first, rest = struct.pack(fmt.format(3), *ids[:3]), struct.pack(fmt.format(5), *ids[3:])
+    assert (w.ids_chain, w.segments) == segment_chain(first, rest, width=width)
     w.close()
 
 
@@ -308,13 +312,16 @@ def test_resume_truncates_to_n_and_resets_header(tmp_path: Path) -> None:
         f.write(b"\xff\xff\xee")  # and junk after the committed ids
     hasher = hash_ids_prefix(path, 3, 2)
     assert hasher.hexdigest() == hashlib.sha256(struct.pack("<3H", 10, 11, 12)).hexdigest()
+    segments = SegmentChain()
+    segments.add(3, bytes.fromhex(hasher.hexdigest()))
 
-    r = BinWriter.resume(path, 256, 3, hasher)
+    r = BinWriter.resume(path, 256, 3, segments)
     r.sync()
     assert path.read_bytes() == spec_header(1, 0, 256) + struct.pack("<3H", 10, 11, 12)
     assert r.n == 3
     r.append(np.array([20, 21]))
-    assert r.ids_sha256 == hashlib.sha256(struct.pack("<5H", 10, 11, 12, 20, 21)).hexdigest()
+    assert (r.ids_chain, r.segments) == segment_chain(struct.pack("<3H", 10, 11, 12),
+                                                      struct.pack("<2H", 20, 21))
     r.seal()
     assert path.read_bytes() == spec_file([10, 11, 12, 20, 21], 256, 1)
 
@@ -322,7 +329,7 @@ def test_resume_truncates_to_n_and_resets_header(tmp_path: Path) -> None:
 def test_resume_at_zero_gives_an_empty_open_file(tmp_path: Path) -> None:
     path = tmp_path / "z.bin"
     path.write_bytes(spec_file([1, 2], 256, 1))
-    r = BinWriter.resume(path, 256, 0, hashlib.sha256())
+    r = BinWriter.resume(path, 256, 0, SegmentChain())
     r.sync()
     assert path.read_bytes() == spec_header(1, 0, 256)
     r.close()

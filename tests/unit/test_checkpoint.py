@@ -22,7 +22,7 @@ def sample() -> Checkpoint:
                     max_file_tokens=1000, doc_sep_id=0, dataset="dé")
     train = SplitState(
         sealed=(FileRecord("train-00000.bin", 990, 12, "a" * 64),),
-        open=OpenFile("train-00001.bin", 40, 1, "b" * 64),
+        open=OpenFile("train-00001.bin", 40, 1, "b" * 64, (30, 10)),
         n_tokens=1030, n_docs=13, text_bytes=1017, text_tokens=1017,
     )
     val = SplitState.empty("val-00000.bin")
@@ -49,8 +49,9 @@ def test_to_json_from_json_round_trip() -> None:
 
 def test_to_json_records_the_format_version() -> None:
     d = sample().to_json()
-    assert d["format"] == 4
-    assert d["splits"]["train"]["open"]["ids_sha256"] == "b" * 64
+    assert d["format"] == 5
+    assert d["splits"]["train"]["open"]["ids_chain"] == "b" * 64
+    assert d["splits"]["train"]["open"]["segments"] == [30, 10]
     assert d["recipe"]["max_file_tokens"] == 1000
 
 
@@ -74,8 +75,9 @@ def test_save_replaces_the_previous_checkpoint(tmp_path: Path) -> None:
 
 
 # 2 and 3 are staging directories of a prep before manifest v4, whose prefix digest was
-# another hash: refused as another version's, not replayed into a "source changed".
-@pytest.mark.parametrize("fmt", [3, 2, 1, 0, "4", None])
+# another hash: refused as another version's, not replayed into a "source changed"; 4's
+# open shards record one running hash of their ids, not the chain of their segments.
+@pytest.mark.parametrize("fmt", [4, 3, 2, 1, 0, "5", None])
 def test_unknown_format_is_rejected(tmp_path: Path, fmt: object) -> None:
     d = sample().to_json()
     d["format"] = fmt
@@ -83,7 +85,7 @@ def test_unknown_format_is_rejected(tmp_path: Path, fmt: object) -> None:
     with pytest.raises(IntegrityError) as info:
         ckpt.load(tmp_path)
     msg = str(info.value)
-    assert f"checkpoint format {fmt!r} is not the supported 4" in msg
+    assert f"checkpoint format {fmt!r} is not the supported 5" in msg
     assert "another version of prep" in msg
     assert "delete the staging directory" in msg
 
@@ -91,7 +93,7 @@ def test_unknown_format_is_rejected(tmp_path: Path, fmt: object) -> None:
 def test_missing_format_is_rejected() -> None:
     d = sample().to_json()
     del d["format"]
-    with pytest.raises(IntegrityError, match="checkpoint format None is not the supported 4"):
+    with pytest.raises(IntegrityError, match="checkpoint format None is not the supported 5"):
         Checkpoint.from_json(d)
 
 
@@ -198,6 +200,12 @@ WRONG_TYPES = [
      "splits.train.sealed[0].sha256: holds string 'xyz', expected a SHA-256"),
     ("splits.train.open.doc_lengths", [1, "2"],
      "splits.train.open.doc_lengths[1]: holds string '2'"),
+    ("splits.train.open.segments", [30, 11],
+     "splits.train.open.segments: do not add up to its 40 ids"),
+    ("splits.train.open.segments", [40, 0],
+     "splits.train.open.segments: do not add up to its 40 ids in non-empty segments"),
+    ("splits.train.open.ids_chain", "b" * 63,
+     "splits.train.open.ids_chain: holds string"),
     ("recipe.split_column", 5, "recipe: split_column holds int 5, expected a string or None"),
     ("recipe.split_column", ["split"], "recipe: split_column holds list ['split'], expected"),
     ("recipe.max_documents", "1",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from format_readers import segment_chain
 
 from prep.errors import IntegrityError, UsageError
 from prep.formats import _FORMATS, IdScan, get_format
@@ -27,6 +28,7 @@ def ids(*values: int) -> np.ndarray:
 # The id width each format stores V = 300 in, from its layout (tokens-bin.md; llm.c's
 # HEADERS_INFO for Llama-3; Megatron's uint16 code; raw: narrowest).
 WIDTH = {"llmc": "<u2", "llmc-llama3": "<u4", "megatron": "<u2", "raw": "<u2"}
+WIDTH_BYTES = {name: np.dtype(code).itemsize for name, code in WIDTH.items()}
 
 
 def id_bytes(values: list[int], name: str = "llmc") -> bytes:
@@ -42,7 +44,7 @@ def put(w, *values: int) -> None:  # type: ignore[no-untyped-def]
 def open_record(w) -> OpenFile:  # type: ignore[no-untyped-def]
     """What the checkpoint records for an open shard."""
     lengths = w.doc_lengths
-    return OpenFile(w.name, w.n, len(lengths or ()), w.ids_sha256, lengths)
+    return OpenFile(w.name, w.n, len(lengths or ()), w.ids_chain, w.segments, lengths)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -74,7 +76,8 @@ def test_write_sync_seal(tmp_path: Path, name: str) -> None:
     put(w, 299)
     w.sync()
     assert w.n == 4
-    assert w.ids_sha256 == hashlib.sha256(id_bytes([1, 2, 3, 299], name)).hexdigest()
+    assert (w.ids_chain, w.segments) == segment_chain(
+        id_bytes([1, 2, 3], name), id_bytes([299], name), width=WIDTH_BYTES[name])
     sha, companions = w.seal()
     files = fmt.shard_files(w.name)
     assert sha == hashlib.sha256((tmp_path / files[0]).read_bytes()).hexdigest()
@@ -125,16 +128,16 @@ def test_check_open_refuses_changed_or_short_shards(tmp_path: Path, name: str) -
     w.close()
     path = tmp_path / fmt.shard_files(shard)[0]
     with pytest.raises(IntegrityError, match=r"its first 3 ids do not match the checkpoint"):
-        fmt.check_open(tmp_path, OpenFile(shard, 3, 1, "0" * 64, (3,)), VOCAB)
+        fmt.check_open(tmp_path, OpenFile(shard, 3, 1, "0" * 64, (3,), (3,)), VOCAB)
     lost = (r"(?s)A power loss .* or a change made by hand, can cause this.* Delete .* to start "
             r"over \(rerun the command without --resume")
     with pytest.raises(IntegrityError, match=r"missing or shorter than its 4 committed ids"):
-        fmt.check_open(tmp_path, OpenFile(shard, 4, 1, "0" * 64, (4,)), VOCAB)
+        fmt.check_open(tmp_path, OpenFile(shard, 4, 1, "0" * 64, (4,), (4,)), VOCAB)
     with pytest.raises(IntegrityError, match=lost):
-        fmt.check_open(tmp_path, OpenFile(shard, 4, 1, "0" * 64, (4,)), VOCAB)
+        fmt.check_open(tmp_path, OpenFile(shard, 4, 1, "0" * 64, (4,), (4,)), VOCAB)
     path.unlink()
     with pytest.raises(IntegrityError, match=r"missing or shorter"):
-        fmt.check_open(tmp_path, OpenFile(shard, 0, 0, hashlib.sha256().hexdigest(), ()), VOCAB)
+        fmt.check_open(tmp_path, OpenFile(shard, 0, 0, "0" * 64, (), ()), VOCAB)
 
 
 def scan_of(values: list[int], count_id: int) -> IdScan:
@@ -240,7 +243,9 @@ def test_a_sealed_shard_continued_equals_one_never_sealed(tmp_path: Path, name: 
     assert checked.n == 5
     assert {f: (tmp_path / f).read_bytes() for f in before} == before, "it must only read"
     again = fmt.reopen(tmp_path, checked, VOCAB)
-    assert again.ids_sha256 == hashlib.sha256(id_bytes([0, 5, 6, 0, 7], name)).hexdigest()
+    # The published ids are the continued shard's first segment.
+    assert (again.ids_chain, again.segments) == segment_chain(
+        id_bytes([0, 5, 6, 0, 7], name), width=WIDTH_BYTES[name])
     put(again, 0, 299)
     sealed = again.seal()
     other = tmp_path / "one-go"

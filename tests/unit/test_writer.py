@@ -16,13 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import GPT2_DIR, bin_ids
+from format_readers import segment_chain
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prep.encoders import load_encoder
 from prep.errors import InputError
 from prep.formats import get_format
-from prep.state.shards import EMPTY_SHA256, SplitState
+from prep.state.shards import SplitState
 from prep.writer import SplitWriter, lay_out_splits, needs_rollover
 
 FMT = get_format("llmc")
@@ -230,7 +231,8 @@ def test_state_counts_after_sync(tmp_path: Path) -> None:
     assert s.sealed[0].sha256 == hashlib.sha256(sealed_raw).hexdigest()
     assert s.open is not None
     assert (s.open.name, s.open.n_tokens, s.open.n_docs) == ("train-00001.bin", 4, 1)
-    assert s.open.ids_sha256 == hashlib.sha256(struct.pack("<4H", 5, 4, 4, 4)).hexdigest()
+    # One segment: the document appended after the rollover (hashed here: a lone document).
+    assert (s.open.ids_chain, s.open.segments) == segment_chain(struct.pack("<4H", 5, 4, 4, 4))
     # The open file on disk: header n = 0 until sealed, the committed ids after it.
     open_raw = (tmp_path / "train-00001.bin").read_bytes()
     assert open_raw[8:12] == struct.pack("<i", 0)
@@ -243,7 +245,7 @@ def test_empty_state_of_a_new_split() -> None:
     assert s.sealed == ()
     assert s.open is not None
     assert (s.open.name, s.open.n_tokens, s.open.n_docs) == ("val-00000.bin", 0, 0)
-    assert s.open.ids_sha256 == EMPTY_SHA256 == hashlib.sha256(b"").hexdigest()
+    assert (s.open.ids_chain, s.open.segments) == segment_chain() == ("0" * 64, ())
 
 
 def test_state_json_round_trip(tmp_path: Path) -> None:

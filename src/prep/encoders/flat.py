@@ -37,9 +37,11 @@ class FlatIds:
             0, dtype=np.uint32)
         return cls(ids, offsets)
 
-    def narrowed(self, vocab_size: int) -> FlatIds:
-        """The same ids as uint16 when every id of the vocabulary fits (half the bytes to
-        move between processes)."""
-        if vocab_size <= 1 << 16 and self.ids.dtype.itemsize > 2:
-            return FlatIds(self.ids.astype(np.uint16), self.offsets)
-        return self
+    def as_dtype(self, name: str) -> FlatIds:
+        """The same ids as little-endian ``name`` (the shards' dtype, ``uint16`` for a
+        vocabulary that fits: half the bytes to move between processes, and bytes a worker
+        can hash as the shard will hold them); the caller checked that every id fits."""
+        dtype = np.dtype(name).newbyteorder("<")
+        if self.ids.dtype == dtype:
+            return self
+        return FlatIds(self.ids.astype(dtype), self.offsets)

@@ -1,7 +1,6 @@
 """Jobs run in background threads and taken back in the order they were submitted, with a
-bound on how much is in flight: what the running hash of an open shard
-(:mod:`prep.formats.runninghash`) and the sealing of rolled-over shards
-(:mod:`prep.formats.sealing`) both are.
+bound on how much is in flight: what the sealing of rolled-over shards
+(:mod:`prep.formats.sealing`) is.
 """
 
 from __future__ import annotations

@@ -39,7 +39,8 @@ def stem_pattern(suffix: str) -> re.Pattern[str]:
 
 
 class ShardWriter(Protocol):
-    """One open shard. ``n`` ids appended so far; ``ids_sha256`` their hash."""
+    """One open shard. ``n`` ids appended so far, in ``segments`` (their lengths), whose
+    chain is ``ids_chain`` (``prep.formats.segments``)."""
 
     n: int
 
@@ -47,7 +48,10 @@ class ShardWriter(Protocol):
     def name(self) -> str: ...
 
     @property
-    def ids_sha256(self) -> str: ...
+    def ids_chain(self) -> str: ...
+
+    @property
+    def segments(self) -> tuple[int, ...]: ...
 
     @property
     def doc_lengths(self) -> tuple[int, ...] | None:
@@ -55,9 +59,11 @@ class ShardWriter(Protocol):
         checkpoint keeps them for an open shard), else None."""
         ...
 
-    def append(self, ids: npt.NDArray[Any], doc_lengths: Sequence[int] = ()) -> None:
+    def append(self, ids: npt.NDArray[Any], doc_lengths: Sequence[int] = (),
+               digest: bytes | None = None) -> None:
         """Append the ids of whole documents of ``doc_lengths`` ids each, all within the
-        vocabulary (the caller checked them)."""
+        vocabulary (the caller checked them), as one segment; ``digest`` is the SHA-256 of
+        their bytes when the caller has it (else the writer hashes them)."""
         ...
 
     def sync(self) -> None:

@@ -26,6 +26,7 @@ from prep.formats.idfile import (
     hash_ids_prefix,
     no_header,
 )
+from prep.formats.segments import SegmentChain, SegmentReader
 from prep.fsio import file_sha256
 from prep.state.manifest import Manifest, ManifestFile
 from prep.state.shards import OpenFile
@@ -101,7 +102,11 @@ def _continue_sealed(
         hasher = hash_ids_prefix(path, entry.n_tokens, width, start)
     except (FormatError, OSError) as e:
         raise IntegrityError(f"{e}; it cannot be continued", path=path) from e
-    return IdFileOpen(entry.name, entry.n_tokens, hasher.inner)
+    # The published ids are the continued shard's first segment (its checkpoints chain on).
+    chain = SegmentChain()
+    if entry.n_tokens:
+        chain.add(entry.n_tokens, bytes.fromhex(hasher.hexdigest()))
+    return IdFileOpen(entry.name, entry.n_tokens, chain)
 
 
 class FlatFormat:
@@ -184,14 +189,15 @@ class FlatFormat:
                 path, f"is missing or shorter than its {op.n_tokens:,} committed ids", directory
             )
         every = op.doc_lengths is not None and count_id is not None
-        hasher = _scan(directory, path, op.n_tokens, start, width, count_id, every=every)
-        if hasher.hexdigest() != op.ids_sha256:
+        segments = SegmentReader(op.segments, width)
+        hasher = _scan(directory, path, op.n_tokens, start, width, count_id, segments, every)
+        if segments.hexdigest() != op.ids_chain:
             raise IntegrityError(
-                f"{path}: its first {op.n_tokens:,} ids do not match the checkpoint's hash; "
-                f"the file was modified. Delete {directory} to start over",
+                f"{path}: its first {op.n_tokens:,} ids do not match the checkpoint's chain of "
+                f"their segments; the file was modified. Delete {directory} to start over",
                 path=path,
             )
-        return IdFileOpen(op.name, op.n_tokens, hasher.inner, op.doc_lengths, hasher.scan)
+        return IdFileOpen(op.name, op.n_tokens, segments.chain(), op.doc_lengths, hasher.scan)
 
     def check_sealed(
         self, directory: Path, name: str, n: int, sha256: str, vocab_size: int, count_id: int | None
@@ -207,7 +213,7 @@ class FlatFormat:
             self._dtype(vocab_size),
             vocab_size,
             self._header(vocab_size),
-            _resume=(verified.n, verified.hasher),
+            _resume=(verified.n, verified.segments),
         )
 
     continue_sealed = _continue_sealed  # defined as a function to keep this class small
@@ -311,20 +317,21 @@ def _scan(
     start: int,
     width: int,
     count_id: int | None,
-    whole: Any = None,
+    into: Any = None,
     every: bool = False,
+    header_too: bool = False,
 ) -> CountingHasher:
     """Check the header (``start`` bytes), then hash the first ``n`` ids after it (into
-    ``whole``, fed the header first: a sealed file's SHA-256) and count ``count_id`` in the
-    same pass; a bad file is ``IntegrityError``."""
+    ``into``, fed the header first with ``header_too``: a sealed file's SHA-256) and count
+    ``count_id`` in the same pass; a bad file is ``IntegrityError``."""
     try:
         with open(path, "rb") as f:
             header = f.read(start)
         if start:
             header256.unpack(header, where=str(path))
-        if whole is not None:
-            whole.update(header)
-        return hash_ids_prefix(path, n, width, start, count_id, whole, every)
+        if into is not None and header_too:
+            into.update(header)
+        return hash_ids_prefix(path, n, width, start, count_id, into, every)
     except FormatError as e:
         raise IntegrityError(f"{e}; delete {directory} to start over", path=path) from e
 
@@ -339,7 +346,7 @@ def check_sealed_file(
     if size != start + n * width:
         raise _damaged(directory, path, f"its size does not hold {n:,} ids")
     whole = hashlib.sha256()
-    hasher = _scan(directory, path, n, start, width, count_id, whole)
+    hasher = _scan(directory, path, n, start, width, count_id, whole, header_too=True)
     if whole.hexdigest() != sha256:
         raise IntegrityError(
             f"{path}: SHA-256 {whole.hexdigest()[:12]}… is not the checkpoint's {sha256[:12]}…; "

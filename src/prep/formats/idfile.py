@@ -3,9 +3,11 @@ format's token file is made of.
 
 The header (``header(n)`` bytes, the same length for every n; empty for headerless files)
 is written with n = 0 when the file is created and rewritten with the real n on
-:meth:`IdFileWriter.seal`. The ids are hashed as they are appended (in a background
-thread, :mod:`prep.formats.runninghash`), so a checkpoint can record the hash of exactly the
-committed prefix; on resume the file is cut back to it.
+:meth:`IdFileWriter.seal`. The committed ids are recorded as a chain of the appended
+segments' digests (:mod:`prep.formats.segments`), so a checkpoint can name exactly the
+committed prefix; on resume the file is cut back to it. The whole file's SHA-256 (the
+manifest's, a plain ``sha256sum``) is computed once, when it is sealed
+(:func:`prep.formats.sealhash.sealed_sha256`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import numpy.typing as npt
 
 from prep.errors import FormatError, InputError
 from prep.formats.base import MAX_TOKENS, IdScan
-from prep.formats.runninghash import RunningHash
+from prep.formats.sealhash import sealed_sha256
+from prep.formats.segments import SegmentChain
 from prep.fsio import Hasher, hash_file
 from prep.state.shards import Companion
 
@@ -49,12 +52,13 @@ def check_ids(ids: npt.NDArray[Any], vocab_size: int, *, where: str) -> None:
 
 @dataclass(frozen=True)
 class IdFileOpen:
-    """An open file whose first ``n`` ids were checked; ``hasher`` has consumed them.
-    ``doc_lengths`` are the committed documents' lengths for formats that index them."""
+    """An open file whose first ``n`` ids were checked; ``segments`` is their chain, from
+    which the reopened writer goes on. ``doc_lengths`` are the committed documents' lengths
+    for formats that index them."""
 
     name: str
     n: int
-    hasher: Hasher
+    segments: SegmentChain
     doc_lengths: tuple[int, ...] | None = None
     scan: IdScan = field(default_factory=IdScan)  # what the check saw of ``count_id``
 
@@ -62,7 +66,8 @@ class IdFileOpen:
 class IdFileWriter:
     """Appends ids to one file; :meth:`seal` makes it complete and durable.
 
-    ``ids_sha256`` is the hash of exactly ``n`` ids (after :meth:`sync`, durable ones)."""
+    ``ids_chain`` is the chain of exactly ``n`` ids (after :meth:`sync`, durable ones), over
+    the ``segments`` appended."""
 
     def __init__(
         self,
@@ -71,7 +76,7 @@ class IdFileWriter:
         vocab_size: int,
         header: HeaderFn = no_header,
         *,
-        _resume: tuple[int, Hasher] | None = None,
+        _resume: tuple[int, SegmentChain] | None = None,
     ) -> None:
         self.path = path
         self.vocab_size = vocab_size
@@ -79,9 +84,9 @@ class IdFileWriter:
         self._header = header
         head = header(0)
         self._ids_at = len(head)  # the same for every n
-        n, hasher = _resume if _resume is not None else (0, hashlib.sha256())
+        n, chain = _resume if _resume is not None else (0, SegmentChain())
         self.n = n
-        self._hash = RunningHash(hasher, path.name)
+        self._chain = chain
         self._file: IO[bytes]
         if _resume is None:
             self._file = open(path, "w+b")  # noqa: SIM115 - lives as long as the writer
@@ -99,27 +104,37 @@ class IdFileWriter:
         return self.path.name
 
     @property
-    def ids_sha256(self) -> str:
-        """SHA-256 of the ids appended so far (not the header)."""
-        return self._hash.hexdigest()
+    def ids_chain(self) -> str:
+        """The chain of the segments appended so far (not the header)."""
+        return self._chain.hexdigest()
+
+    @property
+    def segments(self) -> tuple[int, ...]:
+        """The appended segments' lengths in ids, in order."""
+        return tuple(self._chain.lengths)
 
     @property
     def doc_lengths(self) -> tuple[int, ...] | None:
         """The documents' lengths, for formats that index them (None here)."""
         return None
 
-    def append(self, ids: npt.NDArray[Any], doc_lengths: Sequence[int] = ()) -> None:
+    def append(self, ids: npt.NDArray[Any], doc_lengths: Sequence[int] = (),
+               digest: bytes | None = None) -> None:
         """Append ids (any integer dtype) of whole documents of ``doc_lengths`` ids, each
         within the vocabulary: the worker that tokenized them checked that (``run.ids``), so
-        the committing thread does not read them again. Raises ``FormatError`` past 2**31-1
-        ids; nothing is written then."""
+        the committing thread does not read them again. ``digest``: the SHA-256 of ``ids``'
+        bytes, when they are already in this file's dtype and whoever made them hashed them
+        (else they are hashed here). Raises ``FormatError`` past 2**31-1 ids; nothing is
+        written then."""
         if self.n + ids.size > MAX_TOKENS:
             raise FormatError(f"{self.path.name}: more than 2**31-1 ids in one file")
-        data = np.ascontiguousarray(ids, dtype=self.dtype).data
-        start = self._ids_at + self.n * self.dtype.itemsize
-        self._file.write(data)
-        self._file.flush()  # the hashing thread reads the ids back from the file
-        self._hash.update(self._file.fileno(), start, data.nbytes)
+        if not ids.size:
+            return
+        if digest is None or ids.dtype != self.dtype or not ids.flags.c_contiguous:
+            ids = np.ascontiguousarray(ids, dtype=self.dtype)
+            digest = hashlib.sha256(ids.data).digest()
+        self._file.write(ids.data)
+        self._chain.add(int(ids.size), digest)
         self.n += int(ids.size)
 
     def moved_to(self, directory: Path) -> None:
@@ -133,31 +148,22 @@ class IdFileWriter:
 
     def seal(self) -> tuple[str, tuple[Companion, ...]]:
         """Write the real header, fsync, close; return the SHA-256 of the whole file (and
-        the companion files, none here): for a headerless file (raw, Megatron's ``.bin``)
-        the running hash of its ids, without reading it again. May run in another thread
-        than the appends (:class:`prep.formats.sealing.Sealing`), once they are over."""
+        the companion files, none here), read back once (in another process for a large
+        file: :func:`~prep.formats.sealhash.sealed_sha256`). May run in another thread than
+        the appends (:class:`prep.formats.sealing.Sealing`), once they are over."""
         header = self._header(self.n)
-        if not header:  # the ids are the whole file: their running hash is its SHA-256
-            self.sync()
-            ids_sha = self._hash.hexdigest()
-            self._hash.close()
-            self._file.close()
-            return ids_sha, ()
-        self._hash.close()  # the running hash is for checkpoints of an open file only
         self._file.flush()
-        self._file.seek(0)
-        self._file.write(header)
+        if header:
+            self._file.seek(0)
+            self._file.write(header)
         self.sync()
-        # The ids' bytes were hashed as written; the header came first, so hash the file's
-        # ids again from the page cache (cheap next to tokenizing them). Through the open
-        # handle: the directory may have been renamed since the file was created.
-        whole = hash_file(self._file, hashlib.sha256(header), start=len(header))
+        # Through the open handle: the directory may have been renamed since it was created.
+        sha = sealed_sha256(self._file, self._ids_at + self.n * self.dtype.itemsize)
         self._file.close()
-        return whole.hexdigest(), ()
+        return sha, ()
 
     def close(self) -> None:
         """Close without sealing (on an error path); the file stays an open file."""
-        self._hash.close()
         if not self._file.closed:
             self._file.close()
 

@@ -19,6 +19,7 @@ from prep.formats import header256
 from prep.formats.flat import Layout
 from prep.formats.idfile import IdFileWriter, check_ids
 from prep.formats.idfile import hash_ids_prefix as _hash_prefix
+from prep.formats.segments import SegmentChain
 from prep.fsio import Hasher
 
 LLMC = Layout("llmc", {"uint16": header256.GPT2, "uint32": header256.WIDE})
@@ -63,7 +64,8 @@ def _kind_for_vocab(vocab_size: int) -> header256.HeaderKind:
 class BinWriter(IdFileWriter):
     """An llm.c ``.bin`` (version from V) being written; see :class:`IdFileWriter`."""
 
-    def __init__(self, path: Path, vocab_size: int, *, _resume: tuple[int, Hasher] | None = None):
+    def __init__(self, path: Path, vocab_size: int, *,
+                 _resume: tuple[int, SegmentChain] | None = None):
         kind = _kind_for_vocab(vocab_size)
 
         def header(n: int) -> bytes:
@@ -73,10 +75,10 @@ class BinWriter(IdFileWriter):
         self.version = kind.version
 
     @classmethod
-    def resume(cls, path: Path, vocab_size: int, n: int, ids_hasher: Hasher) -> BinWriter:
+    def resume(cls, path: Path, vocab_size: int, n: int, segments: SegmentChain) -> BinWriter:
         """Reopen an open file at its committed length ``n`` (truncating anything after
-        it); ``ids_hasher`` has consumed the committed ids (:func:`hash_ids_prefix`)."""
-        return cls(path, vocab_size, _resume=(n, ids_hasher))
+        it); ``segments`` is the chain of the committed ids' segments."""
+        return cls(path, vocab_size, _resume=(n, segments))
 
 
 def hash_ids_prefix(path: Path, n: int, width: int) -> Hasher:

@@ -24,7 +24,8 @@ from prep.errors import FormatError, IntegrityError
 from prep.formats import mmidx
 from prep.formats.flat import FlatFormat, Layout
 from prep.formats.idfile import IdFileOpen, IdFileWriter, no_header
-from prep.fsio import Hasher, atomic_write_bytes, file_sha256
+from prep.formats.segments import SegmentChain
+from prep.fsio import atomic_write_bytes, file_sha256
 from prep.state.manifest import Manifest, ManifestFile
 from prep.state.shards import Companion, OpenFile
 
@@ -47,7 +48,7 @@ class MegatronWriter(IdFileWriter):
         vocab_size: int,
         doc_lengths: Sequence[int] = (),
         *,
-        _resume: tuple[int, Hasher] | None = None,
+        _resume: tuple[int, SegmentChain] | None = None,
     ) -> None:
         super().__init__(path, dtype, vocab_size, no_header, _resume=_resume)
         self._lengths = list(doc_lengths)
@@ -56,13 +57,14 @@ class MegatronWriter(IdFileWriter):
     def doc_lengths(self) -> tuple[int, ...]:
         return tuple(self._lengths)
 
-    def append(self, ids: npt.NDArray[Any], doc_lengths: Sequence[int] = ()) -> None:
+    def append(self, ids: npt.NDArray[Any], doc_lengths: Sequence[int] = (),
+               digest: bytes | None = None) -> None:
         if sum(doc_lengths) != ids.size:
             raise FormatError(
                 f"{self.name}: {ids.size:,} ids appended as documents of "
                 f"{sum(doc_lengths):,} ids; the index would not match the data"
             )
-        super().append(ids)
+        super().append(ids, digest=digest)
         self._lengths.extend(int(n) for n in doc_lengths)
 
     def seal(self) -> tuple[str, tuple[Companion, ...]]:
@@ -112,7 +114,7 @@ class MegatronFormat(FlatFormat):
             self._dtype(vocab_size),
             vocab_size,
             verified.doc_lengths or (),
-            _resume=(verified.n, verified.hasher),
+            _resume=(verified.n, verified.segments),
         )
 
     def continue_sealed(

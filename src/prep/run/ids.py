@@ -5,6 +5,8 @@ document ending with the error that stops it."""
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import replace
 from typing import Any
 
 from prep.encoders.flat import FlatIds, Unencodable
@@ -71,7 +73,8 @@ def in_vocabulary(ids: Ids, batch: Batch, vocab_size: int) -> Ids:
 def laid_or_ids(batch: Batch, ids: Ids, identity: TokenizerIdentity, recipe: Recipe
                 ) -> tuple[Laid, ...] | Ids:
     """What the committing process appends for a tokenized batch: its documents laid out
-    per split with their separators, or the ids themselves, committed row by row, for a
+    per split with their separators (each with the SHA-256 of its ids, in the dtype they
+    came in: the shards'), or the ids themselves, committed row by row, for a
     batch whose rows must be visited one at a time: one holding an error row or a document
     the tokenizer cannot encode (raised at its place), one under ``--train-tokens`` (the
     budget stops mid-batch), or one with a document too long for any file (named at its
@@ -80,4 +83,7 @@ def laid_or_ids(batch: Batch, ids: Ids, identity: TokenizerIdentity, recipe: Rec
         return ids
     laid = lay_out_splits(ids.ids, ids.offsets, batch.doc_splits, batch.doc_sizes,
                           identity.doc_sep_id, recipe.sep_position == "append")
-    return ids if laid is None else laid
+    if laid is None:
+        return ids
+    # Hashed here, in parallel: the segment each one becomes (prep.formats.segments).
+    return tuple(replace(one, digest=hashlib.sha256(one.ids.data).digest()) for one in laid)

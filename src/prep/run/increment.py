@@ -35,7 +35,7 @@ from prep.state.changes import output_versions, trusted, version_changes
 from prep.state.checkpoint import StreamBase
 from prep.state.manifest import CONTINUABLE_VERSIONS, Manifest, ManifestFile, SplitSummary
 from prep.state.provenance import RefreshNote, read_packages
-from prep.state.shards import EMPTY_SHA256, FileRecord, OpenFile, SplitState
+from prep.state.shards import EMPTY_CHAIN, FileRecord, OpenFile, SplitState
 from prep.stream import StreamItem, open_stream
 
 logger = logging.getLogger(__name__)
@@ -201,7 +201,8 @@ def _split_state(
         sealed=tuple(
             FileRecord(f.name, f.n_tokens, f.n_docs, f.sha256, f.companions) for f in sealed
         ),
-        open=OpenFile(last.name, last.n_tokens, last.n_docs, EMPTY_SHA256),  # ids: reopen's
+        open=OpenFile(last.name, last.n_tokens, last.n_docs, EMPTY_CHAIN,  # reopen's
+                      (last.n_tokens,) if last.n_tokens else ()),
         n_tokens=t.n_tokens,
         n_docs=t.n_docs,
         text_bytes=_base_text_bytes(manifest, split),

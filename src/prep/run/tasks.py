@@ -39,6 +39,7 @@ from prep.sources import (
     open_identified,
     open_parquet,
 )
+from prep.split import SPLITS
 from prep.state.checkpoint import StreamBase
 from prep.stream import Batch, Failure, Preparer, StreamItem, batches
 from prep.workers import OrderedPool, default_workers
@@ -94,14 +95,15 @@ class WorkerSettings:
     engine: EngineSpec
     batch_size: int
     out: str  # for the cross-check's message
+    id_dtype: str  # the shards' (``ShardFormat.dtype_name``): ids are sent, and hashed, as such
 
     @classmethod
     def of(cls, recipe: Recipe, source: Source, files: list[SourceFile], engine: EngineSpec,
-           batch_size: int, out: str) -> WorkerSettings:
+           batch_size: int, out: str, id_dtype: str) -> WorkerSettings:
         """Settings with a plain copy of ``source``: a worker reads the local files the
         main process resolved, never the network (a Hub source holds a session and a lock)."""
         return cls(recipe, source.local_view(), [replace(f) for f in files], engine,
-                   batch_size, out)
+                   batch_size, out, id_dtype)
 
 
 @dataclass
@@ -221,7 +223,7 @@ def _piece(w: _Worker, batch: Batch, sha: tuple[int, str] | None) -> Piece:
     ids = in_vocabulary(tokenize(w.encoder, batch), batch, identity.vocab_size)
     checked, error = _cross_check(w.check, batch, ids)
     if isinstance(ids, FlatIds):
-        ids = ids.narrowed(identity.vocab_size)
+        ids = ids.as_dtype(w.settings.id_dtype)
     payload = ids if error is not None else laid_or_ids(batch, ids, identity, w.settings.recipe)
     return Piece(batch.shed(), payload, sha, checked, error)
 
@@ -351,7 +353,9 @@ def open_workers(state: RunState, stream: Iterator[StreamItem]) -> Any:
     out = str(state.out)
     if spec.checked:  # the workers check; this process adds up what they re-encoded
         state.crosscheck = CrossCheck(spec.engine, None, out)
-    settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size, out)
+    writer = state.writers[SPLITS[0]]
+    settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size, out,
+                                 writer.fmt.dtype_name(writer.vocab_size))
     workers = opts.workers or default_workers()
     return worker_stream(settings, workers, tasks, state.files, engine, state.crosscheck,
                          opts.recycle_workers)

@@ -34,7 +34,9 @@ CHECKPOINT_NAME = "checkpoint.json"
 # published stream it continues. A format-2 staging directory's digest is the old running
 # hash: resuming it here would report a changed source, so it is refused as another
 # version's instead. 4: the chain links each row's SHA-256 (manifest v4); same reason.
-FORMAT = 4
+# 5: an open shard records the chain of its appended segments and their lengths (``ids_chain``,
+# ``segments``) instead of one running SHA-256 of its ids (``ids_sha256``).
+FORMAT = 5
 
 
 @dataclass(frozen=True)

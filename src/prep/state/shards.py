@@ -3,13 +3,13 @@ file at a commit point, and the split's running totals."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 from prep.state import fields
 
-EMPTY_SHA256 = hashlib.sha256().hexdigest()
+# The segment chain of no ids: 32 zero bytes (``prep.formats.segments.GENESIS``).
+EMPTY_CHAIN = "0" * 64
 
 
 @dataclass(frozen=True)
@@ -71,14 +71,16 @@ class FileRecord:
 
 @dataclass(frozen=True)
 class OpenFile:
-    """The open shard at a commit point: its name, committed ids and their hash, and (for
-    formats that index documents) each committed document's length, from which the index
-    of the open shard is rebuilt after a crash."""
+    """The open shard at a commit point: its name, committed ids, the chain of the segments
+    they were appended in and each segment's length in ids (``prep.formats.segments``), and
+    (for formats that index documents) each committed document's length, from which the
+    index of the open shard is rebuilt after a crash."""
 
     name: str
     n_tokens: int
     n_docs: int
-    ids_sha256: str
+    ids_chain: str
+    segments: tuple[int, ...]
     doc_lengths: tuple[int, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -86,7 +88,8 @@ class OpenFile:
             "name": self.name,
             "n_tokens": self.n_tokens,
             "n_docs": self.n_docs,
-            "ids_sha256": self.ids_sha256,
+            "ids_chain": self.ids_chain,
+            "segments": list(self.segments),
         }
         if self.doc_lengths is not None:
             out["doc_lengths"] = list(self.doc_lengths)
@@ -97,11 +100,17 @@ class OpenFile:
         lengths = None
         if d.get("doc_lengths") is not None:
             lengths = fields.each(d, "doc_lengths", fields.as_count)
+        n_tokens = fields.integer(d, "n_tokens")
+        segments = fields.each(d, "segments", fields.as_count)
+        if sum(segments) != n_tokens or 0 in segments:
+            raise fields.FieldError(
+                "segments", f"do not add up to its {n_tokens:,} ids in non-empty segments")
         return cls(
             name=fields.text(d, "name"),
-            n_tokens=fields.integer(d, "n_tokens"),
+            n_tokens=n_tokens,
             n_docs=fields.integer(d, "n_docs"),
-            ids_sha256=fields.sha256(d, "ids_sha256"),
+            ids_chain=fields.sha256(d, "ids_chain"),
+            segments=segments,
             doc_lengths=lengths,
         )
 
@@ -122,7 +131,7 @@ class SplitState:
     @classmethod
     def empty(cls, first_name: str) -> SplitState:
         """A new split: its first file (named ``first_name``) open and empty."""
-        return cls(sealed=(), open=OpenFile(first_name, 0, 0, EMPTY_SHA256))
+        return cls(sealed=(), open=OpenFile(first_name, 0, 0, EMPTY_CHAIN, ()))
 
     def names(self) -> list[str]:
         """Every shard this state names, sealed and open."""
