@@ -116,6 +116,7 @@ def run_loop(
     stream: Iterator[StreamItem],
     stop_requested: StopRequested,
     reporter: Reporter = silent,
+    argv: list[str] | None = None,
 ) -> None:
     """Commit the stream to the end (or the train budget), checkpointing every
     ``--checkpoint-interval`` seconds and on a stop request (then raises ``Interrupted``)."""
@@ -124,7 +125,7 @@ def run_loop(
     on_seal = state.out.commit_on_seal
     rolled = state.rolled()
     report = ProgressReport(state, reporter)
-    with open_workers(state, stream) as tokenized:
+    with open_workers(state, stream, argv) as tokenized:
         cpu0 = time.process_time()  # after loading the engine: the per-GB work only
         thread0 = time.thread_time()  # the committing thread's own share of it
         threads = ThreadCpu()  # and every other thread's, while they all live
@@ -179,7 +180,7 @@ def execute(
         if not state.finished:
             if stream is None:
                 raise RuntimeError("an unfinished run without a stream")
-            run_loop(state, stream, stop_requested, reporter)
+            run_loop(state, stream, stop_requested, reporter, argv)
         return finish(state, argv)
     except InputError as e:
         state.close()

@@ -15,8 +15,9 @@ stream.md.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,9 +25,11 @@ from typing import Any
 
 from prep.encoders.engine import EngineSpec, build_encoder, choose_engine
 from prep.encoders.flat import FlatIds
+from prep.encoders.gigatoken import ENGINE as GIGATOKEN
 from prep.errors import PrepError
 from prep.readahead import ReadAhead
 from prep.recipe import Recipe
+from prep.run.busy import parts_advice
 from prep.run.crosscheck import CrossCheck, EngineMismatch
 from prep.run.ids import Ids, in_vocabulary, laid_or_ids, per_document, tokenize
 from prep.run.state import RunState
@@ -44,6 +47,8 @@ from prep.state.checkpoint import StreamBase
 from prep.stream import Batch, Failure, Preparer, StreamItem, batches
 from prep.workers import OrderedPool, default_workers
 from prep.writer import Laid
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -336,11 +341,14 @@ def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
         yield ahead
 
 
-def open_workers(state: RunState, stream: Iterator[StreamItem]) -> Any:
+def open_workers(state: RunState, stream: Iterator[StreamItem],
+                 argv: Sequence[str] | None = None) -> Any:
     """The run's worker stream (a context manager yielding ``(batch, ids)`` in stream
     order): the engine chosen (``--engine``), the tasks planned from the resume point, the
     cross-check armed for an engine other than the reference. ``stream`` is read here only
-    when the recipe shuffles documents (the shuffle needs the whole stream in one place)."""
+    when the recipe shuffles documents (the shuffle needs the whole stream in one place).
+    More workers than one run keeps busy are said at once, with the ``--part`` commands
+    (built from the run's ``argv``) that would keep them busy."""
     opts, recipe = state.opts, state.recipe
     spec, engine = choose_engine(opts.engine, state.encoder, opts.threads)
     state.engine = spec.engine
@@ -357,5 +365,8 @@ def open_workers(state: RunState, stream: Iterator[StreamItem]) -> Any:
     settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size, out,
                                  writer.fmt.dtype_name(writer.vocab_size))
     workers = opts.workers or default_workers()
+    advice = parts_advice(workers, argv, out, recipe.part) if spec.engine == GIGATOKEN else None
+    if advice is not None:
+        logger.info("%s", advice)
     return worker_stream(settings, workers, tasks, state.files, engine, state.crosscheck,
                          opts.recycle_workers)

@@ -1,0 +1,63 @@
+"""How many workers one run keeps busy, and what to run instead on a machine with more cores.
+
+One run has one committing thread, which does a fixed amount of CPU work per GB of text
+whatever the number of workers; each worker does a fixed amount too. A run therefore keeps
+about ``WORKER_S_PER_GB / SERIAL_S_PER_GB`` workers busy with the fast engine (both figures
+measured by ``benchmarks/workers.py``, real text, GPT-2: docs/performance.md); past that, more
+workers wait for the committing thread. ``--part I/N`` runs (independent processes, each
+with its own committing thread, merged by ``prep merge``) use the rest of the machine.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Sequence
+
+WORKER_S_PER_GB = 9.5  # one worker's CPU seconds per GB of text (gigatoken, GPT-2)
+SERIAL_S_PER_GB = 0.87  # the busiest thread of the main process (the committing thread)
+KEPT_BUSY = int(WORKER_S_PER_GB / SERIAL_S_PER_GB)
+
+_DROPPED = ("--workers", "--resume", "--part")  # options the advised command sets itself
+
+
+def parts_advice(workers: int, argv: Sequence[str] | None, out: str,
+                 part: str | None = None, kept_busy: int = KEPT_BUSY) -> str | None:
+    """The log line for a run of ``workers`` workers that cannot keep them all busy (None
+    when it can): how many it keeps busy, and the ``--part`` commands that would use all of
+    them, built from the run's own ``argv`` (None: the library, not a command line)."""
+    if workers <= kept_busy:
+        return None
+    said = (f"--workers {workers}: one run keeps about {kept_busy} workers busy (its "
+            f"committing thread does ~{SERIAL_S_PER_GB} CPU s per GB of text, a worker "
+            f"~{WORKER_S_PER_GB}); ")
+    if part is not None:
+        return said + f"this part ({part}) could be split into more parts (--part I/N)"
+    parts = math.ceil(workers / kept_busy)
+    each = math.ceil(workers / parts)
+    if argv is None:
+        return said + (f"to use {workers} cores, run {parts} parts side by side "
+                       f"(--part I/{parts} --workers {each}, I = 0..{parts - 1}), then "
+                       f"prep merge {shlex.quote(out)}")
+    options = " ".join(shlex.quote(a) for a in _without(argv, _DROPPED))
+    return said + (f"to use {workers} cores, run {parts} parts side by side, then merge "
+                   f"them: for i in $(seq 0 {parts - 1}); do prep prepare {options} "
+                   f"--part $i/{parts} --workers {each} & done; wait; "
+                   f"prep merge {shlex.quote(out)}")
+
+
+def _without(argv: Sequence[str], dropped: Sequence[str]) -> list[str]:
+    """``argv`` less the ``dropped`` options (``--name VALUE``, ``--name=VALUE``, or a flag
+    for ``--resume``)."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in dropped:
+            skip = "=" not in arg and name != "--resume"
+            continue
+        out.append(arg)
+    return out
