@@ -6,6 +6,7 @@ Expected bytes are built here with ``struct`` from the spec's tables, never with
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import struct
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from format_readers import segment_chain
 
 from prep.errors import FormatError, InputError
+from prep.formats.idfile import IdFileWriter
 from prep.formats.llmc import BinWriter, hash_ids_prefix, read_bin, read_header, write_bin
 from prep.formats.segments import SegmentChain
 
@@ -340,3 +342,15 @@ def test_hash_ids_prefix_rejects_a_short_file(tmp_path: Path) -> None:
     path.write_bytes(spec_header(1, 0, 256) + struct.pack("<2H", 1, 2))
     with pytest.raises(FormatError, match="fewer than the 3 committed ids"):
         hash_ids_prefix(path, 3, 2)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+def test_a_write_that_fails_in_the_background_is_raised_by_the_next_sync() -> None:
+    """The ids are written by a background thread; a full disk (/dev/full: every write is
+    ENOSPC) must still stop the commit that would have named them."""
+    w = IdFileWriter(Path("/dev/full"), np.dtype("<u2"), 256)  # headerless: nothing to write yet
+    w.append(np.array([1, 2, 3], dtype="<u2"))
+    with pytest.raises(OSError) as info:
+        w.sync()
+    assert info.value.errno == errno.ENOSPC
+    w.close()

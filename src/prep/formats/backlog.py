@@ -1,6 +1,7 @@
 """Jobs run in background threads and taken back in the order they were submitted, with a
-bound on how much is in flight: what the sealing of rolled-over shards
-(:mod:`prep.formats.sealing`) is.
+bound on how much is in flight: what the writes of an open shard's ids
+(:mod:`prep.formats.idfile`) and the sealing of rolled-over shards
+(:mod:`prep.formats.sealing`) both are.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ The header (``header(n)`` bytes, the same length for every n; empty for headerle
 is written with n = 0 when the file is created and rewritten with the real n on
 :meth:`IdFileWriter.seal`. The committed ids are recorded as a chain of the appended
 segments' digests (:mod:`prep.formats.segments`), so a checkpoint can name exactly the
-committed prefix; on resume the file is cut back to it. The whole file's SHA-256 (the
+committed prefix; on resume the file is cut back to it. The ids are copied into the file
+by a background thread per open file, at the offsets the appends gave them, so the
+committing thread only hands them over; a sync waits for them. The whole file's SHA-256 (the
 manifest's, a plain ``sha256sum``) is computed once, when it is sealed
 (:func:`prep.formats.sealhash.sealed_sha256`).
 """
@@ -23,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from prep.errors import FormatError, InputError
+from prep.formats.backlog import Backlog
 from prep.formats.base import MAX_TOKENS, IdScan
 from prep.formats.sealhash import sealed_sha256
 from prep.formats.segments import SegmentChain
@@ -63,6 +66,17 @@ class IdFileOpen:
     scan: IdScan = field(default_factory=IdScan)  # what the check saw of ``count_id``
 
 
+WRITE_BEHIND = 8 << 20  # bytes appended and not yet written before an append waits
+
+
+def _write_at(fd: int, ids: npt.NDArray[Any], offset: int) -> None:
+    """Write the bytes of ``ids`` (contiguous) at ``offset`` of the open file ``fd``."""
+    view = ids.data.cast("B")
+    while view:
+        done = os.pwrite(fd, view, offset)
+        view, offset = view[done:], offset + done
+
+
 class IdFileWriter:
     """Appends ids to one file; :meth:`seal` makes it complete and durable.
 
@@ -87,17 +101,17 @@ class IdFileWriter:
         n, chain = _resume if _resume is not None else (0, SegmentChain())
         self.n = n
         self._chain = chain
+        self._end = self._ids_at + n * self.dtype.itemsize  # where the next ids go
+        self._writes: Backlog[None] = Backlog(1, "prep-write", WRITE_BEHIND)
         self._file: IO[bytes]
         if _resume is None:
             self._file = open(path, "w+b")  # noqa: SIM115 - lives as long as the writer
-            self._file.write(head)
         else:
-            size = self._ids_at + n * self.dtype.itemsize
             self._file = open(path, "r+b")  # noqa: SIM115
-            self._file.truncate(size)
+            self._file.truncate(self._end)
             # A crash while sealing may have left the real n in the header: reset it.
-            self._file.write(head)
-            self._file.seek(size)
+        self._file.write(head)
+        self._file.flush()  # the ids are written at their offsets, beside this buffer
 
     @property
     def name(self) -> str:
@@ -133,7 +147,11 @@ class IdFileWriter:
         if digest is None or ids.dtype != self.dtype or not ids.flags.c_contiguous:
             ids = np.ascontiguousarray(ids, dtype=self.dtype)
             digest = hashlib.sha256(ids.data).digest()
-        self._file.write(ids.data)
+        # Written by a background thread (the copy into the page cache is the committing
+        # thread's largest per-byte cost), in order, at the offset this append gives it;
+        # sync and seal wait for the writes, so a checkpoint names only written bytes.
+        self._writes.submit(ids.nbytes, _write_at, self._file.fileno(), ids, self._end)
+        self._end += ids.nbytes
         self._chain.add(int(ids.size), digest)
         self.n += int(ids.size)
 
@@ -142,9 +160,17 @@ class IdFileWriter:
         self.path = directory / self.path.name
 
     def sync(self) -> None:
-        """Flush and fsync: everything appended so far is durable."""
+        """Wait for the writes, fsync: everything appended so far is durable. A write that
+        failed (a full disk) raises its error here, if no append raised it before."""
+        self._written()
         self._file.flush()
         os.fsync(self._file.fileno())
+
+    def _written(self) -> None:
+        """Wait for every write handed to the background thread (raising a failed one's
+        error)."""
+        for _ in self._writes.drain():
+            pass
 
     def seal(self) -> tuple[str, tuple[Companion, ...]]:
         """Write the real header, fsync, close; return the SHA-256 of the whole file (and
@@ -152,7 +178,8 @@ class IdFileWriter:
         file: :func:`~prep.formats.sealhash.sealed_sha256`). May run in another thread than
         the appends (:class:`prep.formats.sealing.Sealing`), once they are over."""
         header = self._header(self.n)
-        self._file.flush()
+        self._written()
+        self._writes.shutdown()
         if header:
             self._file.seek(0)
             self._file.write(header)
@@ -163,7 +190,9 @@ class IdFileWriter:
         return sha, ()
 
     def close(self) -> None:
-        """Close without sealing (on an error path); the file stays an open file."""
+        """Close without sealing (on an error path); the file stays an open file. The
+        writes not started are dropped (the one under way ends first)."""
+        self._writes.shutdown(cancel=True)
         if not self._file.closed:
             self._file.close()
 
