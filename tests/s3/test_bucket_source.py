@@ -2,9 +2,9 @@
 gives the same shards and per-file SHA-256 as the same files read locally; the listing is
 pinned (ETag in the manifest, the checkpoint's listing on resume); an object rewritten in
 the middle of a run or before a resume stops it with exit 1 naming it; a refresh trusts an
-unchanged ETag and downloads only a changed object; no credential lands in anything written
-or printed. The runs are few and shared: one uninterrupted run, and one chain (stopped,
-refused, resumed, refreshed) over a prefix of its own."""
+unchanged ETag and downloads only a changed object (``--rehash``: every object); no
+credential lands in anything written or printed. The runs are few and shared: one chain
+(stopped, refused, resumed, refreshed) over a prefix of its own."""
 
 from __future__ import annotations
 
@@ -79,24 +79,11 @@ def assert_like_reference(world: World, out: Path) -> None:
         (f["path"], f["size"], f["sha256"]) for f in reference["source"]["files"]]
 
 
-def test_bucket_source_reads_as_local_files_do(world: World, corpus_uri: str, aws: S3Server,
-                                               tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    done = run(args(world, corpus_uri, out))
-    assert done.returncode == 0, done.stderr
-    assert_like_reference(world, out)
-    manifest = json.loads((out / "_MANIFEST.json").read_text())
-    assert manifest["source"]["kind"] == "bucket"
-    assert manifest["source"]["uri"] == corpus_uri.rstrip("/")
-    fs = aws.filesystem()
-    for f in manifest["source"]["files"]:
-        with fs.open_input_file(f"{corpus_uri[5:]}{f['path']}") as obj:
-            assert f["fingerprint"]["etag"] == obj.metadata()["ETag"].decode()
-    assert "4 objects" in done.stderr and "pinned" in done.stderr
-    # No credential anywhere: every file the run wrote, and everything it printed.
-    written = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()]
+def assert_no_credential(aws: S3Server, root: Path, *printed: str) -> None:
+    """No key or secret in anything printed, nor in any file under ``root``."""
+    written = [p.read_bytes() for p in root.rglob("*") if p.is_file()]
     for secret in (*aws.secrets(), aws.env()["AWS_ACCESS_KEY_ID"]):
-        assert secret not in done.stderr
+        assert not any(secret in text for text in printed)
         assert not any(secret.encode() in data for data in written)
 
 
@@ -153,18 +140,20 @@ def test_rewritten_objects_stop_a_run_and_its_resume_and_a_refresh_reads_only_th
     where = tmp_path / "gate"
     where.mkdir()
     fault = gate("prep.sources.bucket.download", where, when="before")
-    proc = spawn(args(world, private, out, *FAST),
+    proc = spawn(args(world, f"{private}/", out, *FAST),
                  faults=[{**fault, "arg_contains": "part-00003"}])
     wait_for((where / "reached").exists, "the download of part-00003", proc)
     rewrite(aws, world, private, 3)
     release(where)
     code, err = proc.finish()
     assert code == 1, err
+    assert f"{private} at the S3 endpoint" in err and "4 objects" in err and "pinned" in err
     changed = f"source object {private}/part-00003.parquet changed since the run pinned it"
     assert changed in err
     assert "ETag" in err
     no_traceback(err)
     assert staging_of(out).exists()
+    assert_no_credential(aws, tmp_path, err)  # the checkpoint, the staged shards, the log
 
     # A resume asks every pinned object first: refused while one differs, nothing changed.
     before = sorted(p.name for p in staging_of(out).iterdir())
@@ -180,6 +169,12 @@ def test_rewritten_objects_stop_a_run_and_its_resume_and_a_refresh_reads_only_th
     assert done.returncode == 0, done.stderr
     assert "as the checkpoint pinned them" in done.stderr  # not listed again
     assert_like_reference(world, out)
+    manifest = json.loads((out / "_MANIFEST.json").read_text())
+    assert (manifest["source"]["kind"], manifest["source"]["uri"]) == ("bucket", private)
+    fs = aws.filesystem()
+    for f in manifest["source"]["files"]:  # each object's ETag as the store gives it
+        with fs.open_input_file(f"{private[5:]}/{f['path']}") as obj:
+            assert f["fingerprint"]["etag"] == obj.metadata()["ETag"].decode()
 
     # A refresh trusts the unchanged ETags: up to date, no object downloaded.
     calls = tmp_path / "downloads"
@@ -187,6 +182,12 @@ def test_rewritten_objects_stop_a_run_and_its_resume_and_a_refresh_reads_only_th
     assert fresh.returncode == 0, fresh.stderr
     assert "is up to date" in fresh.stderr
     assert lines(calls) == 0
+    # --rehash trusts no ETag: every object is downloaded and hashed, and found unchanged.
+    every = tmp_path / "downloads-all"
+    rehash = run(args(world, private, out, "--refresh", "--rehash"), faults=[downloads(every)])
+    assert rehash.returncode == 0, rehash.stderr
+    assert "is up to date" in rehash.stderr
+    assert lines(every) == len(world.files)
     # An object rewritten (same size, new ETag) is downloaded, and only it; its bytes decide.
     # (The run is stopped once it decided, before it rebuilds: the rebuild is any run's.)
     rewrite(aws, world, private, 1)
@@ -197,3 +198,4 @@ def test_rewritten_objects_stop_a_run_and_its_resume_and_a_refresh_reads_only_th
     assert seen.returncode == -9, seen.stderr
     assert "changed: part-00001.parquet: content changed" in seen.stderr
     assert (lines(calls), lines(one)) == (1, 1)
+    assert_no_credential(aws, tmp_path, *(r.stderr for r in (refused, done, fresh, rehash, seen)))
