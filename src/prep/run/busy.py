@@ -1,10 +1,11 @@
 """How many workers one run keeps busy, and what to run instead on a machine with more cores.
 
-One run has one committing thread, which does a fixed amount of CPU work per GB of text
-whatever the number of workers; each worker does a fixed amount too. A run therefore keeps
-about ``WORKER_S_PER_GB / SERIAL_S_PER_GB`` workers busy with the fast engine (both figures
-measured by ``benchmarks/workers.py``, real text, GPT-2: docs/performance.md); past that, more
-workers wait for the committing thread. ``--part I/N`` runs (independent processes, each
+Each thread of a run's main process (committing, writing the ids, reading ahead) does a
+fixed amount of CPU work per GB of text whatever the number of workers; each worker does a
+fixed amount too. A run therefore keeps about ``WORKER_S_PER_GB / SERIAL_S_PER_GB`` workers
+busy with the fast engine, ``SERIAL_S_PER_GB`` being the busiest of those threads' (both
+figures measured by ``benchmarks/workers.py``, real text, GPT-2: docs/performance.md); past
+that, more workers wait for that thread. ``--part I/N`` runs (independent processes, each
 with its own committing thread, merged by ``prep merge``) use the rest of the machine.
 """
 
@@ -15,7 +16,7 @@ import shlex
 from collections.abc import Sequence
 
 WORKER_S_PER_GB = 9.5  # one worker's CPU seconds per GB of text (gigatoken, GPT-2)
-SERIAL_S_PER_GB = 0.87  # the busiest thread of the main process (the committing thread)
+SERIAL_S_PER_GB = 0.35  # the main process's busiest thread (prep-write: copying the ids)
 KEPT_BUSY = int(WORKER_S_PER_GB / SERIAL_S_PER_GB)
 
 _DROPPED = ("--workers", "--resume", "--part")  # options the advised command sets itself
@@ -28,9 +29,9 @@ def parts_advice(workers: int, argv: Sequence[str] | None, out: str,
     them, built from the run's own ``argv`` (None: the library, not a command line)."""
     if workers <= kept_busy:
         return None
-    said = (f"--workers {workers}: one run keeps about {kept_busy} workers busy (its "
-            f"committing thread does ~{SERIAL_S_PER_GB} CPU s per GB of text, a worker "
-            f"~{WORKER_S_PER_GB}); ")
+    said = (f"--workers {workers}: one run keeps about {kept_busy} workers busy (the busiest "
+            f"thread of its main process does ~{SERIAL_S_PER_GB} CPU s per GB of text, a "
+            f"worker ~{WORKER_S_PER_GB}); ")
     if part is not None:
         return said + f"this part ({part}) could be split into more parts (--part I/N)"
     parts = math.ceil(workers / kept_busy)
