@@ -44,7 +44,7 @@ import math
 import random
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,6 +202,15 @@ def build_corpus(out: Path, mb: float = DEFAULT_MB, seed: int = 0) -> CorpusStat
     empty, ``ValueError`` if ``mb`` is not positive. Files are rolled over at row-group
     boundaries once they hold 64 MB of text. Deterministic (see the module docstring).
     """
+    stream = DocumentStream(seed)
+    stats = write_documents(out, mb, stream)
+    return CorpusStats(stats.out, stats.files, stats.docs, stats.text_bytes, stream.passes)
+
+
+def write_documents(out: Path, mb: float, documents: Iterable[str]) -> CorpusStats:
+    """Write ``documents`` as ``out/part-NNNNN.parquet`` (the layout of the module
+    docstring) until ``mb`` MB of their text are written; ``passes`` is 1. Raises as
+    :func:`build_corpus` does."""
     if not mb > 0:
         raise ValueError(f"--mb must be > 0, got {mb}")
     if out.exists() and any(out.iterdir()):
@@ -212,7 +221,6 @@ def build_corpus(out: Path, mb: float = DEFAULT_MB, seed: int = 0) -> CorpusStat
     writer: pq.ParquetWriter | None = None
     file_bytes = 0
     rows: list[str] = []
-    stream = DocumentStream(seed)
 
     def flush() -> None:
         nonlocal writer, files, file_bytes
@@ -229,7 +237,7 @@ def build_corpus(out: Path, mb: float = DEFAULT_MB, seed: int = 0) -> CorpusStat
             writer, file_bytes = None, 0
 
     try:
-        for doc in stream:
+        for doc in documents:
             n = len(doc.encode("utf-8"))
             rows.append(doc)
             total += n
@@ -244,12 +252,14 @@ def build_corpus(out: Path, mb: float = DEFAULT_MB, seed: int = 0) -> CorpusStat
     finally:
         if writer is not None:
             writer.close()
-    return CorpusStats(out=out, files=files, docs=docs, text_bytes=total, passes=stream.passes)
+    return CorpusStats(out=out, files=files, docs=docs, text_bytes=total, passes=1)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI: build the corpus, print the JSON summary line; exit 1 on a refused ``--out``."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def run_cli(prog: str, doc: str, build: Callable[[Path, float, int], CorpusStats],
+            argv: list[str] | None = None) -> int:
+    """A corpus builder's command line (``--out``, ``--mb``, ``--seed``): build, print the
+    JSON summary line; exit 1 on a refused ``--out``."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="output directory (new or empty)")
     parser.add_argument(
         "--mb",
@@ -261,18 +271,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     try:
-        stats = build_corpus(args.out, args.mb, args.seed)
+        stats = build(args.out, args.mb, args.seed)
     except (FileExistsError, ValueError) as exc:
-        print(f"make_corpus: {exc}", file=sys.stderr)
+        print(f"{prog}: {exc}", file=sys.stderr)
         return 1
     seconds = time.perf_counter() - start
     print(
-        f"make_corpus: {stats.text_bytes / MB:,.1f} MB, {stats.docs:,} docs, "
+        f"{prog}: {stats.text_bytes / MB:,.1f} MB, {stats.docs:,} docs, "
         f"{stats.passes} pass(es) over the sources, {seconds:.1f} s",
         file=sys.stderr,
     )
     print(json.dumps(stats.to_json()))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: build the corpus, print the JSON summary line; exit 1 on a refused ``--out``."""
+    return run_cli("make_corpus", __doc__ or "", build_corpus, argv)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """Peak memory of a real ``scripts/prepare.py`` run on an N MB and a 10·N MB corpus.
 
 Guarantee 7 of the product spec says peak memory does not grow with the corpus size. This
-benchmark checks it end to end: it builds two corpora of real text with
-``make_corpus.build_corpus`` (N and 10·N MB of UTF-8 text, 1 MB = 10**6 bytes), then runs,
-for each, as a real child process::
+benchmark checks it end to end: it builds two corpora (N and 10·N MB of UTF-8 text, 1 MB =
+10**6 bytes) of real text with ``make_corpus.build_corpus``, or with ``--corpus words`` of
+ever-new words (hex strings, URLs, identifiers: ``new_words.build_corpus``, the worst case
+for a tokenizer's word cache), then runs, for each, as a real child process::
 
     python scripts/prepare.py --source CORPUS --tokenizer TOK --out WORKDIR/out-N
 
@@ -24,12 +25,18 @@ tail of its output; the work directory is then kept.
 Run from anywhere (defaults: N = 10, the GPT-2 ``tokenizer.json`` fixture, a temporary
 work directory removed at the end)::
 
-    python benchmarks/memory.py [--mb N] [--tokenizer PATH] [--workdir DIR] [--keep]
-                                [--recycle-workers BYTES]
+    python benchmarks/memory.py [--mb N] [--corpus text|words] [--tokenizer PATH]
+                                [--workdir DIR] [--keep] [--build-only]
+                                [--recycle-workers BYTES] [--worker-memory BYTES]
+
+A corpus already in ``--workdir`` (``corpus-<kind>-<N>mb``, from an earlier ``--keep`` or
+``--build-only`` run) is reused: a 10·N MB corpus can take minutes to build, which need not
+happen under a lock held for measuring.
 
 Progress goes to stderr; stdout gets one JSON line::
 
-    {"bench": "memory", "recycle_workers", "small_mb", "large_mb", "small_peak_rss_mib",
+    {"bench": "memory", "corpus", "recycle_workers", "worker_memory", "small_mb", "large_mb",
+     "small_peak_rss_mib",
      "large_peak_rss_mib", "ratio", "small_tree_pss_mib", "large_tree_pss_mib", "tree_ratio",
      "small_tokens", "large_tokens"}
 
@@ -183,21 +190,45 @@ def manifest_tokens(out: Path) -> int:
         raise BenchmarkError(f"{path}: cannot read totals.*.n_tokens ({exc!r})") from exc
 
 
-def _build_corpus(out: str, mb: float) -> tuple[int, int, int]:
-    """In a child process: ``build_corpus(out, mb)`` as (text bytes, docs, files)."""
-    from make_corpus import build_corpus  # here, not at the top: see the module docstring
+def _build_corpus(out: str, mb: float, kind: str = "text") -> tuple[int, int, int]:
+    """In a child process: ``build_corpus(out, mb)`` of real text (``make_corpus``) or of
+    ever-new words (``new_words``), as (text bytes, docs, files)."""
+    if kind == "words":  # imported here, not at the top: see the module docstring
+        from new_words import build_corpus
+    else:
+        from make_corpus import build_corpus
 
     stats = build_corpus(Path(out), mb)
     return stats.text_bytes, stats.docs, stats.files
 
 
-def build_corpus_isolated(out: Path, mb: float) -> tuple[int, int, int]:
+def build_corpus_isolated(out: Path, mb: float, kind: str = "text") -> tuple[int, int, int]:
     """Build the corpus in a fresh ``spawn`` process, so this process's peak RSS stays low.
 
     Returns (text bytes, docs, files); exceptions of ``build_corpus`` propagate.
     """
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
-        return pool.submit(_build_corpus, str(out), mb).result()
+        return pool.submit(_build_corpus, str(out), mb, kind).result()
+
+
+def corpus_stats(corpus: Path) -> tuple[int, int, int]:
+    """(text bytes, docs, files) of a corpus built earlier, read from its Parquet files in
+    a ``spawn`` process (this one never imports pyarrow)."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        return pool.submit(_stats, str(corpus)).result()
+
+
+def _stats(corpus: str) -> tuple[int, int, int]:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    files = sorted(Path(corpus).glob("*.parquet"))
+    size = docs = 0
+    for f in files:
+        column = pq.read_table(f, columns=["text"]).column("text")
+        size += pc.sum(pc.binary_length(column)).as_py() or 0
+        docs += len(column)
+    return size, docs, len(files)
 
 
 def reusable_corpus(workdir: Path | None, mb: float, prefix: str) -> tuple[Path, Path]:
@@ -222,23 +253,32 @@ def _tail(log: Path) -> str:
     return "\n".join(lines[-TAIL_LINES:])
 
 
-def measure(mb: float, tokenizer: str, workdir: Path, *extra: str) -> tuple[RunResult, int]:
-    """Build an ``mb`` MB corpus in ``workdir``, prepare it, return the run and its tokens.
+def corpus_path(workdir: Path, mb: float, kind: str) -> Path:
+    """Where the ``mb`` MB corpus of ``kind`` lives in ``workdir``."""
+    return workdir / f"corpus-{kind}-{mb:g}mb"
 
-    Raises ``BenchmarkError`` if a target path already exists, or the run exits non-zero
+
+def measure(mb: float, tokenizer: str, workdir: Path, *extra: str, kind: str = "text"
+            ) -> tuple[RunResult, int]:
+    """Build an ``mb`` MB corpus of ``kind`` in ``workdir`` (or reuse the one there),
+    prepare it, return the run and its tokens.
+
+    Raises ``BenchmarkError`` if the output path already exists, or the run exits non-zero
     (the message holds the command, the exit code and the tail of the run's output).
     """
     label = f"{mb:g}"
     corpus, out, log = (
-        workdir / f"corpus-{label}mb",
+        corpus_path(workdir, mb, kind),
         workdir / f"out-{label}",
         workdir / f"prepare-{label}.log",
     )
-    for path in (corpus, out):
-        if path.exists():
-            raise BenchmarkError(f"{path} already exists; use a fresh --workdir or remove it")
+    if out.exists():
+        raise BenchmarkError(f"{out} already exists; use a fresh --workdir or remove it")
     start = time.perf_counter()
-    text_bytes, docs, files = build_corpus_isolated(corpus, mb)
+    if corpus.exists():
+        text_bytes, docs, files = corpus_stats(corpus)
+    else:
+        text_bytes, docs, files = build_corpus_isolated(corpus, mb, kind)
     print(
         f"memory: corpus {corpus}: {text_bytes / 1e6:,.1f} MB, {docs:,} docs, "
         f"{files} files, {time.perf_counter() - start:.1f} s; "
@@ -300,6 +340,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep corpora and outputs")
     parser.add_argument("--recycle-workers", metavar="BYTES", default=None,
                         help="pass --recycle-workers BYTES to both runs (default: not given)")
+    parser.add_argument("--worker-memory", metavar="BYTES", default=None,
+                        help="pass --worker-memory BYTES to both runs (default: not given)")
+    parser.add_argument("--corpus", choices=("text", "words"), default="text",
+                        help="real text (make_corpus.py) or ever-new words (new_words.py)")
+    parser.add_argument("--build-only", action="store_true",
+                        help="build both corpora in --workdir (kept), measure nothing")
     args = parser.parse_args(argv)
     if not args.mb > 0:
         parser.error("--mb must be > 0")
@@ -317,18 +363,28 @@ def main(argv: list[str] | None = None) -> int:
         workdir = args.workdir.resolve()
         workdir.mkdir(parents=True, exist_ok=True)
     created = [workdir] if args.workdir is None else []
+    small_mb, large_mb = args.mb, 10 * args.mb
+    if args.build_only:
+        for mb in (small_mb, large_mb):
+            corpus = corpus_path(workdir, mb, args.corpus)
+            if not corpus.exists():
+                build_corpus_isolated(corpus, mb, args.corpus)
+            print(f"memory: corpus {corpus} ready", file=sys.stderr)
+        return 0
     try:
-        small_mb, large_mb = args.mb, 10 * args.mb
-        extra = () if args.recycle_workers is None else ("--recycle-workers",
-                                                         args.recycle_workers)
-        small, small_tokens = measure(small_mb, tokenizer, workdir, *extra)
-        large, large_tokens = measure(large_mb, tokenizer, workdir, *extra)
+        extra: list[str] = []
+        for flag, value in (("--recycle-workers", args.recycle_workers),
+                            ("--worker-memory", args.worker_memory)):
+            extra += [] if value is None else [flag, value]
+        small, small_tokens = measure(small_mb, tokenizer, workdir, *extra, kind=args.corpus)
+        large, large_tokens = measure(large_mb, tokenizer, workdir, *extra, kind=args.corpus)
     except BenchmarkError as exc:
         print(f"memory: {exc}\nmemory: work directory kept: {workdir}", file=sys.stderr)
         return 1
     if not args.keep:
         for label in (f"{small_mb:g}", f"{large_mb:g}"):
-            for name in (f"corpus-{label}mb", f"out-{label}", f"out-{label}.incomplete"):
+            for name in (f"corpus-{args.corpus}-{label}mb", f"out-{label}",
+                         f"out-{label}.incomplete"):
                 shutil.rmtree(workdir / name, ignore_errors=True)
             for name in (f"prepare-{label}.log", f"out-{label}.lock"):
                 (workdir / name).unlink(missing_ok=True)
@@ -341,7 +397,9 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(
             {
                 "bench": "memory",
+                "corpus": args.corpus,
                 "recycle_workers": args.recycle_workers,
+                "worker_memory": args.worker_memory,
                 "small_mb": small_mb,
                 "large_mb": large_mb,
                 "small_peak_rss_mib": round(small_mib, 1),

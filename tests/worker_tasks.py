@@ -55,6 +55,25 @@ def weight(_: object) -> int:
     return 1
 
 
+HELD: list[bytes] = []  # what a ``hog`` worker keeps, task after task
+HOG_BYTES = 64 << 20
+
+
+def resident(_: object) -> Iterator[tuple[int, int]]:
+    """(this worker's pid, its resident bytes now), holding nothing more."""
+    from prep.workers import resident_bytes
+
+    yield os.getpid(), resident_bytes()
+
+
+def hog(_: object) -> Iterator[tuple[int, int]]:
+    """Keep 64 MiB more (written, so resident), then yield (pid, resident bytes)."""
+    from prep.workers import resident_bytes
+
+    HELD.append(b"\x01" * HOG_BYTES)
+    yield os.getpid(), resident_bytes()
+
+
 DTYPES = ("uint8", "uint16", "uint32", "int64", "float64", "bool")
 
 

@@ -267,6 +267,13 @@ def _run_control(g: Group, d: Mapping[str, Any]) -> None:
         "per replacement (default: never)",
     )
     g.add_argument(
+        "--worker-memory", type=count(1), metavar="BYTES",
+        help="replace a worker with a fresh one after a task that leaves it holding more "
+        "than BYTES of resident memory: bounds each worker whatever the corpus holds (a "
+        "corpus of ever-new words grows the tokenizer's cache without end) "
+        f"(default: {d['worker_memory']})",
+    )
+    g.add_argument(
         "--engine", choices=d["choices"]["engine"],
         help="how ids are computed, never which: auto (the fastest engine that reproduces "
         "the tokenizer exactly, else hf), hf (tokenizers, the reference) or gigatoken "

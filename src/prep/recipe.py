@@ -18,6 +18,10 @@ from prep.partition import Part
 
 DEFAULT_MAX_FILE_TOKENS = 100_000_000
 DEFAULT_BATCH_SIZE = 512
+# A worker holding more resident memory than this after a task is replaced (--worker-memory):
+# real text keeps a worker well below it; a corpus of ever-new words (hashes, URLs, ids)
+# grows the engine's word cache without end until it gets there (docs/performance.md).
+DEFAULT_WORKER_MEMORY = 400_000_000
 SEP_POSITIONS = ("prepend", "append")
 
 
@@ -169,6 +173,7 @@ class RunOptions:
     threads: int | None = None  # tokenizer threads per worker (None: 1)
     workers: int | None = None  # worker processes (None: one per core)
     recycle_workers: int | None = None  # bytes of text after which a worker is replaced
+    worker_memory: int = DEFAULT_WORKER_MEMORY  # resident bytes past which it is replaced
     engine: str = "auto"  # how ids are computed, never which (prep.encoders.engine)
     checkpoint_interval: float = 60.0
     resume: bool = False
@@ -190,6 +195,8 @@ class RunOptions:
             raise UsageError(f"--workers {self.workers} must be > 0")
         if self.recycle_workers is not None and self.recycle_workers <= 0:
             raise UsageError(f"--recycle-workers {self.recycle_workers} must be > 0")
+        if self.worker_memory <= 0:
+            raise UsageError(f"--worker-memory {self.worker_memory} must be > 0")
         for name, value in (
             ("--checkpoint-interval", self.checkpoint_interval),
             ("--log-interval", self.log_interval),

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import queue
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from prep.arena import DEFAULT_BYTES, Arena, arena_or_none, pack, unpack
@@ -39,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.5
 RETIRE_SECONDS = 5.0
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 DIED = (
     "a worker process ended without a result (killed, or out of memory); rerun with "
     "--resume, with fewer --workers if memory is short"
@@ -51,8 +54,35 @@ class WorkerDied(PrepError):
     """A worker process ended without a result (killed, out of memory)."""
 
 
+def resident_bytes() -> int:
+    """This process's resident set size now, in bytes (Linux ``/proc/self/statm``: one
+    small read); 0 where it cannot be read."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * PAGE_BYTES
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+@dataclass(frozen=True)
+class Retirement:
+    """When a worker retires, after the task during which it happened: once the items it
+    yielded since it started weigh ``after`` (``weigh(item)``, or one per task without
+    ``weigh``), or once its resident memory passes ``rss`` bytes (read after each task)."""
+
+    after: int | None = None
+    weigh: Callable[[Any], int] | None = None
+    rss: int | None = None
+
+    def due(self, worn: int) -> bool:
+        """Whether a worker that has done ``worn`` retires now."""
+        if self.after is not None and worn >= self.after:
+            return True
+        return self.rss is not None and resident_bytes() > self.rss
+
+
 def _serve(fn: Callable[[Any], Iterable[Any]], init: Callable[..., None] | None,
-           init_args: tuple[Any, ...], retire: tuple[int, Callable[[Any], int] | None] | None,
+           init_args: tuple[Any, ...], retire: Retirement | None,
            tasks: Any, results: Any, arena: Arena | None, parent: int) -> None:
     adopt(parent)
     try:
@@ -61,7 +91,7 @@ def _serve(fn: Callable[[Any], Iterable[Any]], init: Callable[..., None] | None,
     except BaseException as e:  # report it at the first task, in order
         results.put((_ERROR, e))
         return
-    limit, weigh = retire if retire is not None else (0, None)
+    weigh = None if retire is None else retire.weigh
     worn = 0
     while True:
         task = tasks.get()
@@ -75,7 +105,7 @@ def _serve(fn: Callable[[Any], Iterable[Any]], init: Callable[..., None] | None,
             results.put((_ERROR, e))
             return
         worn += 1 if weigh is None else 0
-        if retire is not None and worn >= limit:
+        if retire is not None and retire.due(worn):
             results.put((_END, True))  # the tasks queued behind this one wait for a successor
             return
         results.put((_END, False))
@@ -107,7 +137,6 @@ class _Planner(ReadAhead[Any]):
         return _MISSING
 
 
-
 class OrderedPool(Generic[T, R]):
     """``fn(task)`` (a generator) for each task in ``workers`` processes; the items it
     yields come back in task order. ``fork`` (the default where the platform has it) or
@@ -115,11 +144,12 @@ class OrderedPool(Generic[T, R]):
 
     ``retire_after``: a worker retires after the task during which the items it yielded
     since it started reached that weight (``weigh(item)``, or one per task without
-    ``weigh``), and a fresh worker takes over its slot and the tasks queued there. A forked
-    replacement comes from a zygote forked here (see ``launch``), so it starts from the
-    caller's state at construction, whatever the caller's threads do by then. This bounds
-    what a long run's workers hold (caches, allocator pools that keep their peak) to what
-    ``retire_after`` leaves them.
+    ``weigh``); ``retire_rss``: after a task that leaves it holding more than that many
+    resident bytes (:class:`Retirement`). A fresh worker then takes over its slot and the
+    tasks queued there. A forked replacement comes from a zygote forked here (see
+    ``launch``), so it starts from the caller's state at construction, whatever the caller's
+    threads do by then. This bounds what a long run's workers hold (caches, allocator pools
+    that keep their peak).
 
     ``fn``, ``init``, ``weigh`` and the tasks must be picklable (module-level functions).
     An exception raised by ``init`` or ``fn`` re-raises in the consumer at its place; a
@@ -142,13 +172,16 @@ class OrderedPool(Generic[T, R]):
         retire_after: int | None = None,
         weigh: Callable[[R], int] | None = None,
         arena_bytes: int = DEFAULT_BYTES,
+        retire_rss: int | None = None,
     ) -> None:
         can_fork = fork and sys.platform.startswith("linux")
         ctx: Any = multiprocessing.get_context("fork" if can_fork else "spawn")
         self._ahead = ahead
         self._tasks = [ctx.Queue() for _ in range(workers)]
         self._results = [ctx.Queue(maxsize=depth) for _ in range(workers)]
-        retire = None if retire_after is None else (retire_after, weigh)
+        retire = None
+        if retire_after is not None or retire_rss is not None:
+            retire = Retirement(retire_after, weigh, retire_rss)
         # Created before any fork, so every worker of a slot, first or successor, maps it.
         self._arenas = [arena_or_none(arena_bytes if can_fork else 0) for _ in range(workers)]
         args = [(fn, init, init_args, retire, self._tasks[i], self._results[i],

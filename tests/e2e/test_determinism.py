@@ -105,25 +105,31 @@ def test_batch_size_threads_workers_engine_and_checkpoints_do_not_change_bytes(
         assert dir_bytes(tmp_path / name) == expected, name
 
 
-def test_recycled_workers_write_the_same_bytes(cli, tmp_path: Path, corpus,
+@pytest.mark.parametrize(("trigger", "workers"), [
+    (("--recycle-workers", 40), 2), (("--worker-memory", 1), 1), (("--worker-memory", 1), 3)],
+    ids=["text-read", "resident-memory-1-worker", "resident-memory-3-workers"])
+def test_recycled_workers_write_the_same_bytes(cli, tmp_path: Path, corpus, trigger, workers,
                                                caplog: pytest.LogCaptureFixture) -> None:
     """Row-group tasks (no shuffle buffer): a worker retires after each task (50 rows, over
-    40 bytes of text), so fresh ones take over all along the run."""
+    40 bytes of text; or holding more than 1 byte: the default path, ``--worker-memory``,
+    triggered at every task), so fresh ones take over all along the run, with any number
+    of workers, and the bytes are those of a run with two workers that kept theirs."""
     src, tok = corpus
     recipe = ["--source", src, "--tokenizer", tok, "--val-fraction", "0.2", "--dataset", "r",
-              "--workers", 2, "--batch-size", 16]
-    assert cli("prepare", "--out", tmp_path / "kept", *recipe).code == 0
+              "--batch-size", 16]
+    assert cli("prepare", "--out", tmp_path / "kept", *recipe, "--workers", 2).code == 0
     workers_log = logging.getLogger("prep.workers")  # "prep" does not propagate in a run
     workers_log.addHandler(caplog.handler)
     try:
         with caplog.at_level(logging.DEBUG, logger="prep.workers"):
-            r = cli("prepare", "--out", tmp_path / "recycled", *recipe, "--recycle-workers", 40)
+            r = cli("prepare", "--out", tmp_path / "recycled", *recipe, *trigger,
+                    "--workers", workers)
     finally:
         workers_log.removeHandler(caplog.handler)
     assert r.code == 0, r.err
     retired = [m for m in caplog.messages if " retired (pid " in m]
     groups = sum(pq.ParquetFile(f).num_row_groups for f in sorted(src.glob("*.parquet")))
-    assert len(retired) == groups == 10  # one task per row group, each over 40 bytes
+    assert len(retired) == groups == 10  # one task per row group, each retiring its worker
     assert dir_bytes(tmp_path / "recycled") == dir_bytes(tmp_path / "kept")
 
 

@@ -122,6 +122,26 @@ def test_weight_decides_when_a_worker_retires() -> None:
     assert len({pids[0], pids[5], pids[12]}) == 3
 
 
+def test_resident_memory_decides_when_a_worker_retires() -> None:
+    """``retire_rss`` (``--worker-memory``): each task keeps 64 MiB more in its worker; with
+    the budget 100 MiB above a fresh worker's resident size, a worker passes it after its
+    second task, and only then retires: the tasks run in pairs, each pair on a new process.
+    Without the budget one process runs them all."""
+    with OrderedPool(wt.resident, workers=1, retire_after=1) as probe:
+        base = max(rss for _, rss in probe.map(range(2)))  # fresh workers, forked alike
+    budget = base + (100 << 20)
+    with OrderedPool(wt.hog, workers=1, retire_rss=budget) as pool:
+        out = list(pool.map(range(6)))
+        assert pool.retired == 3
+    pids = [p for p, _ in out]
+    assert [pids[0]] * 2 + [pids[2]] * 2 + [pids[4]] * 2 == pids
+    assert len(set(pids)) == 3
+    held = [rss for _, rss in out]
+    assert all(rss <= budget for rss in held[0::2]) and all(rss > budget for rss in held[1::2])
+    with OrderedPool(wt.hog, workers=1) as pool:
+        assert len({p for p, _ in pool.map(range(3))}) == 1 and pool.retired == 0
+
+
 def test_replacements_keep_order_errors_and_death_reports() -> None:
     with OrderedPool(wt.fail_on_three, workers=1, retire_after=1) as pool, pytest.raises(
             ValueError, match="task 3 failed"):

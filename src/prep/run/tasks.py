@@ -298,12 +298,11 @@ def text_bytes(piece: Piece) -> int:
     return sum(piece.batch.doc_sizes)
 
 
-def _pool(settings: WorkerSettings, workers: int, engine: Any, recycle: int | None
+def _pool(settings: WorkerSettings, workers: int, engine: Any, retire: dict[str, Any]
           ) -> OrderedPool[Task, Piece]:
     """Forked workers that inherit ``engine`` (one tokenizer thread each: nothing to
     inherit from a thread pool), or spawned ones that build their own (``--threads`` > 1);
-    each retired after ``recycle`` bytes of text, when given."""
-    retire: dict[str, Any] = {"retire_after": recycle, "weigh": text_bytes}
+    each retired as ``retire`` says (``OrderedPool``'s arguments, see :func:`open_workers`)."""
     if (settings.engine.threads or 1) > 1:
         return OrderedPool(run_task, workers, init_worker, (settings,), depth=4, fork=False,
                            **retire)
@@ -318,7 +317,7 @@ def _pool(settings: WorkerSettings, workers: int, engine: Any, recycle: int | No
 @contextmanager
 def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
                   files: list[SourceFile], engine: Any, check: CrossCheck | None = None,
-                  recycle: int | None = None) -> Iterator[Iterable[tuple[Batch, Any]]]:
+                  retire: dict[str, Any] | None = None) -> Iterator[Iterable[tuple[Batch, Any]]]:
     """Prepared batches (shed of their texts) with their ``Piece.payload``, in stream
     order, computed by
     ``workers`` processes; a batch the workers' cross-check refused raises here, before it
@@ -334,7 +333,7 @@ def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
                 raise piece.error
             yield piece.batch, piece.payload
 
-    pool = _pool(settings, workers, engine, recycle)
+    pool = _pool(settings, workers, engine, retire or {})
     # Leaving early (a stop, an error, the train budget) ends the workers first: the
     # read-ahead thread, waiting on them, then sees them gone and ends at once.
     with ReadAhead(pieces(), depth=4) as ahead, pool:
@@ -345,8 +344,9 @@ def open_workers(state: RunState, stream: Iterator[StreamItem],
                  argv: Sequence[str] | None = None) -> Any:
     """The run's worker stream (a context manager yielding ``(batch, ids)`` in stream
     order): the engine chosen (``--engine``), the tasks planned from the resume point, the
-    cross-check armed for an engine other than the reference. ``stream`` is read here only
-    when the recipe shuffles documents (the shuffle needs the whole stream in one place).
+    cross-check armed for an engine other than the reference, a worker retired after
+    ``--recycle-workers`` bytes of text or holding more than ``--worker-memory``. ``stream``
+    is read here only when the recipe shuffles documents (it needs the whole stream).
     More workers than one run keeps busy are said at once, with the ``--part`` commands
     (built from the run's ``argv``) that would keep them busy."""
     opts, recipe = state.opts, state.recipe
@@ -368,5 +368,7 @@ def open_workers(state: RunState, stream: Iterator[StreamItem],
     advice = parts_advice(workers, argv, out, recipe.part) if spec.engine == GIGATOKEN else None
     if advice is not None:
         logger.info("%s", advice)
+    retire = {"retire_after": opts.recycle_workers, "weigh": text_bytes,
+              "retire_rss": opts.worker_memory}
     return worker_stream(settings, workers, tasks, state.files, engine, state.crosscheck,
-                         opts.recycle_workers)
+                         retire)
