@@ -17,7 +17,9 @@ The acceptance benchmark of issue 22. The benchmark:
 4. checks that every B published byte-identical shards to A's, the same manifest entries
    and the same source files (path, size, SHA-256; the source's kind, URI and fingerprints
    differ, as they must); anything else stops the benchmark (exit 1);
-5. from each B's log: how many shards were uploaded before the stream ended (the rest, the
+5. the CPU seconds of each run's process tree (prep and its workers), and of the S3 server
+   during each B (it shares the machine's cores with prep on loopback);
+6. from each B's log: how many shards were uploaded before the stream ended (the rest, the
    last shard of each split, are uploaded at publish), and the seconds from the last
    progress line to ``published`` (what was not overlapped).
 
@@ -28,7 +30,7 @@ stdout gets one JSON line::
 
     {"bench": "buckets", "mb", "files", "pairs", "local_s_median", "bucket_s_median",
      "ratio", "uploaded_during_run", "uploaded_at_publish", "tail_s_median",
-     "identical": true}
+     "identical": true, "local_cpu_s_median", "bucket_cpu_s_median", "server_cpu_s_median"}
 
 ``ratio`` is median(B) / median(A); issue 22 asks for at most 1.25.
 """
@@ -43,7 +45,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -104,6 +105,25 @@ def same_dataset(got: dict[str, bytes], want: dict[str, bytes]) -> bool:
     return a["files"] == b["files"] and a["totals"] == b["totals"] and files[0] == files[1]
 
 
+def cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far (``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(cmd: list[str], what: str, server_pid: int) -> tuple[float, float, float, str]:
+    """Run ``cmd``: (wall seconds, CPU seconds of its process tree, CPU seconds the S3
+    server used meanwhile, stderr). The tree's CPU is what this process's waited-for
+    children add up to (prep waits for its workers)."""
+    before, server = os.times(), cpu_of(server_pid)
+    seconds, _, err = run(cmd, what)
+    after = os.times()
+    tree = (after.children_user - before.children_user
+            + after.children_system - before.children_system)
+    return seconds, tree, cpu_of(server_pid) - server, err
+
+
 def overlap(err: str) -> tuple[int, int, float]:
     """(shards uploaded before the stream ended, after it, seconds from the stream's end to
     ``published``) from a bucket run's log (timestamps to the second)."""
@@ -144,27 +164,32 @@ def main(argv: list[str] | None = None) -> int:
             recipe = ["--tokenizer", str(args.tokenizer), "--dataset", "bench",
                       "--max-file-tokens", str(args.max_file_tokens), "--log-interval", "1"]
             local_s, bucket_s, tails, during, after = [], [], [], 0, 0
+            cpu: dict[str, list[float]] = {"local": [], "bucket": [], "server": []}
             identical = True
+            assert server.process is not None
             for i in range(args.pairs):
                 out = work / f"local-{i}"
                 cmd = [sys.executable, str(PREPARE), "--source", str(work / "src"), "--out",
                        str(out), *recipe]
-                seconds, _, _ = run(cmd, "local run")
+                seconds, tree, _, _ = timed(cmd, "local run", server.process.pid)
                 local_s.append(seconds)
+                cpu["local"].append(tree)
                 want = dataset_bytes(out)
                 shutil.rmtree(out)
                 uri = f"s3://{BUCKET}/out-{i}/bench"
                 cmd = [sys.executable, str(PREPARE), "--source", f"s3://{BUCKET}/corpus/",
                        "--out", uri, "--staging", str(work / "staging"), *recipe]
-                t = time.perf_counter()
-                _, _, err = run(cmd, "bucket run")
-                bucket_s.append(time.perf_counter() - t)
+                seconds, tree, served, err = timed(cmd, "bucket run", server.process.pid)
+                bucket_s.append(seconds)
+                cpu["bucket"].append(tree)
+                cpu["server"].append(served)
                 d, a, tail = overlap(err)
                 during, after = during + d, after + a
                 tails.append(tail)
                 got = bucket_bytes(fs, uri[5:])
                 identical = identical and same_dataset(got, want)
-                log(f"pair {i}: local {local_s[-1]:.2f} s, bucket {bucket_s[-1]:.2f} s "
+                log(f"pair {i}: local {local_s[-1]:.2f} s ({cpu['local'][-1]:.2f} CPU s), "
+                    f"bucket {bucket_s[-1]:.2f} s ({tree:.2f} CPU s, server {served:.2f}) "
                     f"(uploads {d} during the run, {a} at publish, tail {tail:.0f} s)")
                 if not identical:
                     raise BenchmarkError(f"{uri} differs from the local run {out}")
@@ -175,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
             "ratio": round(statistics.median(bucket_s) / statistics.median(local_s), 3),
             "uploaded_during_run": during, "uploaded_at_publish": after,
             "tail_s_median": statistics.median(tails), "identical": identical,
+            "local_cpu_s_median": round(statistics.median(cpu["local"]), 3),
+            "bucket_cpu_s_median": round(statistics.median(cpu["bucket"]), 3),
+            "server_cpu_s_median": round(statistics.median(cpu["server"]), 3),
         }
         print(json.dumps(result))
         return 0
