@@ -12,12 +12,11 @@ import signal
 from pathlib import Path
 
 import pytest
-from harness import EVERY_BATCH, Done, World, gate, no_traceback, release, run, spawn, wait_for
+from harness import Done, World, gate, no_traceback, paced, release, run, spawn, wait_for
 from outhelp import (
     bucket_world,
     dataset_bytes,
     named,
-    named_now,
     new_uri,
     objects,
     remote_checkpoint,
@@ -184,16 +183,16 @@ def test_killed_during_an_upload_resumes_from_the_bucket_alone(
     the remote checkpoint alone. Its val shard was open since row 0, with documents from
     before the train shards it names: its committed bytes come back from their segments."""
     uri = new_uri(s3_bucket)
-    # A commit after every batch, so each train shard is sealed by a commit of its own:
-    # train-00006's upload parks with its bytes sent and the upload not completed, while
-    # the remote checkpoints of the commits before its seal (which do not wait for it) are
-    # written; killed there.
+    # Parked in the first shard upload after the third remote checkpoint, its bytes sent
+    # and the upload not completed; killed there. Paced (batches of 64 documents, a
+    # fraction of a shard, 0.05 s after each), so that shards are still being sealed, and
+    # their uploads started, long after that checkpoint.
     sending = {**gate("prep.outputs.remote.copy_into", tmp_path), "within": "_upload_shard",
-               "arg_contains": "train-00006.bin"}
-    first = spawn([*world.args(uri, *EVERY_BATCH), "--staging", tmp_path / "a"],  # type: ignore[arg-type]
-                  faults=sending)
-    wait_for((tmp_path / "reached").exists, "the upload of train-00006.bin", first)
-    wait_for(lambda: named_now(aws, uri) >= 3, "a remote checkpoint naming 3 shards", first)
+               "after_log": "remote checkpoint 3 "}
+    first = spawn([*world.args(uri, "--batch-size", 64), "--staging", tmp_path / "a"],  # type: ignore[arg-type]
+                  faults=[sending, paced(0.05)])
+    wait_for((tmp_path / "reached").exists, "an upload after the third remote checkpoint",
+             first)
     first.kill()
     assert first.wait() == -9
     record = remote_checkpoint(aws, uri)
