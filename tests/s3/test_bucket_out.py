@@ -238,8 +238,10 @@ def test_sigterm_leaves_the_bucket_at_its_last_commit(world: World, aws: S3Serve
     uri, where = new_uri(s3_bucket), tmp_path / "gate"
     where.mkdir()
     parked = gate("prep.outputs.mirror.Mirror._upload_shard", where, nth=2, when="before")
-    proc = spawn([*world.args(uri), "--staging", tmp_path / "a"],  # type: ignore[arg-type]
-                 faults=parked)
+    # Paced (batches of 64 documents, 0.02 s after each): the stream is far from its end
+    # when the signal comes (unpaced, its last batch could be the current one: published).
+    proc = spawn([*world.args(uri, "--batch-size", 64), "--staging", tmp_path / "a"],  # type: ignore[arg-type]
+                 faults=[parked, paced(0.02)])
     wait_for((where / "reached").exists, "the second upload", proc)
     proc.send_signal(signal.SIGTERM)
     release(where)
