@@ -58,7 +58,10 @@ def documents(stream: np.ndarray) -> list[bytes]:
 def same_documents(recipe_out: Path, prep_out: Path) -> str | None:
     """None when the recipe's documents are prep's train and val documents merged in
     stream order; otherwise what differs."""
-    want = documents(payload(sorted(recipe_out.glob("*.bin"))))
+    # In shard order: the recipe names shard 0 ``val`` and the others ``train``, so the
+    # names alone sort shard 1 first as soon as there are two.
+    shards = sorted(recipe_out.glob("*.bin"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
+    want = documents(payload(shards))
     queues = {s: documents(payload(sorted(prep_out.glob(f"{s}-*.bin")))) for s in ("train", "val")}
     pos = {"train": 0, "val": 0}
     for i, doc in enumerate(want):
