@@ -45,7 +45,8 @@ from memory import reusable_corpus  # noqa: E402
 from parity_corpus import parity_texts, parity_tokenizers  # noqa: E402
 
 from prep.encoders.flat import FlatIds  # noqa: E402
-from prep.encoders.gigatoken import added_texts, load_gigatoken_file  # noqa: E402
+from prep.encoders.gigatoken import added_texts, load_gigatoken  # noqa: E402
+from prep.tokenizer.files import byte_to_unicode  # noqa: E402
 
 Encode = Callable[[list[str]], list[list[int]]]
 
@@ -79,7 +80,7 @@ def reference_flat(path: Path) -> Callable[[list[str], list[bytes]], FlatIds]:
 
 
 def gigatoken(path: Path) -> Encode:
-    engine = load_gigatoken_file(path, reference_flat(path), parallel=True)
+    engine = load_gigatoken(path.read_bytes(), reference_flat(path), parallel=True)
 
     def encode(texts: list[str]) -> list[list[int]]:
         flat = engine.encode_flat(texts, [t.encode() for t in texts])
@@ -121,7 +122,7 @@ def tiktoken_converted(path: Path) -> Encode:
         pat = GPT2_PAT
     else:
         raise ValueError(f"pre-tokenizer {pre.get('type')} has no tiktoken regex")
-    byte_dec = {c: b for b, c in enumerate(_bytes_to_unicode())}
+    byte_dec = {c: b for b, c in byte_to_unicode().items()}
     ranks = {}
     for token, rank in config["model"]["vocab"].items():
         try:
@@ -130,19 +131,6 @@ def tiktoken_converted(path: Path) -> Encode:
             raise ValueError(f"vocab entry {token!r} is not byte-level") from e
     enc = tiktoken.Encoding("converted", pat_str=pat, mergeable_ranks=ranks, special_tokens={})
     return lambda texts: enc.encode_ordinary_batch(texts)
-
-
-def _bytes_to_unicode() -> list[str]:
-    """GPT-2's byte-to-character table, as ``ByteLevel`` uses it (index = byte)."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
-    table, extra = {}, 0
-    for b in range(256):
-        if b in keep:
-            table[b] = chr(b)
-        else:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return [table[b] for b in range(256)]
 
 
 def fastokens(path: Path) -> Encode:
