@@ -18,7 +18,13 @@ import numpy.typing as npt
 from prep.errors import InputError, IntegrityError, PrepError
 from prep.formats import ShardFormat, get_format
 from prep.fsio import file_sha256
-from prep.outputs import lock_holder, output_of_staging, published_at, resolve_output
+from prep.outputs import (
+    is_uri,
+    lock_holder,
+    output_of_staging,
+    published_at,
+    resolve_output,
+)
 from prep.state import checkpoint as ckpt
 from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest
 
@@ -185,7 +191,7 @@ def inspect_path(path: Path | str, *, first: int = 16, tokenizer: str | None = N
                  ) -> list[str]:
     """Describe ``path`` (a local path, or a bucket URI: :func:`inspect_published`);
     raises ``InputError`` when it is none of the known kinds."""
-    if isinstance(path, str) and "://" in path:
+    if is_uri(path):
         return inspect_published(path, first=first, tokenizer=tokenizer)
     path = Path(path)
     fmt, dtype = _format_near(path.parent)

@@ -29,7 +29,7 @@ import numpy.typing as npt
 from prep.errors import IntegrityError, UsageError
 from prep.formats import get_format
 from prep.fsio import file_sha256
-from prep.outputs import published_at
+from prep.outputs import is_uri, published_at
 from prep.state.manifest import Manifest, ManifestFile
 
 Batch = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
@@ -73,7 +73,7 @@ class TokenStream:
     ) -> None:
         if seq_len < 1:
             raise UsageError(f"seq_len must be at least 1, got {seq_len}")
-        self.path = path if isinstance(path, str) and "://" in path else Path(path)
+        self.path = path if is_uri(path) else Path(path)
         self.split = split
         self.seq_len = seq_len
         where = published_at(self.path)

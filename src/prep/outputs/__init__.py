@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TypeGuard
 
 from prep.errors import OutputError, UsageError
 from prep.fsio import is_mount_point
@@ -26,6 +27,7 @@ __all__ = [
     "MountPoint",
     "Output",
     "describe_holder",
+    "is_uri",
     "lock_holder",
     "output_of_staging",
     "published_at",
@@ -33,12 +35,18 @@ __all__ = [
 ]
 
 
+def is_uri(location: object) -> TypeGuard[str]:
+    """Whether ``location`` is a URI (``scheme://...``, kept as typed), not a local path:
+    the one test of which kind of place a command was given."""
+    return isinstance(location, str) and "://" in location
+
+
 def resolve_output(out: str | os.PathLike[str], staging: Path | None = None) -> Output:
     """The output ``--out`` names: a bucket URI (staged locally in ``staging``, or under the
     cache directory), a mount point (staging inside it), else a directory (staging beside
     it). Opens no connection. Raises ``OutputError`` when a path names no directory to
     create, ``UsageError`` for a malformed URI or ``staging`` given for a local ``--out``."""
-    if isinstance(out, str) and "://" in out:
+    if is_uri(out):
         from prep.outputs.bucket import BucketOutput  # pyarrow's S3 client only when used
 
         return BucketOutput.parse(out, staging)
@@ -59,7 +67,7 @@ def resolve_output(out: str | os.PathLike[str], staging: Path | None = None) -> 
 def published_at(location: str | os.PathLike[str]) -> Output:
     """The output a published dataset is read from: a bucket URI, else a directory as
     given (any existing one, ``.`` included: reading creates nothing)."""
-    if isinstance(location, str) and "://" in location:
+    if is_uri(location):
         return resolve_output(location)
     return LocalDir(Path(location))
 
