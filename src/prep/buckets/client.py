@@ -9,7 +9,10 @@ endpoint (``AWS_ENDPOINT_URL_S3``, else ``AWS_ENDPOINT_URL``: scheme, host and p
 the region (``AWS_REGION``, else ``AWS_DEFAULT_REGION``; with neither, the bucket's own
 region is asked of AWS, or ``us-east-1`` on another endpoint), and the tries per request
 (``AWS_MAX_ATTEMPTS``, the SDKs' own setting: :data:`S3_ATTEMPTS` when unset; ``1`` fails at
-the first error, which is what a script that checks its configuration wants).
+the first error, which is what a script that checks its configuration wants). Object opens
+for writing are delayed (``allow_delayed_open``): an object smaller than the SDK's part size
+goes up as one PutObject instead of a multipart upload's three requests; a failure to write
+it is raised when the object is closed, where every write of prep ends anyway.
 
 ``gs://``: Google's application default credentials (``GOOGLE_APPLICATION_CREDENTIALS``,
 ``gcloud auth application-default login``, the VM's service account), with retries bounded
@@ -126,6 +129,7 @@ def open_store(scheme: str, bucket: str, env: Mapping[str, str] | None = None) -
         connect_timeout=CONNECT_TIMEOUT,
         request_timeout=REQUEST_TIMEOUT,
         retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=attempts),
+        allow_delayed_open=True,
         **options,
     )
     return Store("s3", where if region is None else f"{where} (region {region})", fs)

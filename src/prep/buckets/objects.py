@@ -144,8 +144,10 @@ def check_pin(fs: pafs.FileSystem, uri: str, pin: ObjectPin, when: str) -> None:
 
 def download(fs: pafs.FileSystem, uri: str, pin: ObjectPin, dest: Path,
              stopping: Callable[[], bool] = lambda: False) -> str:
-    """Copy the pinned version to ``dest`` (atomic: a temp file beside it, fsynced, then
-    renamed) and return its SHA-256, computed from the bytes as they arrive.
+    """Copy the pinned version to ``dest`` (a temp file beside it, renamed once whole) and
+    return its SHA-256, computed from the bytes as they arrive. Not fsynced: ``dest`` is a
+    copy in one process's private cache (:mod:`prep.buckets.cache`), which a crash throws
+    away with the process.
 
     Raises :class:`ObjectChanged` when the object is not the pinned version before, during
     or after the copy; ``OSError`` from the store or the local disk; ``InterruptedError``
@@ -161,14 +163,12 @@ def download(fs: pafs.FileSystem, uri: str, pin: ObjectPin, dest: Path,
             if not _same(pin, first):
                 raise changed(uri, pin, first, "since the run pinned it")
             got = 0
-            while chunk := src.read(CHUNK):
+            while got < pin.size and (chunk := src.read_buffer(min(CHUNK, pin.size - got))).size:
                 if stopping():
                     raise InterruptedError(f"download of {uri} stopped")
                 h.update(chunk)
                 out.write(chunk)
-                got += len(chunk)
-            out.flush()
-            os.fsync(out.fileno())
+                got += chunk.size
         if got != pin.size:
             raise changed(uri, pin, ObjectPin(pin.path, got, pin.etag, pin.version_id),
                           "while prep was downloading it")

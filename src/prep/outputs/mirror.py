@@ -7,7 +7,10 @@ brought new sealed shards, a remote checkpoint of that commit follows them: once
 uploaded, the bytes the open shards gained since the previous remote checkpoint go up as
 segments, then the remote checkpoint (:mod:`prep.state.remote`) replaces the previous one.
 Remote checkpoints are written by one thread, in commit order, each after the uploads it
-names: the bucket never holds a remote checkpoint naming an object it does not hold.
+names: the bucket never holds a remote checkpoint naming an object it does not hold. One
+that a newer one queued behind it makes pointless is passed over: when its turn comes and
+the newer one's uploads are all done too, the newer one goes at once in its place (the
+bucket reaches the newer commit point no later, with one checkpoint's requests fewer).
 
 Bounded: at most :data:`UPLOAD_THREADS` uploads at once (each streams its file in
 :data:`prep.outputs.remote.CHUNK` pieces) and at most :data:`MAX_QUEUED` shards waiting;
@@ -75,6 +78,9 @@ class Mirror:
         self._uploads = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="prep-upload")
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="prep-remote-checkpoint")
         self._pending: deque[Future[Any]] = deque()  # every job, oldest first
+        self._uploading: list[Future[Any]] = []  # shard uploads not known to be done
+        self._jobs = 0  # remote checkpoints asked for
+        self._newest: tuple[int, list[Future[Any]]] = (0, [])  # the last one and its uploads
         self._failed: BaseException | None = None  # the first job that failed
         self.last: Checkpoint | None = None  # the last commit point it was told of
 
@@ -125,13 +131,16 @@ class Mirror:
         for name, sha in new:
             self._make_room()
             self.sent[name] = sha
-            self._pending.append(self._uploads.submit(self._guarded, self._upload_shard, name, sha))
+            upload = self._uploads.submit(self._guarded, self._upload_shard, name, sha)
+            self._pending.append(upload)
+            self._uploading.append(upload)
+        self._uploading = [f for f in self._uploading if not f.done()]
         if new or force:
             content, sizes = sealed_content(cp), self._open_sizes(cp)
-            uploads = [f for f in self._pending if not f.done()]
-            self._pending.append(
-                self._writer.submit(self._guarded, self._checkpoint, content, sizes, uploads)
-            )
+            self._jobs += 1
+            self._newest = (self._jobs, list(self._uploading))
+            self._pending.append(self._writer.submit(
+                self._guarded, self._checkpoint, self._jobs, content, sizes, self._newest[1]))
 
     def _make_room(self) -> None:
         while len(self._pending) >= MAX_QUEUED:
@@ -153,10 +162,13 @@ class Mirror:
         where = self.remote.uri(self.remote.in_dataset(name))
         logger.info("uploaded %s: %s bytes in %.1f s", where, f"{size:,}", time.monotonic() - t0)
 
-    def _checkpoint(self, content: dict[str, Any], sizes: dict[str, int],
+    def _checkpoint(self, job: int, content: dict[str, Any], sizes: dict[str, int],
                     uploads: list[Future[None]]) -> None:
         for upload in uploads:  # every upload before it, not only this commit's
             upload.result()  # a failed one fails the checkpoint that would have named it
+        newest, theirs = self._newest
+        if newest != job and all(f.done() for f in theirs):
+            return  # the newer one, next in this thread, can be written now instead
         self._check_owner()  # before anything more goes into NAME.incomplete/
         segments: dict[str, tuple[Segment, ...]] = {}
         for name, size in sizes.items():

@@ -28,8 +28,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from prep.buckets.client import STORE_ERRORS, Store, store_error
@@ -56,19 +57,20 @@ def checkpoint_key(seq: int) -> str:
 T = TypeVar("T")
 
 
-def copy_into(src: IO[bytes], out: Any, size: int | None, h: Hasher) -> int:
+def copy_into(src: pa.NativeFile, out: Any, size: int | None, h: Hasher) -> int:
     """Copy ``size`` bytes (all, for None) of ``src`` into the object being written,
-    feeding ``h``; returns how many were missing. The object exists only once ``out`` is
-    closed after this (a multipart upload is completed then)."""
+    feeding ``h``; returns how many were missing. Each piece is an Arrow buffer handed to
+    the object stream as it is (no copy into Python bytes; Arrow's pool reuses its
+    memory). The object exists only once ``out`` is closed after this."""
     left = size
     while left is None or left > 0:
-        chunk = src.read(CHUNK if left is None else min(CHUNK, left))
-        if not chunk:
+        chunk = src.read_buffer(CHUNK if left is None else min(CHUNK, left))
+        if not chunk.size:
             break
         h.update(chunk)
         out.write(chunk)
         if left is not None:
-            left -= len(chunk)
+            left -= chunk.size
     return left or 0
 
 
@@ -168,9 +170,9 @@ class Remote:
 
         def put() -> str:
             h = hashlib.sha256()
-            with open(local, "rb") as f, self.fs.open_output_stream(fs_path) as out:
+            with pa.OSFile(str(local)) as f, self.fs.open_output_stream(fs_path) as out:
                 f.seek(offset)
-                left = copy_into(f, out, size, h)
+                left = copy_into(f, out, f.size() - offset if size is None else size, h)
             if left:
                 raise EOFError(f"{local} ended {left:,} bytes early")
             return h.hexdigest()
@@ -201,7 +203,7 @@ class Remote:
             with self.fs.open_input_stream(fs_path) as src, open(dest, mode) as out:
                 out.seek(start)
                 out.truncate()
-                while chunk := src.read(CHUNK):
+                while (chunk := src.read_buffer(CHUNK)).size:
                     h.update(chunk)
                     out.write(chunk)
             return h.hexdigest()
