@@ -7,10 +7,11 @@ brought new sealed shards, a remote checkpoint of that commit follows them: once
 uploaded, the bytes the open shards gained since the previous remote checkpoint go up as
 segments, then the remote checkpoint (:mod:`prep.state.remote`) replaces the previous one.
 Remote checkpoints are written by one thread, in commit order, each after the uploads it
-names: the bucket never holds a remote checkpoint naming an object it does not hold. One
-that a newer one queued behind it makes pointless is passed over: when its turn comes and
-the newer one's uploads are all done too, the newer one goes at once in its place (the
-bucket reaches the newer commit point no later, with one checkpoint's requests fewer).
+names: the bucket never holds a remote checkpoint naming an object it does not hold. When
+the writer's turn comes and several are asked for, it writes the newest whose uploads are
+all done and passes over the older ones (the bucket reaches each commit point no later,
+with their requests saved: a checkpoint costs about ten, its segments, the check of who
+owns the output, its write and the delete of the one before last).
 
 Bounded: at most :data:`UPLOAD_THREADS` uploads at once (each streams its file in
 :data:`prep.outputs.remote.CHUNK` pieces) and at most :data:`MAX_QUEUED` shards waiting;
@@ -26,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -79,8 +81,10 @@ class Mirror:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="prep-remote-checkpoint")
         self._pending: deque[Future[Any]] = deque()  # every job, oldest first
         self._uploading: list[Future[Any]] = []  # shard uploads not known to be done
-        self._jobs = 0  # remote checkpoints asked for
-        self._newest: tuple[int, list[Future[Any]]] = (0, [])  # the last one and its uploads
+        # Remote checkpoints asked for and not written yet, oldest first: (content, open
+        # shard sizes, the uploads before it).
+        self._asked: deque[tuple[dict[str, Any], dict[str, int], list[Future[Any]]]] = deque()
+        self._lock = threading.Lock()
         self._failed: BaseException | None = None  # the first job that failed
         self.last: Checkpoint | None = None  # the last commit point it was told of
 
@@ -136,11 +140,10 @@ class Mirror:
             self._uploading.append(upload)
         self._uploading = [f for f in self._uploading if not f.done()]
         if new or force:
-            content, sizes = sealed_content(cp), self._open_sizes(cp)
-            self._jobs += 1
-            self._newest = (self._jobs, list(self._uploading))
-            self._pending.append(self._writer.submit(
-                self._guarded, self._checkpoint, self._jobs, content, sizes, self._newest[1]))
+            with self._lock:
+                self._asked.append((sealed_content(cp), self._open_sizes(cp),
+                                    list(self._uploading)))
+            self._pending.append(self._writer.submit(self._guarded, self._write_next))
 
     def _make_room(self) -> None:
         while len(self._pending) >= MAX_QUEUED:
@@ -162,13 +165,25 @@ class Mirror:
         where = self.remote.uri(self.remote.in_dataset(name))
         logger.info("uploaded %s: %s bytes in %.1f s", where, f"{size:,}", time.monotonic() - t0)
 
-    def _checkpoint(self, job: int, content: dict[str, Any], sizes: dict[str, int],
-                    uploads: list[Future[None]]) -> None:
-        for upload in uploads:  # every upload before it, not only this commit's
+    def _write_next(self) -> None:
+        """Write the newest remote checkpoint asked for whose uploads are done, once the
+        oldest one's are (nothing, when an earlier call wrote the last one asked for)."""
+        with self._lock:
+            if not self._asked:
+                return
+            oldest = self._asked[0]
+        for upload in oldest[2]:  # every upload before it, not only its commit's
             upload.result()  # a failed one fails the checkpoint that would have named it
-        newest, theirs = self._newest
-        if newest != job and all(f.done() for f in theirs):
-            return  # the newer one, next in this thread, can be written now instead
+        with self._lock:  # a newer one's uploads include every older one's still running
+            ready = [a for a in self._asked if all(f.done() for f in a[2])]
+            while self._asked[0] is not ready[-1]:
+                self._asked.popleft()
+            content, sizes, uploads = self._asked.popleft()
+        for upload in uploads:
+            upload.result()
+        self._checkpoint(content, sizes)
+
+    def _checkpoint(self, content: dict[str, Any], sizes: dict[str, int]) -> None:
         self._check_owner()  # before anything more goes into NAME.incomplete/
         segments: dict[str, tuple[Segment, ...]] = {}
         for name, size in sizes.items():
