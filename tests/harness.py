@@ -304,7 +304,7 @@ class Proc:
                                                  "-p"]}
         out = [f"({name} is not installed: no stacks from it)" for name, cmd in tools.items()
                if not cmd]
-        for pid in _session(self.pid):
+        for pid in session_processes(self.pid):
             for name, cmd in tools.items():
                 if not cmd:
                     continue
@@ -321,13 +321,13 @@ class Proc:
         """SIGUSR1 to each prep process of the run's session (it has one of its own), the
         main process first, one at a time so their dumps do not interleave: each writes
         every thread's stack to the run's stderr and goes on."""
-        for pid in _session(self.pid):
+        for pid in session_processes(self.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGUSR1)
             time.sleep(settle)
 
 
-def _session(sid: int) -> list[int]:
+def session_processes(sid: int) -> list[int]:
     """The processes of session ``sid``, its leader first, without multiprocessing's
     resource tracker (not prep's: SIGUSR1 would end it)."""
     found = []

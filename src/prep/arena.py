@@ -100,6 +100,7 @@ class Arena:
         self._data = header
         self._map = mmap.mmap(-1, header + self.pages * PAGE)
         self._flags = np.frombuffer(self._map, np.uint8, self.pages)
+        self._base = self._flags.__array_interface__["data"][0]  # the mapping's address
         self._releaser = _Releaser()
         self.shared = 0  # buffers received through the arena (main process)
 
@@ -138,6 +139,21 @@ class Arena:
             buffers.append(view)
         self.shared += len(buffers)
         return pickle.loads(packed.data, buffers=buffers)
+
+    def place_of(self, array: Any) -> int | None:
+        """Where ``array``'s bytes start in this arena's mapping (the same place in every
+        process that maps it), or None when they are not all inside it."""
+        return self.place_at(array.__array_interface__["data"][0], array.nbytes)
+
+    def place_at(self, address: int, nbytes: int) -> int | None:
+        """:meth:`place_of` for ``nbytes`` at ``address`` in this process."""
+        at = address - self._base
+        return at if at >= 0 and at + nbytes <= len(self._map) else None
+
+    def view(self, at: int, nbytes: int) -> memoryview:
+        """``nbytes`` of the mapping from ``at`` (:meth:`place_of`), in any process that
+        maps it."""
+        return memoryview(self._map)[at:at + nbytes]
 
     def _drain(self) -> None:
         """Free the pages the main process has released since the last call."""

@@ -7,7 +7,8 @@ first, and the output cannot depend on the number of workers. Each worker's resu
 holds at most ``depth`` results and each worker has at most ``ahead`` tasks queued, which
 bounds memory however large a task is. A forked worker sends the large numpy buffers of its
 results through its shared-memory ``arena.Arena`` rather than the queue's pipe, so the main
-process receives them without copying them.
+process receives them without copying them, and its copiers (``copyout``) write them into
+the shards from there.
 
 Workers are forked where the platform allows (they start at once, with everything the
 parent loaded: its caller must not have used a thread pool a child would need, see
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from prep.arena import DEFAULT_BYTES, Arena, arena_or_none, pack, unpack
+from prep.copyout import Copiers, copiers_or_none
 from prep.cores import available_cores
 from prep.errors import PrepError
 from prep.launch import Handle, Launcher, Spawner, Zygote, adopt
@@ -184,6 +186,8 @@ class OrderedPool(Generic[T, R]):
             retire = Retirement(retire_after, weigh, retire_rss)
         # Created before any fork, so every worker of a slot, first or successor, maps it.
         self._arenas = [arena_or_none(arena_bytes if can_fork else 0) for _ in range(workers)]
+        # Forked now too, so they map every arena (and write what comes through them).
+        self.copiers: Copiers | None = copiers_or_none(ctx, self._arenas, workers)
         args = [(fn, init, init_args, retire, self._tasks[i], self._results[i],
                  self._arenas[i]) for i in range(workers)]
         self._launcher: Launcher
@@ -270,7 +274,10 @@ class OrderedPool(Generic[T, R]):
         return [p.pid for p in self._procs if p.pid is not None]
 
     def close(self) -> None:
-        """End the workers now: work in flight is dropped."""
+        """End the workers now: work in flight is dropped. The copiers end after the
+        writes under way."""
+        if self.copiers is not None:
+            self.copiers.close()
         for p in self._procs:
             if p.is_alive():
                 p.kill()

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from prep.errors import InputError
 from prep.formats import ShardFormat, ShardWriter
 from prep.formats.base import MAX_TOKENS
+from prep.formats.idfile import Copier
 from prep.formats.sealing import Sealing
 from prep.split import SPLITS
 from prep.state.shards import FileRecord, OpenFile, SplitState
@@ -105,6 +106,7 @@ class SplitWriter:
     _pending_lengths: list[int] = field(default_factory=list)
     _pending_digest: bytes | None = None  # of the one pending piece, when it is a whole Laid
     _sealing: Sealing = field(default_factory=Sealing)
+    _copier: Copier | None = None  # who writes the open shard's ids (prep.copyout)
 
     def __post_init__(self) -> None:
         self._sep = np.array([self.sep_id], dtype=np.uint32) if self.sep_id is not None else None
@@ -123,6 +125,13 @@ class SplitWriter:
     def seals_done(self) -> bool:
         """Whether no seal is still running (:meth:`state` would not wait for one)."""
         return self._sealing.finished()
+
+    def write_through(self, copier: Copier | None) -> None:
+        """From now on the ids go into the shards through ``copier`` (None: this process
+        writes them)."""
+        self._copier = copier
+        if self._file is not None:
+            self._file.copier = copier
 
     def moved_to(self, directory: Path) -> None:
         """The directory was renamed (staging put in place); open files stay open. Raises
@@ -204,6 +213,7 @@ class SplitWriter:
         self._seal_open()
         name = self.fmt.shard_name(self.split, len(self.sealed) + self._sealing.pending)
         self._file = self.fmt.create(self.directory, name, self.vocab_size)
+        self._file.copier = self._copier
 
     def _seal_open(self) -> None:
         """Start sealing the open shard in the background."""

@@ -26,7 +26,8 @@ ALLOWED: dict[str, set[str]] = {
     "launch": {"startup"},
     "arena": set(),
     "cores": set(),
-    "workers": {"arena", "cores", "launch", "readahead"},
+    "copyout": {"arena", "launch"},
+    "workers": {"arena", "copyout", "cores", "launch", "readahead"},
     "redact": set(),
     "options": {"argtypes"},
     "startup": set(),
@@ -42,7 +43,7 @@ ALLOWED: dict[str, set[str]] = {
     "writer": {"formats", "split", "state"},
     "outputs": {"buckets", "formats", "fsio", "partition", "state"},
     "run": {
-        "encoders", "formats", "fsio", "outputs", "partition", "progress", "readahead",
+        "copyout", "encoders", "formats", "fsio", "outputs", "partition", "progress", "readahead",
         "recipe", "sources", "split", "state", "stream", "threadcpu", "workers", "writer",
     },
     "refresh": {"encoders", "outputs", "recipe", "sources", "state"},

@@ -43,6 +43,7 @@ class ShardWriter(Protocol):
     chain is ``ids_chain`` (``prep.formats.segments``)."""
 
     n: int
+    copier: Any  # None, or a ``prep.formats.idfile.Copier`` that writes the ids appended
 
     @property
     def name(self) -> str: ...

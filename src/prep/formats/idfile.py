@@ -6,8 +6,10 @@ is written with n = 0 when the file is created and rewritten with the real n on
 :meth:`IdFileWriter.seal`. The committed ids are recorded as a chain of the appended
 segments' digests (:mod:`prep.formats.segments`), so a checkpoint can name exactly the
 committed prefix; on resume the file is cut back to it. The ids are copied into the file
-by a background thread per open file, at the offsets the appends gave them, so the
-committing thread only hands them over; a sync waits for them. The whole file's SHA-256 (the
+at the offsets the appends gave them by background threads, so the committing thread only
+hands them over; while a run's workers are up, those threads have copier processes do it
+(``copier``, :mod:`prep.copyout`), so the copy costs the main process nothing.
+A sync waits for every write. The whole file's SHA-256 (the
 manifest's, a plain ``sha256sum``) is computed once, when it is sealed
 (:func:`prep.formats.sealhash.sealed_sha256`).
 """
@@ -19,7 +21,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -69,12 +71,23 @@ class IdFileOpen:
 WRITE_BEHIND = 8 << 20  # bytes appended and not yet written before an append waits
 
 
-def _write_at(fd: int, ids: npt.NDArray[Any], offset: int) -> None:
-    """Write the bytes of ``ids`` (contiguous) at ``offset`` of the open file ``fd``."""
-    view = ids.data.cast("B")
-    while view:
-        done = os.pwrite(fd, view, offset)
-        view, offset = view[done:], offset + done
+class Copier(Protocol):
+    """Other processes that write ids into a file for this one (:mod:`prep.copyout`):
+    ``count`` of them; :meth:`write` returns False when it cannot (the caller writes)."""
+
+    count: int
+
+    def write(self, fd: int, ids: Any, offset: int) -> bool: ...
+
+
+def _write_at(fd: int, ids: npt.NDArray[Any], offset: int, copier: Copier | None) -> None:
+    """Write the bytes of ``ids`` (contiguous) at ``offset`` of the open file ``fd``:
+    through ``copier`` where it can, else here."""
+    if copier is None or not copier.write(fd, ids, offset):
+        view = ids.data.cast("B")
+        while view:
+            done = os.pwrite(fd, view, offset)
+            view, offset = view[done:], offset + done
 
 
 class IdFileWriter:
@@ -102,7 +115,8 @@ class IdFileWriter:
         self.n = n
         self._chain = chain
         self._end = self._ids_at + n * self.dtype.itemsize  # where the next ids go
-        self._writes: Backlog[None] = Backlog(1, "prep-write", WRITE_BEHIND)
+        self._writes: Backlog[None] | None = None  # made at the first append
+        self.copier: Copier | None = None  # who writes the ids appended from now on
         self._file: IO[bytes]
         if _resume is None:
             self._file = open(path, "w+b")  # noqa: SIM115 - lives as long as the writer
@@ -150,10 +164,19 @@ class IdFileWriter:
         # Written by a background thread (the copy into the page cache is the committing
         # thread's largest per-byte cost), in order, at the offset this append gives it;
         # sync and seal wait for the writes, so a checkpoint names only written bytes.
-        self._writes.submit(ids.nbytes, _write_at, self._file.fileno(), ids, self._end)
+        # With copiers, as many writes at a time as there are copiers to take them.
+        self._submit(ids, self.copier)
         self._end += ids.nbytes
         self._chain.add(int(ids.size), digest)
         self.n += int(ids.size)
+
+    def _submit(self, ids: npt.NDArray[Any], copier: Copier | None) -> None:
+        """Have a background thread write ``ids`` at the end."""
+        if self._writes is None:
+            threads = copier.count if copier is not None and copier.count else 1
+            self._writes = Backlog(threads, "prep-write", WRITE_BEHIND * threads)
+        self._writes.submit(ids.nbytes, _write_at, self._file.fileno(), ids, self._end,
+                            copier)
 
     def moved_to(self, directory: Path) -> None:
         """The file's directory was renamed; the file stays open."""
@@ -169,8 +192,9 @@ class IdFileWriter:
     def _written(self) -> None:
         """Wait for every write handed to the background thread (raising a failed one's
         error)."""
-        for _ in self._writes.drain():
-            pass
+        if self._writes is not None:
+            for _ in self._writes.drain():
+                pass
 
     def seal(self) -> tuple[str, tuple[Companion, ...]]:
         """Write the real header, fsync, close; return the SHA-256 of the whole file (and
@@ -179,7 +203,8 @@ class IdFileWriter:
         the appends (:class:`prep.formats.sealing.Sealing`), once they are over."""
         header = self._header(self.n)
         self._written()
-        self._writes.shutdown()
+        if self._writes is not None:
+            self._writes.shutdown()
         if header:
             self._file.seek(0)
             self._file.write(header)
@@ -192,7 +217,8 @@ class IdFileWriter:
     def close(self) -> None:
         """Close without sealing (on an error path); the file stays an open file. The
         writes not started are dropped (the one under way ends first)."""
-        self._writes.shutdown(cancel=True)
+        if self._writes is not None:
+            self._writes.shutdown(cancel=True)
         if not self._file.closed:
             self._file.close()
 

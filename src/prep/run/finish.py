@@ -82,6 +82,7 @@ def provenance(
         main_cpu_seconds=state.main_cpu,
         commit_thread_cpu_seconds=state.commit_thread_cpu,
         main_threads_cpu_seconds=state.threads_cpu,
+        copiers=None if state.copiers is None else state.copiers.report(),
     )
 
 

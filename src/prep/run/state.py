@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from prep.copyout import Copiers
 from prep.encoders import Encoder
 from prep.formats import ShardFormat, get_format
 from prep.outputs import Output
@@ -87,6 +88,7 @@ class RunState:
     main_cpu: float | None = None  # CPU seconds of this process while committing
     commit_thread_cpu: float | None = None  # of them, the committing thread's own
     threads_cpu: dict[str, float] | None = None  # each thread's, by name (prep.threadcpu)
+    copiers: Copiers | None = None  # that wrote the shards' ids (their CPU, once ended)
     t0: float = field(default_factory=time.monotonic)
     check_lock: Callable[[], None] = _lock_unchecked  # raises once the lock is not ours
 

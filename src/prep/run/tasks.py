@@ -17,12 +17,13 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from prep.copyout import Copiers
 from prep.encoders.engine import EngineSpec, build_encoder, choose_engine
 from prep.encoders.flat import FlatIds
 from prep.encoders.gigatoken import ENGINE as GIGATOKEN
@@ -317,12 +318,15 @@ def _pool(settings: WorkerSettings, workers: int, engine: Any, retire: dict[str,
 @contextmanager
 def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
                   files: list[SourceFile], engine: Any, check: CrossCheck | None = None,
-                  retire: dict[str, Any] | None = None) -> Iterator[Iterable[tuple[Batch, Any]]]:
+                  retire: dict[str, Any] | None = None,
+                  through: Callable[[Copiers | None], None] | None = None,
+                  ) -> Iterator[Iterable[tuple[Batch, Any]]]:
     """Prepared batches (shed of their texts) with their ``Piece.payload``, in stream
     order, computed by
     ``workers`` processes; a batch the workers' cross-check refused raises here, before it
     is handed on (``check`` adds up what was re-encoded). The files a worker hashed get
-    their digest in ``files`` (the main process's list)."""
+    their digest in ``files`` (the main process's list). ``through`` is given the pool's
+    copiers (``prep.copyout``), to write the shards' ids with, and None before they end."""
 
     def pieces() -> Iterator[tuple[Batch, Any]]:
         for piece in pool.map(tasks):
@@ -337,7 +341,13 @@ def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
     # Leaving early (a stop, an error, the train budget) ends the workers first: the
     # read-ahead thread, waiting on them, then sees them gone and ends at once.
     with ReadAhead(pieces(), depth=4) as ahead, pool:
-        yield ahead
+        if through is not None:
+            through(pool.copiers)
+        try:
+            yield ahead
+        finally:
+            if through is not None:
+                through(None)
 
 
 def open_workers(state: RunState, stream: Iterator[StreamItem],
@@ -370,5 +380,10 @@ def open_workers(state: RunState, stream: Iterator[StreamItem],
         logger.info("%s", advice)
     retire = {"retire_after": opts.recycle_workers, "weigh": text_bytes,
               "retire_rss": opts.worker_memory}
+    def through(copiers: Copiers | None) -> None:
+        state.copiers = state.copiers or copiers  # for their CPU time, once they end
+        for w in state.writers.values():
+            w.write_through(copiers)
+
     return worker_stream(settings, workers, tasks, state.files, engine, state.crosscheck,
-                         retire)
+                         retire, through)

@@ -100,6 +100,7 @@ class Provenance:
     main_cpu_seconds: float | None = None  # this process's CPU while committing
     commit_thread_cpu_seconds: float | None = None  # the committing thread's share of it
     main_threads_cpu_seconds: dict[str, float] | None = None  # each thread's, by name
+    copiers: dict[str, float] | None = None  # the processes that wrote the ids for it
     packages: dict[str, str] = field(default_factory=package_versions)
 
     def to_json(self) -> dict[str, Any]:
@@ -125,6 +126,7 @@ class Provenance:
             "commit_thread_cpu_seconds": _seconds(self.commit_thread_cpu_seconds),
             "main_threads_cpu_seconds": None if self.main_threads_cpu_seconds is None else {
                 name: _seconds(v) for name, v in sorted(self.main_threads_cpu_seconds.items())},
+            "copiers": self.copiers,
         }
 
 
