@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, MutableSequence, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Union, overload
 
 import numpy as np
 
@@ -153,6 +154,36 @@ def row_digest(utf8: bytes) -> bytes:
     return hashlib.sha256(utf8).digest()
 
 
+class Places(Sequence[tuple[str, int]]):
+    """``(file, row)`` per document, compact: each file once, each row's file and row
+    number in arrays."""
+
+    def __init__(self, where: Sequence[tuple[str, int]]) -> None:
+        files: dict[str, int] = {}
+        self._file_of = array("I", [files.setdefault(path, len(files)) for path, _ in where])
+        self._rows = array("q", [row for _, row in where])
+        self._files = tuple(files)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, k: int) -> tuple[str, int]: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[tuple[str, int]]: ...
+
+    def __getitem__(self, k: int | slice) -> tuple[str, int] | Sequence[tuple[str, int]]:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        return self._files[self._file_of[k]], self._rows[k]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 @dataclass
 class Batch:
     """Rows prepared for tokenizing and committing, in stream order.
@@ -163,13 +194,13 @@ class Batch:
     ``doc_sizes`` their UTF-8 lengths; ``errors`` maps an ERROR row's position to its
     exception. A batch sent to the committing process is :meth:`shed` of its texts."""
 
-    kinds: list[int] = field(default_factory=list)
+    kinds: MutableSequence[int] = field(default_factory=list)
     digests: bytearray = field(default_factory=bytearray)
     utf8: list[bytes | None] = field(default_factory=list)
     docs: list[str] = field(default_factory=list)
-    doc_splits: list[int] = field(default_factory=list)
-    doc_sizes: list[int] = field(default_factory=list)
-    doc_where: list[tuple[str, int]] = field(default_factory=list)  # (file, row) per DOC row
+    doc_splits: MutableSequence[int] = field(default_factory=list)
+    doc_sizes: MutableSequence[int] = field(default_factory=list)
+    doc_where: Sequence[tuple[str, int]] = field(default_factory=list)  # (file, row) per DOC
     errors: dict[int, PrepError] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -181,8 +212,14 @@ class Batch:
 
     def shed(self) -> Batch:
         """Drop the texts (the committing process needs their digests and sizes only):
-        the batch crosses a pipe without a copy of the text."""
+        the batch crosses a pipe without a copy of the text, its per-row lists as arrays
+        (a list of 512 ints or tuples costs the receiver tens of microseconds to unpickle,
+        an array almost nothing)."""
         self.utf8, self.docs = [], []
+        self.kinds = array("b", self.kinds)
+        self.doc_splits = array("b", self.doc_splits)
+        self.doc_sizes = array("q", self.doc_sizes)
+        self.doc_where = Places(self.doc_where)
         return self
 
 
@@ -201,6 +238,8 @@ class Preparer:
 
     def prepare(self, items: list[StreamItem]) -> Batch:
         b = Batch()
+        where: list[tuple[str, int]] = []
+        b.doc_where = where
         for item in items:
             if isinstance(item, Failure):
                 b.errors[len(b.kinds)] = item.error
@@ -251,7 +290,7 @@ class Preparer:
             b.docs.append(text)
             b.doc_splits.append(split)
             b.doc_sizes.append(len(data))
-            b.doc_where.append((self.files[item[2]].path, item[3]))
+            where.append((self.files[item[2]].path, item[3]))
         return b
 
 

@@ -16,7 +16,7 @@ import pytest
 from format_readers import segment_chain
 
 from prep.errors import FormatError, InputError
-from prep.formats.idfile import IdFileWriter
+from prep.formats.idfile import INLINE_BYTES, IdFileWriter
 from prep.formats.llmc import BinWriter, hash_ids_prefix, read_bin, read_header, write_bin
 from prep.formats.segments import SegmentChain
 
@@ -346,11 +346,22 @@ def test_hash_ids_prefix_rejects_a_short_file(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
 def test_a_write_that_fails_in_the_background_is_raised_by_the_next_sync() -> None:
-    """The ids are written by a background thread; a full disk (/dev/full: every write is
-    ENOSPC) must still stop the commit that would have named them."""
+    """Large appends are written by a background thread; a full disk (/dev/full: every
+    write is ENOSPC) must still stop the commit that would have named them."""
     w = IdFileWriter(Path("/dev/full"), np.dtype("<u2"), 256)  # headerless: nothing to write yet
-    w.append(np.array([1, 2, 3], dtype="<u2"))
+    w.append(np.ones(INLINE_BYTES // 2, dtype="<u2"))  # INLINE_BYTES: the thread writes them
     with pytest.raises(OSError) as info:
         w.sync()
     assert info.value.errno == errno.ENOSPC
+    w.close()
+
+
+def test_a_small_append_that_cannot_be_written_raises_at_once() -> None:
+    """A few ids are written by the appending thread itself: the full disk stops the append,
+    which counts nothing."""
+    w = IdFileWriter(Path("/dev/full"), np.dtype("<u2"), 256)
+    with pytest.raises(OSError) as info:
+        w.append(np.array([1, 2, 3], dtype="<u2"))
+    assert info.value.errno == errno.ENOSPC
+    assert w.n == 0 and w.segments == ()
     w.close()

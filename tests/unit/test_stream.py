@@ -8,6 +8,7 @@ literal transcription of step 4, hashlib for the prefix digest.
 from __future__ import annotations
 
 import hashlib
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -352,3 +353,22 @@ def test_failure_becomes_an_error_row(tmp_path: Path) -> None:
     assert b.kinds == [DOC, ERROR]
     assert b.errors[1] is err
     assert b.utf8 == [b"a", None]
+
+
+def test_a_shed_batch_keeps_every_row_fact_across_a_pickle(tmp_path: Path) -> None:
+    # Shed, the per-row lists cross to the committing process as arrays (cheap to unpickle);
+    # every value the committing process reads must come out as prepared.
+    items: list[Any] = [("one", None, 0, 4), ("", None, 0, 5), (None, None, 1, 0),
+                        ("two", None, 1, 1), ("three", None, 0, 9)]
+    b = preparer(tmp_path).prepare(items)
+    before = (list(b.kinds), list(b.doc_splits), list(b.doc_sizes), list(b.doc_where),
+              bytes(b.digests), set(b.errors))
+    got = pickle.loads(pickle.dumps(b.shed(), protocol=5))
+    assert (list(got.kinds), list(got.doc_splits), list(got.doc_sizes), list(got.doc_where),
+            bytes(got.digests), set(got.errors)) == before
+    assert list(got.doc_where) == [("dir/part-0.parquet", 4), ("dir/part-1.parquet", 1),
+                                   ("dir/part-0.parquet", 9)]
+    assert got.doc_where[-1] == ("dir/part-0.parquet", 9)
+    assert list(got.doc_where[1:]) == [("dir/part-1.parquet", 1), ("dir/part-0.parquet", 9)]
+    assert sum(got.doc_sizes) == len(b"onetwothree") and got.kinds[-1] == DOC
+    assert (got.utf8, got.docs) == ([], [])

@@ -69,6 +69,7 @@ class IdFileOpen:
 
 
 WRITE_BEHIND = 8 << 20  # bytes appended and not yet written before an append waits
+INLINE_BYTES = 64 << 10  # fewer are written by the appending thread itself
 
 
 class Copier(Protocol):
@@ -164,8 +165,13 @@ class IdFileWriter:
         # Written by a background thread (the copy into the page cache is the committing
         # thread's largest per-byte cost), in order, at the offset this append gives it;
         # sync and seal wait for the writes, so a checkpoint names only written bytes.
-        # With copiers, as many writes at a time as there are copiers to take them.
-        self._submit(ids, self.copier)
+        # With copiers, as many writes at a time as there are copiers to take them. A few
+        # ids (a batch's val documents) cost less to write here than to hand over.
+        copier = self.copier
+        if ids.nbytes < INLINE_BYTES:
+            _write_at(self._file.fileno(), ids, self._end, None)
+        else:
+            self._submit(ids, copier)
         self._end += ids.nbytes
         self._chain.add(int(ids.size), digest)
         self.n += int(ids.size)
