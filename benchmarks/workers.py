@@ -9,7 +9,8 @@ process's own CPU seconds per GB of text: the serial work (committing, hashing t
 writing) that bounds how many cores prep can keep busy, with the projection
 ``cores_busy = worker CPU per GB / main CPU per GB``, and the committing thread's own share
 of it (``commit_thread_cpu_s_per_gb``), and each thread of the main process in the B runs,
-by name (``threads_cpu_s_per_gb``, medians, from ``main_threads_cpu_seconds``).
+by name (``threads_cpu_s_per_gb``, medians, from ``main_threads_cpu_seconds``), and the
+copier processes that write the shards' ids beside it (``copiers_cpu_s_per_gb``, in all).
 
 It also adds up the CPU each whole run used (user + system, every process of its tree) and
 gives a bound that needs no model of prep, only that the ``cores`` cores this process may
@@ -91,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     commit_cpu: dict[int, list[float]] = {args.a: [], args.b: []}
     tree_cpu: dict[int, list[float]] = {args.a: [], args.b: []}
     threads_cpu: list[dict[str, float]] = []  # per B run: each main-process thread, s per GB
+    copiers_cpu: list[float] = []  # per B run: the copier processes' CPU, s per GB
     text_gb = 0.0
     first: dict[str, bytes] | None = None
     for i in range(args.pairs):
@@ -111,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             if n == args.b:
                 threads_cpu.append({name: v / text_gb for name, v in
                                     prov["main_threads_cpu_seconds"].items()})
+                if prov.get("copiers"):
+                    copiers_cpu.append(prov["copiers"]["cpu_seconds"] / text_gb)
             tree_cpu[n].append(res.cpu_seconds)
             got = outputs(out)
             if first is None:
@@ -143,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         "threads_cpu_s_per_gb": {name: round(statistics.median(r.get(name, 0.0)
                                                                for r in threads_cpu), 3)
                                  for name in sorted({k for r in threads_cpu for k in r})},
+        "copiers_cpu_s_per_gb": round(statistics.median(copiers_cpu), 3) if copiers_cpu else None,
         "gb_per_s_b": round(text_gb / med[args.b], 4),
     }))
     return 0

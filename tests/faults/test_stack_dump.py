@@ -27,14 +27,16 @@ def test_sigusr1_to_a_parked_run_dumps_every_process_then_it_finishes_identical(
                    faults=h.gate(PARK, tmp_path))
     h.wait_for((tmp_path / "reached").exists, "the first committed batch", proc)
     proc.stacks()
-    h.wait_for(lambda: proc.err().count("Current thread") >= 4,
-               "four dumps: the main process's, the zygote's and both workers'", proc)
+    h.wait_for(lambda: proc.err().count("Current thread") >= 5,
+               "five dumps: the main process's, the zygote's, both workers' and the copier's",
+               proc)
     dumps = proc.err().split("Current thread")[1:]
-    assert len(dumps) == 4, proc.err()
-    workers = [d for d in dumps if "in _serve" in d]  # forked: the zygote's frames below
-    zygote = [d for d in dumps if "in _zygote" in d and d not in workers]
-    main = [d for d in dumps if "in run_loop" in d and d not in workers + zygote]
-    assert len(main) == 1 and len(zygote) == 1 and len(workers) == 2, proc.err()
+    assert len(dumps) == 5, proc.err()
+    copier = [d for d in dumps if "copyout.py" in d]  # forked: the main process's frames below
+    workers = [d for d in dumps if "in _serve" in d and d not in copier]  # the zygote's below
+    zygote = [d for d in dumps if "in _zygote" in d and d not in workers + copier]
+    main = [d for d in dumps if "in run_loop" in d and d not in workers + zygote + copier]
+    assert (len(main), len(zygote), len(workers), len(copier)) == (1, 1, 2, 1), proc.err()
     assert proc.poll() is None, "SIGUSR1 ended the run"
     h.release(tmp_path)
     code, err = proc.finish()
