@@ -17,7 +17,7 @@ from prep.errors import IntegrityError, UsageError
 from prep.partition import Part
 
 DEFAULT_MAX_FILE_TOKENS = 100_000_000
-DEFAULT_BATCH_SIZE = 512
+DEFAULT_BATCH_SIZE = 1024  # documents: the main process pays per batch (docs/performance.md)
 # A worker holding more resident memory than this after a task is replaced (--worker-memory):
 # real text keeps a worker well below it; a corpus of ever-new words (hashes, URLs, ids)
 # grows the engine's word cache without end until it gets there (docs/performance.md).
