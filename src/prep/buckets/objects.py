@@ -163,12 +163,12 @@ def download(fs: pafs.FileSystem, uri: str, pin: ObjectPin, dest: Path,
             if not _same(pin, first):
                 raise changed(uri, pin, first, "since the run pinned it")
             got = 0
-            while got < pin.size and (chunk := src.read_buffer(min(CHUNK, pin.size - got))).size:
+            while got < pin.size and (chunk := src.read(min(CHUNK, pin.size - got))):
                 if stopping():
                     raise InterruptedError(f"download of {uri} stopped")
                 h.update(chunk)
                 out.write(chunk)
-                got += chunk.size
+                got += len(chunk)
         if got != pin.size:
             raise changed(uri, pin, ObjectPin(pin.path, got, pin.etag, pin.version_id),
                           "while prep was downloading it")
