@@ -127,3 +127,29 @@ def test_the_refresh_fingerprint_shares_the_memo(cache: Path, eos_as_text: Path)
     assert tokenizer_fingerprint(str(eos_as_text), **kw).doc_sep_id == 5
     shutil.rmtree(cache)
     assert tokenizer_fingerprint(str(eos_as_text), **kw) == cold
+
+
+@pytest.mark.parametrize("name", ["gpt2", "eos-as-text"])
+def test_a_remembered_plan_builds_the_engine_without_parsing_the_file(
+    name: str, cache: Path, monkeypatch: pytest.MonkeyPatch, eos_as_text: Path
+) -> None:
+    """The memo keeps gigatoken's plan (what a parse of the file gives it); a warm run builds
+    the engine from the plan without parsing the file, with the same ids."""
+    import prep.encoders.gigatoken as giga
+
+    path = eos_as_text if name == "eos-as-text" else FIXTURES / name / "tokenizer.json"
+    cold = load(path)
+    _, cold_engine = choose_engine("auto", cold, None)
+    assert json.loads(memo_file(cache, cold).read_text())["facts"]["gigatoken_plan"] == \
+        giga.plan(path.read_bytes())
+
+    def no_parse(text: str) -> Any:
+        raise AssertionError("the warm run parsed the tokenizer.json")
+
+    monkeypatch.setattr(giga, "parse_members", no_parse)
+    spec, warm_engine = choose_engine("auto", load(path), None)
+    assert spec.engine == "gigatoken"
+    texts = ["Hello <|endoftext|> world", "naïve café 日本語 " * 20]
+    utf8 = [t.encode() for t in texts]
+    got, want = warm_engine.encode_flat(texts, utf8), cold_engine.encode_flat(texts, utf8)
+    assert got.ids.tolist() == want.ids.tolist() and got.offsets.tolist() == want.offsets.tolist()

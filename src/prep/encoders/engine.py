@@ -22,7 +22,7 @@ import numpy as np
 from prep.encoders.byte import BYTE, ByteEncoder
 from prep.encoders.flat import FlatIds
 from prep.encoders.gigatoken import ENGINE as GIGATOKEN
-from prep.encoders.gigatoken import Declined, load_gigatoken
+from prep.encoders.gigatoken import Declined, load_gigatoken, plan
 from prep.encoders.hf import HFEncoder, batch_encode, configured
 from prep.encoders.memo import ACCEPTED
 from prep.encoders.vocab_bytes import ENGINE as VOCAB_BYTES
@@ -31,6 +31,8 @@ from prep.errors import UsageError
 from prep.state.identity import TokenizerIdentity
 
 logger = logging.getLogger(__name__)
+
+PLAN = "gigatoken_plan"  # the memo's fact: gigatoken.plan of the file
 
 AUTO = "auto"
 HF = "hf"
@@ -100,8 +102,15 @@ def _gigatoken(encoder: HFEncoder, threads: int) -> Any:
     if verdict is not None and verdict != ACCEPTED:
         raise Declined(verdict)
     try:
+        # The plan (a parse of the file) is remembered only once the engine accepted it.
+        known = memo.facts.get(PLAN) if verdict == ACCEPTED else None
+        if known is None:
+            known = plan(encoder.raw)
         engine = load_gigatoken(encoder.raw, encoder.encode_flat, probe=verdict is None,
-                                parallel=threads > 1)
+                                parallel=threads > 1, known=known)
+        if PLAN not in memo.facts:
+            memo.fact(PLAN, lambda: known)
+            memo.keep()
     except Declined as e:
         if verdict is None:
             memo.judged(GIGATOKEN, str(e))

@@ -3,7 +3,8 @@
 A run needs three things from its tokenizer before any document is read: facts (the
 vocabulary size, which added tokens are special, the id of a separator named by its text)
 and, for ``--engine auto``, whether gigatoken reproduces the file (its ``gate`` and probes
-against ``tokenizers``). Finding them builds a ``tokenizers.Tokenizer`` and runs the probes:
+against ``tokenizers``) and what building it needs from a parse of the file (its plan).
+Finding them builds a ``tokenizers.Tokenizer`` and runs the probes:
 about a fifth of a small run's time. All of it is a function of the file's bytes, of the
 versions of ``tokenizers`` and gigatoken, and of prep's own rules (the modules that decide),
 so it is kept per file SHA-256 under ``$XDG_CACHE_HOME/prep/tokenizers/`` (default
