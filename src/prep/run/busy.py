@@ -1,12 +1,14 @@
 """How many workers one run keeps busy, and what to run instead on a machine with more cores.
 
-Each thread of a run's main process (committing, writing the ids, reading ahead) does a
-fixed amount of CPU work per GB of text whatever the number of workers; each worker does a
-fixed amount too. A run therefore keeps about ``WORKER_S_PER_GB / SERIAL_S_PER_GB`` workers
-busy with the fast engine, ``SERIAL_S_PER_GB`` being the busiest of those threads' (both
-figures measured by ``benchmarks/workers.py``, real text, GPT-2: docs/performance.md); past
-that, more workers wait for that thread. ``--part I/N`` runs (independent processes, each
-with its own committing thread, merged by ``prep merge``) use the rest of the machine.
+Each thread of a run's main process (committing, receiving the workers' results, handing
+over the writes) does a fixed amount of CPU work per GB of text whatever the number of
+workers; each worker does a fixed amount too (the copier processes that write the ids,
+one per 8 workers, grow with them). A run therefore keeps about ``WORKER_S_PER_GB /
+SERIAL_S_PER_GB`` workers busy with the fast engine, ``SERIAL_S_PER_GB`` being the busiest
+of those threads' (both figures measured by ``benchmarks/workers.py``, real text, GPT-2:
+docs/performance.md); past that, more workers wait for that thread. ``--part I/N`` runs
+(independent processes, each with its own committing thread, merged by ``prep merge``) use
+the rest of the machine.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import shlex
 from collections.abc import Sequence
 
 WORKER_S_PER_GB = 9.5  # one worker's CPU seconds per GB of text (gigatoken, GPT-2)
-SERIAL_S_PER_GB = 0.35  # the main process's busiest thread (prep-write: copying the ids)
+SERIAL_S_PER_GB = 0.17  # the main process's busiest thread (the committing one)
 KEPT_BUSY = int(WORKER_S_PER_GB / SERIAL_S_PER_GB)
 
 _DROPPED = ("--workers", "--resume", "--part")  # options the advised command sets itself
