@@ -10,6 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import harness as h
+import pyarrow as pa
+import pyarrow.parquet as pq
+from conftest import numbered_docs
 from powerloss import Scenario, argv_of
 
 OUT = "a/b/out"  # --out below the volume: its parents are created by the run
@@ -18,7 +21,7 @@ RUN = ("--batch-size", "64", "--checkpoint-interval", "0.000001", "--workers", "
 CORPUS = h.Corpus(n_docs=400, n_files=2, max_file_tokens=1500, tokenizer_docs=400,
                   vocab_size=300, dataset="pl")
 FORMATS = ("llmc", "llmc-llama3", "megatron", "raw")
-NAMES = (*FORMATS, "resume", "refresh", "merge", "mount-out")
+NAMES = (*FORMATS, "resume", "refresh", "merge", "mount-out", "copiers")
 
 
 _WORLDS: dict[int, h.World] = {}
@@ -114,10 +117,32 @@ def mount_out(w: h.World, work: Path) -> Scenario:
     return Scenario("mount-out", cmd, _published(cmd(ref), ref), out="", mount_out=True)
 
 
+def copiers(w: h.World, work: Path) -> Scenario:
+    """Batches large enough that copier processes (``prep.copyout``) write the shards' ids:
+    1,024 documents of ~600 characters a batch, ~190 KB of ids, where the world's batches
+    hold a few KB (written by the committing process itself). Its own corpus: row groups of
+    1,200 rows (a batch never spans two), the world's tokenizer."""
+    lines = numbered_docs(2400 * 8)
+    docs = [" ".join(lines[i * 8:(i + 1) * 8]) for i in range(2400)]
+    src = work / "copied-src"
+    src.mkdir(parents=True, exist_ok=True)
+    for i in range(2):
+        pq.write_table(pa.table({"text": docs[i * 1200:(i + 1) * 1200]}),
+                       src / f"part-{i:05d}.parquet", row_group_size=1200)
+    args = ("--source", str(src), "--tokenizer", str(w.tokenizer), "--dataset", "plc",
+            "--max-file-tokens", "120000", "--checkpoint-interval", "0.000001",
+            "--workers", "1")
+    cmd = lambda volume: ["prepare", "--out", str(volume / OUT), *args]  # noqa: E731
+    ref = work / "ref"
+    expected = _published(cmd(ref), ref / OUT)
+    copied = h.provenance(ref / OUT)["copiers"]
+    assert copied is not None and copied["bytes_written"] > 0, copied  # the copiers wrote
+    return Scenario("copiers", cmd, expected)
+
+
 def build(name: str, w: h.World, work: Path) -> Scenario:
     work.mkdir(parents=True, exist_ok=True)
     if name in FORMATS:
         return fresh(w, work, name)
-    return {"resume": resumed, "refresh": refresh, "merge": merge, "mount-out": mount_out}[
-        name
-    ](w, work)
+    return {"resume": resumed, "refresh": refresh, "merge": merge, "mount-out": mount_out,
+            "copiers": copiers}[name](w, work)

@@ -57,8 +57,10 @@ def ci_pick(ops: list[tuple[object, ...]], states: list[cs.State]) -> list[cs.St
     return [s for s in states if commit(s.point)]
 
 
-def test_power_loss_ci_subset(world: h.World, tmp_path: Path, runner: Runner) -> None:
-    sc = scenarios.build("llmc", world, tmp_path / "ref")
+@pytest.mark.parametrize("name", ["llmc", "copiers"])
+def test_power_loss_ci_subset(world: h.World, tmp_path: Path, runner: Runner,
+                              name: str) -> None:
+    sc = scenarios.build(name, world, tmp_path / "ref")
     report = check(sc, record(sc, tmp_path / "rec"), tmp_path / "scratch", runner,
                    pick=ci_pick)
     print(report.line())
