@@ -1,0 +1,68 @@
+"""The remote checkpoints of a run (prep.outputs.mirror.Mirror) against the real server, in
+process: while the writer is busy, the checkpoints asked for queue up; when its turn comes
+it writes the newest one whose uploads are done, and only that one."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+
+import pyarrow.fs as pafs
+from s3server import S3Server
+
+from prep.buckets.client import Store
+from prep.buckets.uri import BucketPath
+from prep.outputs.mirror import MAX_QUEUED, Mirror, shard_files
+from prep.outputs.remote import Remote
+from prep.state import checkpoint as ckpt
+from prep.state.checkpoint import sealed_content
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+from run_helpers import commit, setup, started
+
+
+def test_the_writer_writes_only_the_newest_ready_checkpoint(
+        s3_server: S3Server, s3_bucket: str, tmp_path: Path) -> None:
+    s = setup(tmp_path)
+    state, stream = started(s)
+    fs = s3_server.filesystem()
+    remote = Remote(BucketPath("s3", s3_bucket, "mirror/ds"), Store("s3", "the test server", fs))
+    mirror = Mirror(remote, s.paths.staging, None, "the test")
+    busy = threading.Event()
+    mirror._writer.submit(busy.wait)  # the writer busy: what is asked for meanwhile waits
+    points = []
+    try:
+        for _ in range(2):
+            commit(state, stream, 2)
+            state.checkpoint()
+            points.append(ckpt.load(s.paths.staging))
+            files = sum(len(shard_files(r)) for sp in points[-1].splits.values()
+                        for r in sp.sealed)
+            # Past MAX_QUEUED jobs a commit waits for the oldest: here, the busy writer.
+            assert files + len(points) < MAX_QUEUED, files
+            mirror.committed(points[-1])
+        sealed = [sum(len(sp.sealed) for sp in cp.splits.values()) for cp in points]
+        assert 0 < sealed[0] < sealed[1], sealed  # two checkpoints asked for, with new shards
+        mirror._uploads.shutdown(wait=True)  # every shard up: both are ready when it writes
+        busy.set()
+        mirror.drain()
+    finally:
+        busy.set()
+        mirror.close()
+        state.close()
+
+    head = f"{s3_bucket}/mirror/ds.incomplete/"
+    infos = fs.get_file_info(pafs.FileSelector(head.rstrip("/"), recursive=True))
+    written = sorted(i.path[len(head):] for i in infos if i.path.startswith(head + "checkpoint-"))
+    assert written == ["checkpoint-00000001.json"]
+    with fs.open_input_stream(head + written[0]) as f:
+        record = json.loads(f.read())
+    assert record["seq"] == 1 and record["checkpoint"] == sealed_content(points[-1])
+    newest = points[-1]
+    for sp in newest.splits.values():
+        for rec in sp.sealed:
+            for name, _ in shard_files(rec):
+                with fs.open_input_stream(f"{s3_bucket}/mirror/ds/{name}") as f:
+                    assert f.read() == (s.paths.staging / name).read_bytes()
