@@ -13,10 +13,15 @@ pages) until the answer comes, and a sync waits for every answer before its ``fs
 copier writes through a descriptor of the same open file, so that ``fsync`` covers its
 writes as it covers the main process's own.
 
-Copiers are forked with the workers, at the one moment the main process may safely fork, so
-they hold what the workers hold (the run's lock among it) and die with the main process
-(:func:`prep.launch.adopt`). A copier that has died is not an error: the main process writes
-that batch itself, from the same pages, and goes on without it (logged once).
+Copiers are forked with the workers, at the one moment the main process may safely fork, and
+die with the main process (:func:`prep.launch.adopt`: the kernel kills them when it dies).
+They do not hold the run's lock (filelock closes its descriptor in a forked child), so for
+the microseconds between the main process's death and theirs a write under way may finish
+while the lock is already free; it writes past the committed prefix the very ids, at the
+very offset, that a resumed run would write there, since the output depends on nothing but
+the recipe. A copier that has died, or that could not receive the file's descriptor (a
+process at its descriptor limit), is not an error: the main process writes that batch
+itself, from the same pages (a dead copier is logged once and not asked again).
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ POLL_SECONDS = 0.5
 STOP_SECONDS = 5.0
 WORKERS_PER_COPIER = 8  # a copier copies ~25x faster than a worker tokenizes the same text
 _ORDER = struct.Struct("=IQQQ")  # arena slot, place in it, bytes, offset in the file
-_ANSWER = struct.Struct("=i")  # 0, or the errno of the failed write
+_ANSWER = struct.Struct("=i")  # 0, the errno of the failed write, or UNSERVED
+UNSERVED = -1  # the order came without its file or its arena: the caller writes it
 _STOP = _ORDER.pack(2**32 - 1, 0, 0, 0)  # no arena: the copier ends
 
 
@@ -70,12 +76,12 @@ def _serve(sock: socket.socket, arenas: list[Arena | None], parent: int) -> None
         if not order or order == _STOP:
             return
         slot, at, nbytes, offset = _ORDER.unpack(order)
-        error = 0
+        error = UNSERVED
         try:
-            arena = arenas[slot]
-            if arena is None or len(fds) != 1:
-                raise OSError(22, "an order without its arena or its file")
-            write_all(fds[0], arena.view(at, nbytes), offset)
+            arena = arenas[slot] if slot < len(arenas) else None
+            if arena is not None and len(fds) == 1:
+                write_all(fds[0], arena.view(at, nbytes), offset)
+                error = 0
         except OSError as e:
             error = e.errno or 5  # EIO when the OS gave none
         finally:
@@ -95,19 +101,28 @@ class Copiers:
         self._arenas = arenas
         self._idle: queue.SimpleQueue[socket.socket] = queue.SimpleQueue()
         self._procs: list[Any] = []
-        self.count = 0
-        for k in range(count):
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            proc = context.Process(target=_serve, args=(theirs, arenas, os.getpid()),
-                                   name=f"prep-copier-{k}", daemon=True)
-            proc.start()
-            theirs.close()
-            self._procs.append(proc)
-            self._idle.put(ours)
-            self.count += 1
-        self._count = threading.Lock()
+        self._count = threading.Lock()  # guards count, written, and closing against a put
         self._lost = False
         self._closed = False
+        self.count = 0
+        try:
+            for k in range(count):
+                ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                try:
+                    proc = context.Process(target=_serve, args=(theirs, arenas, os.getpid()),
+                                           name=f"prep-copier-{k}", daemon=True)
+                    proc.start()
+                except BaseException:
+                    ours.close()
+                    raise
+                finally:
+                    theirs.close()
+                self._procs.append(proc)
+                self._idle.put(ours)
+                self.count += 1
+        except BaseException:
+            self.close()  # the ones already started
+            raise
         self.cpu_seconds = 0.0  # the copiers' CPU, read when they are closed
         self.processes = count
         self.written = 0  # bytes the copiers wrote
@@ -128,11 +143,14 @@ class Copiers:
         if len(answer) != _ANSWER.size:  # it died: this batch and the next are written here
             self._lose(sock)
             return False
-        if self._closed:
-            _stop(sock)
-        else:
-            self._idle.put(sock)
+        with self._count:  # closing cannot drain the idle copiers between the test and put
+            if self._closed:
+                _stop(sock)
+            else:
+                self._idle.put(sock)
         error = _ANSWER.unpack(answer)[0]
+        if error == UNSERVED:
+            return False
         if error:
             raise OSError(error, os.strerror(error))
         with self._count:
@@ -177,8 +195,8 @@ class Copiers:
         """End the copiers, first noting their CPU time (a write under way finishes: its
         copier answers, then is told to stop)."""
         self.cpu_seconds = sum(process_cpu_seconds(p.pid) for p in self._procs)
-        self._closed = True
-        with contextlib.suppress(queue.Empty):
+        with self._count, contextlib.suppress(queue.Empty):
+            self._closed = True
             while True:
                 _stop(self._idle.get_nowait())
         for p in self._procs:
