@@ -26,7 +26,6 @@ never to the process group (docs/operations.md).
 
 from __future__ import annotations
 
-import faulthandler
 import os
 import signal
 import sys
@@ -94,9 +93,15 @@ def hand_back(old: dict[int, Any]) -> None:
 
 
 def dump_stacks_on_signal() -> None:
-    """From now on SIGUSR1 writes every thread's Python stack to stderr (``faulthandler``,
-    which does it from the signal handler itself, so even a process whose threads are all
-    blocked answers) and the process goes on. Where there is no SIGUSR1, nothing."""
+    """From now on SIGUSR1 writes every thread's Python stack to stderr and the process goes
+    on. Where there is no SIGUSR1, nothing.
+
+    A Python handler (:func:`_dump_stacks`), not ``faulthandler``'s C one: that one reads the
+    other threads' states without the interpreter's lock and crashed a run (SIGSEGV) when a
+    thread started or ended during the dump. The Python handler runs in the main thread as
+    soon as it is back in the interpreter: at once when it waits (a lock, a queue, a sleep,
+    a read: all interrupted by the signal), after the call when it is inside a long one; for
+    a process stuck in native code, ``py-spy dump --native --pid PID`` answers instead."""
     usr1 = getattr(signal, "SIGUSR1", None)
     # The process's own stderr, not sys.stderr (a caller may have replaced that: pytest
     # does), and only while it is file descriptor 2: with 2 closed, a later file could be
@@ -107,9 +112,32 @@ def dump_stacks_on_signal() -> None:
     try:
         if err.fileno() == 2:
             os.fstat(2)
-            faulthandler.register(usr1, file=err, all_threads=True)
+            signal.signal(usr1, _dump_stacks)
     except (OSError, RuntimeError, ValueError):
         return  # never stop a run for it
+
+
+def _dump_stacks(signum: int, frame: FrameType | None) -> None:
+    """Every thread's Python stack, in ``faulthandler``'s layout (the interrupted main
+    thread is the ``Current thread``), written to file descriptor 2 in one call."""
+    try:
+        import threading
+        import traceback
+
+        names = {t.ident: t.name for t in threading.enumerate()}
+        main = threading.main_thread().ident
+        out = []
+        for ident, top in sys._current_frames().items():
+            where = frame if ident == main and frame is not None else top
+            head = "Current thread" if ident == main else "Thread"
+            out.append(f"{head} 0x{ident:016x} [{names.get(ident, '?')}] "
+                       "(most recent call first):\n")
+            out.extend(f'  File "{f.filename}", line {f.lineno} in {f.name}\n'
+                       for f in reversed(traceback.extract_stack(where)))
+            out.append("\n")
+        os.write(2, "".join(out).encode("utf-8", "replace"))
+    except Exception:  # a dump must never stop the process it describes
+        pass
 
 
 def settle() -> None:
