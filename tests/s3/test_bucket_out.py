@@ -267,8 +267,11 @@ def test_a_second_machine_takes_the_run_over(world: World, aws: S3Server, s3_buc
     uri, where = new_uri(s3_bucket), tmp_path / "gate"
     where.mkdir()
     parked = gate("prep.outputs.mirror.Mirror._checkpoint", where, nth=3, when="before")
+    # Paced (0.05 s after each batch), so that the remote checkpoints keep up with the
+    # shards sealed: a writer that falls behind passes over the older ones, and a run over
+    # before its third would never reach the gate.
     first = spawn([*world.args(uri), "--staging", tmp_path / "a"],  # type: ignore[arg-type]
-                  faults=parked)
+                  faults=[parked, paced(0.05)])
     wait_for((where / "reached").exists, "the first machine's third remote checkpoint", first)
     second = run(["--out", uri, "--resume", "--staging", tmp_path / "b"])
     assert second.returncode == 0, second.stderr
