@@ -37,6 +37,7 @@ import threading
 from typing import Any
 
 from prep.arena import Arena
+from prep.fsio import pwrite_all
 from prep.launch import adopt
 
 logger = logging.getLogger(__name__)
@@ -53,13 +54,6 @@ _STOP = _ORDER.pack(2**32 - 1, 0, 0, 0)  # no arena: the copier ends
 def copiers_for(workers: int) -> int:
     """How many copiers ``workers`` workers' output needs."""
     return max(1, -(-workers // WORKERS_PER_COPIER))
-
-
-def write_all(fd: int, data: memoryview, offset: int) -> None:
-    """Write all of ``data`` at ``offset`` of the open file ``fd``."""
-    while data:
-        done = os.pwrite(fd, data, offset)
-        data, offset = data[done:], offset + done
 
 
 def _serve(sock: socket.socket, arenas: list[Arena | None], parent: int) -> None:
@@ -80,7 +74,7 @@ def _serve(sock: socket.socket, arenas: list[Arena | None], parent: int) -> None
         try:
             arena = arenas[slot] if slot < len(arenas) else None
             if arena is not None and len(fds) == 1:
-                write_all(fds[0], arena.view(at, nbytes), offset)
+                pwrite_all(fds[0], arena.view(at, nbytes), offset)
                 error = 0
         except OSError as e:
             error = e.errno or 5  # EIO when the OS gave none

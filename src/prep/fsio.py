@@ -137,6 +137,14 @@ def hash_file(
     return h
 
 
+def pwrite_all(fd: int, data: memoryview, offset: int) -> None:
+    """Write all of ``data`` at ``offset`` of the open file ``fd`` (``os.pwrite`` may write
+    less than it is given)."""
+    while data:
+        done = os.pwrite(fd, data, offset)
+        data, offset = data[done:], offset + done
+
+
 def file_sha256(path: Path) -> str:
     """SHA-256 of a whole file (hex)."""
     return hash_file(path).hexdigest()

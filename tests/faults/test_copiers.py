@@ -87,7 +87,7 @@ def test_a_copier_that_cannot_write_stops_the_run_with_its_error(
     w: World, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    full = {"target": "prep.copyout.write_all", "nth": 2, "when": "before", "action": "enospc"}
+    full = {"target": "prep.copyout.pwrite_all", "nth": 2, "when": "before", "action": "enospc"}
     first = h.run(w.args(out, "--workers", "1", *CHECKPOINT_EVERY_BATCH), faults=full)
     assert first.returncode != 0
     h.no_traceback(first.stderr)

@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "launch": {"startup"},
     "arena": set(),
     "cores": set(),
-    "copyout": {"arena", "launch"},
+    "copyout": {"arena", "fsio", "launch"},
     "workers": {"arena", "copyout", "cores", "launch", "readahead"},
     "redact": set(),
     "options": {"argtypes"},

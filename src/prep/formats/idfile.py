@@ -31,7 +31,7 @@ from prep.formats.backlog import Backlog
 from prep.formats.base import MAX_TOKENS, IdScan
 from prep.formats.sealhash import sealed_sha256
 from prep.formats.segments import SegmentChain
-from prep.fsio import Hasher, hash_file
+from prep.fsio import Hasher, hash_file, pwrite_all
 from prep.state.shards import Companion
 
 HeaderFn = Callable[[int], bytes]
@@ -85,10 +85,7 @@ def _write_at(fd: int, ids: npt.NDArray[Any], offset: int, copier: Copier | None
     """Write the bytes of ``ids`` (contiguous) at ``offset`` of the open file ``fd``:
     through ``copier`` where it can, else here."""
     if copier is None or not copier.write(fd, ids, offset):
-        view = ids.data.cast("B")
-        while view:
-            done = os.pwrite(fd, view, offset)
-            view, offset = view[done:], offset + done
+        pwrite_all(fd, ids.data.cast("B"), offset)
 
 
 class IdFileWriter:
@@ -167,17 +164,17 @@ class IdFileWriter:
         # sync and seal wait for the writes, so a checkpoint names only written bytes.
         # With copiers, as many writes at a time as there are copiers to take them. A few
         # ids (a batch's val documents) cost less to write here than to hand over.
-        copier = self.copier
         if ids.nbytes < INLINE_BYTES:
-            _write_at(self._file.fileno(), ids, self._end, None)
+            pwrite_all(self._file.fileno(), ids.data.cast("B"), self._end)
         else:
-            self._submit(ids, copier)
+            self._submit(ids)
         self._end += ids.nbytes
         self._chain.add(int(ids.size), digest)
         self.n += int(ids.size)
 
-    def _submit(self, ids: npt.NDArray[Any], copier: Copier | None) -> None:
-        """Have a background thread write ``ids`` at the end."""
+    def _submit(self, ids: npt.NDArray[Any]) -> None:
+        """Have a background thread write ``ids`` at the end, through the copier if any."""
+        copier = self.copier
         if self._writes is None:
             threads = copier.count if copier is not None and copier.count else 1
             self._writes = Backlog(threads, "prep-write", WRITE_BEHIND * threads)
