@@ -143,12 +143,8 @@ class Arena:
     def place_of(self, array: Any) -> int | None:
         """Where ``array``'s bytes start in this arena's mapping (the same place in every
         process that maps it), or None when they are not all inside it."""
-        return self.place_at(array.__array_interface__["data"][0], array.nbytes)
-
-    def place_at(self, address: int, nbytes: int) -> int | None:
-        """:meth:`place_of` for ``nbytes`` at ``address`` in this process."""
-        at = address - self._base
-        return at if at >= 0 and at + nbytes <= len(self._map) else None
+        at = array.__array_interface__["data"][0] - self._base
+        return at if at >= 0 and at + array.nbytes <= len(self._map) else None
 
     def view(self, at: int, nbytes: int) -> memoryview:
         """``nbytes`` of the mapping from ``at`` (:meth:`place_of`), in any process that

@@ -118,7 +118,6 @@ class Copiers:
             self.close()  # the ones already started
             raise
         self.cpu_seconds = 0.0  # the copiers' CPU, read when they are closed
-        self.processes = count
         self.written = 0  # bytes the copiers wrote
 
     def write(self, fd: int, ids: Any, offset: int) -> bool:
@@ -153,7 +152,7 @@ class Copiers:
 
     def report(self) -> dict[str, float]:
         """What ``_PROVENANCE.json`` records of them (their CPU: once they are closed)."""
-        return {"processes": self.processes, "bytes_written": self.written,
+        return {"processes": len(self._procs), "bytes_written": self.written,
                 "cpu_seconds": round(self.cpu_seconds, 3)}
 
     def _take(self) -> socket.socket | None:
@@ -166,9 +165,8 @@ class Copiers:
     def _place(self, ids: Any) -> tuple[int, int] | None:
         if not ids.flags.c_contiguous or not ids.nbytes:
             return None
-        address = ids.__array_interface__["data"][0]
         for slot, arena in enumerate(self._arenas):
-            if arena is not None and (at := arena.place_at(address, ids.nbytes)) is not None:
+            if arena is not None and (at := arena.place_of(ids)) is not None:
                 return slot, at
         return None
 
