@@ -102,23 +102,19 @@ def _gigatoken(encoder: HFEncoder, threads: int) -> Any:
     if verdict is not None and verdict != ACCEPTED:
         raise Declined(verdict)
     try:
-        # The plan (a parse of the file) is remembered only once the engine accepted it.
-        known = memo.facts.get(PLAN) if verdict == ACCEPTED else None
-        if known is None:
-            known = plan(encoder.raw)
+        # The plan (a parse of the file) is trusted from the memo only beside an acceptance.
+        steps = (memo.facts.get(PLAN) if verdict == ACCEPTED else None) or plan(encoder.raw)
         engine = load_gigatoken(encoder.raw, encoder.encode_flat, probe=verdict is None,
-                                parallel=threads > 1, known=known)
-        if PLAN not in memo.facts:
-            memo.fact(PLAN, lambda: known)
-            memo.keep()
+                                parallel=threads > 1, known=steps)
     except Declined as e:
         if verdict is None:
             memo.judged(GIGATOKEN, str(e))
             memo.keep()
         raise
+    memo.fact(PLAN, lambda: steps)
     if verdict is None:
         memo.judged(GIGATOKEN, ACCEPTED)
-        memo.keep()
+    memo.keep()  # writes only what this run added
     return engine
 
 

@@ -153,11 +153,12 @@ def plan(raw: bytes) -> dict[str, Any]:
     return {"routed": added_texts(config), "cut": cut}
 
 
-def planned_json(raw: bytes, plan: dict[str, Any]) -> bytes:
-    """The tokenizer.json gigatoken is built from: ``raw`` with ``plan``'s cut made."""
-    if plan["cut"] is None:
+def planned_json(raw: bytes, steps: dict[str, Any]) -> bytes:
+    """The tokenizer.json gigatoken is built from: ``raw`` with its :func:`plan`'s cut
+    made."""
+    if steps["cut"] is None:
         return raw
-    start, end, kept = plan["cut"]
+    start, end, kept = steps["cut"]
     return raw[: int(start)] + str(kept).encode("utf-8") + raw[int(end):]
 
 
