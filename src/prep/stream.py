@@ -178,11 +178,6 @@ class Places(Sequence[tuple[str, int]]):
             return [self[i] for i in range(*k.indices(len(self)))]
         return self._files[self._file_of[k]], self._rows[k]
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass
 class Batch:
