@@ -120,6 +120,23 @@ def write_plain(path: Path, texts: Sequence[str]) -> Path:
     return path
 
 
+def write_copied(directory: Path, n_docs: int, n_files: int) -> tuple[tuple[str, ...], ...]:
+    """A corpus whose batches go to the copiers (``prep.copyout``): documents of eight
+    numbered lines (~500 characters, ~140 ids with a 300-id BPE: a batch of 1,024 holds
+    ~290 KB of ids, past the arena's 64 KiB), one row group per file, so that a batch holds
+    ``--batch-size`` rows (a task is a row group; ``write_plain``'s groups of 100 would cap
+    it). Returns each file's texts."""
+    lines = factories.numbered_docs(n_docs * 8)
+    docs = [" ".join(lines[i * 8:(i + 1) * 8]) for i in range(n_docs)]
+    per = -(-n_docs // n_files)
+    files = tuple(tuple(docs[i * per:(i + 1) * per]) for i in range(n_files))
+    directory.mkdir(parents=True, exist_ok=True)
+    for i, texts in enumerate(files):
+        pq.write_table(pa.table({"text": list(texts)}), directory / f"part-{i:05d}.parquet",
+                       row_group_size=per)
+    return files
+
+
 @dataclass(frozen=True)
 class World:
     """A corpus under ``root/src``, a small byte-level BPE under ``root/tok`` (its

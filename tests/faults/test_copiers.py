@@ -12,15 +12,11 @@ import signal
 from pathlib import Path
 
 import harness as h
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from conftest import dir_bytes, numbered_docs
+from conftest import dir_bytes
 from harness import Corpus, World
 
-# 4,000 documents of ~500 characters: ~140 ids each with the 300-id BPE, so a batch of 1,024
-# (the default) holds ~290 KB of ids, written by a copier.
-N_DOCS, PER_DOC = 4000, 8
+N_DOCS = 4000  # in batches of 1,024 (the default), each written by a copier
 CHECKPOINT_EVERY_BATCH = ("--checkpoint-interval", "0.000001")
 
 
@@ -38,14 +34,8 @@ def alive_in_session(sid: int) -> list[int]:
 @pytest.fixture(scope="module")
 def w(tmp_path_factory: pytest.TempPathFactory) -> World:
     root = tmp_path_factory.mktemp("copiers")
-    lines = numbered_docs(N_DOCS * PER_DOC)
-    docs = [" ".join(lines[i * PER_DOC:(i + 1) * PER_DOC]) for i in range(N_DOCS)]
-    files = (tuple(docs[: N_DOCS // 2]), tuple(docs[N_DOCS // 2:]))
-    (root / "src").mkdir()
-    for i, texts in enumerate(files):  # a task is a row group: a batch holds 1,024 rows
-        pq.write_table(pa.table({"text": list(texts)}), root / "src" / f"part-{i:05d}.parquet",
-                       row_group_size=N_DOCS)
-    h.factories.bpe_tokenizer(root / "tok", docs[:300])
+    files = h.write_copied(root / "src", N_DOCS, 2)
+    h.factories.bpe_tokenizer(root / "tok", files[0][:300])
     corpus = Corpus(n_docs=N_DOCS, n_files=2, max_file_tokens=150_000, dataset="copied")
     plain = World(root, corpus, root / "src", root / "tok", files)
     # The reference: spawned workers (--threads 2) have no arena, so no copier.

@@ -10,9 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import harness as h
-import pyarrow as pa
-import pyarrow.parquet as pq
-from conftest import numbered_docs
 from powerloss import Scenario, argv_of
 
 OUT = "a/b/out"  # --out below the volume: its parents are created by the run
@@ -118,17 +115,11 @@ def mount_out(w: h.World, work: Path) -> Scenario:
 
 
 def copiers(w: h.World, work: Path) -> Scenario:
-    """Batches large enough that copier processes (``prep.copyout``) write the shards' ids:
-    1,024 documents of ~600 characters a batch, ~190 KB of ids, where the world's batches
-    hold a few KB (written by the committing process itself). Its own corpus: row groups of
-    1,200 rows (a batch never spans two), the world's tokenizer."""
-    lines = numbered_docs(2400 * 8)
-    docs = [" ".join(lines[i * 8:(i + 1) * 8]) for i in range(2400)]
+    """Batches large enough that copier processes (``prep.copyout``) write the shards' ids
+    (``harness.write_copied``), where the world's batches hold a few KB (written by the
+    committing process itself); the world's tokenizer."""
     src = work / "copied-src"
-    src.mkdir(parents=True, exist_ok=True)
-    for i in range(2):
-        pq.write_table(pa.table({"text": docs[i * 1200:(i + 1) * 1200]}),
-                       src / f"part-{i:05d}.parquet", row_group_size=1200)
+    h.write_copied(src, 2400, 2)
     args = ("--source", str(src), "--tokenizer", str(w.tokenizer), "--dataset", "plc",
             "--max-file-tokens", "120000", "--checkpoint-interval", "0.000001",
             "--workers", "1")
