@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.fsio import atomic_write_bytes, cache_home
+from prep.state.manifest import installed_version
 
 FORMAT = 1
 # The modules whose rules a memo's answers follow (the gate and probes, the facts, the
@@ -39,14 +40,7 @@ ACCEPTED = ""  # an engine's verdict: reproduces the file exactly (else the reas
 def _key() -> dict[str, Any]:
     """What a memo's answers depend on besides the file: the libraries' versions and the
     bytes of the modules whose rules decide (the gate and probes, the separator rule)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    libraries: dict[str, str | None] = {}
-    for name in ("tokenizers", "gigatoken"):
-        try:
-            libraries[name] = version(name)
-        except PackageNotFoundError:
-            libraries[name] = None
+    libraries = {name: installed_version(name) for name in ("tokenizers", "gigatoken")}
     rules = hashlib.sha256()
     for module in _RULES:
         rules.update(Path(__file__).with_name(module).read_bytes())
