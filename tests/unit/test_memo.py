@@ -5,6 +5,7 @@ that is corrupt, foreign or unwritable changes nothing but the time."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import shutil
@@ -41,6 +42,13 @@ def rewrite(path: Path, change: Any) -> None:
     change(stored["facts"])
     stored["digest"] = _digest(stored["facts"])
     path.write_text(json.dumps(stored))
+
+
+def assert_same_ids(got_engine: Any, want_engine: Any) -> None:
+    texts = ["Hello <|endoftext|> world", "naïve café 日本語 " * 20]
+    utf8 = [t.encode() for t in texts]
+    got, want = got_engine.encode_flat(texts, utf8), want_engine.encode_flat(texts, utf8)
+    assert got.ids.tolist() == want.ids.tolist() and got.offsets.tolist() == want.offsets.tolist()
 
 
 @pytest.fixture(scope="module")
@@ -150,10 +158,50 @@ def test_a_remembered_plan_builds_the_engine_without_parsing_the_file(
     monkeypatch.setattr(giga, "parse_members", no_parse)
     spec, warm_engine = choose_engine("auto", load(path), None)
     assert spec.engine == "gigatoken"
-    texts = ["Hello <|endoftext|> world", "naïve café 日本語 " * 20]
-    utf8 = [t.encode() for t in texts]
-    got, want = warm_engine.encode_flat(texts, utf8), cold_engine.encode_flat(texts, utf8)
-    assert got.ids.tolist() == want.ids.tolist() and got.offsets.tolist() == want.offsets.tolist()
+    assert_same_ids(warm_engine, cold_engine)
+
+
+def test_the_engine_is_built_from_the_compact_json_kept_beside_the_memo(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first run keeps the JSON gigatoken is built from, written compactly (the same JSON
+    value as the file with its special tokens cut), and probes the engine built from it; a
+    later run loads those bytes as kept. Kept bytes that do not match the memo's SHA-256 are
+    made again, and the engine built from them probed again."""
+    import prep.encoders.engine as engine_module
+    import prep.encoders.gigatoken as giga
+
+    path = FIXTURES / "gpt2" / "tokenizer.json"
+    raw = path.read_bytes()
+    cold = load(path)
+    _, cold_engine = choose_engine("auto", cold, None)
+    kept = cache / f"{cold.identity.sha256}.gigatoken.json"
+    compact = kept.read_bytes()
+    assert json.loads(compact) == json.loads(giga.planned_json(raw, giga.plan(raw)))
+    assert len(compact) < len(raw) / 2
+    facts = json.loads(memo_file(cache, cold).read_text())["facts"]
+    assert facts["files"]["gigatoken.json"] == hashlib.sha256(compact).hexdigest()
+
+    def no_making(data: bytes) -> bytes:
+        raise AssertionError("the warm run made the compact JSON again")
+
+    monkeypatch.setattr(engine_module, "compact_json", no_making)
+    spec, warm_engine = choose_engine("auto", load(path), None)
+    assert spec.engine == "gigatoken"
+    assert_same_ids(warm_engine, cold_engine)
+
+    monkeypatch.setattr(engine_module, "compact_json", giga.compact_json)
+    kept.write_bytes(compact.replace(b'"vocab":{', b'"vocab":{"extra":1,', 1))  # tampered
+    probed: list[int] = []
+    reference = giga.load_gigatoken
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        probed.append(kw["probe"])
+        return reference(*args, **kw)
+
+    monkeypatch.setattr(engine_module, "load_gigatoken", counting)
+    assert choose_engine("auto", load(path), None)[0].engine == "gigatoken"
+    assert probed == [True] and kept.read_bytes() == compact
 
 
 def test_installed_versions_are_importlib_metadata_s(tmp_path: Path,

@@ -22,7 +22,7 @@ import numpy as np
 from prep.encoders.byte import BYTE, ByteEncoder
 from prep.encoders.flat import FlatIds
 from prep.encoders.gigatoken import ENGINE as GIGATOKEN
-from prep.encoders.gigatoken import Declined, load_gigatoken, plan
+from prep.encoders.gigatoken import Declined, compact_json, load_gigatoken, plan, planned_json
 from prep.encoders.hf import HFEncoder, batch_encode, configured
 from prep.encoders.memo import ACCEPTED
 from prep.encoders.vocab_bytes import ENGINE as VOCAB_BYTES
@@ -33,6 +33,7 @@ from prep.state.identity import TokenizerIdentity
 logger = logging.getLogger(__name__)
 
 PLAN = "gigatoken_plan"  # the memo's fact: gigatoken.plan of the file
+ENGINE_JSON = "gigatoken.json"  # kept beside the memo: the compact JSON gigatoken builds from
 
 AUTO = "auto"
 HF = "hf"
@@ -101,18 +102,24 @@ def _gigatoken(encoder: HFEncoder, threads: int) -> Any:
     verdict = memo.verdict(GIGATOKEN)
     if verdict is not None and verdict != ACCEPTED:
         raise Declined(verdict)
+    made = verdict is None  # whether this run judges the engine (and remembers the verdict)
     try:
         # The plan (a parse of the file) is trusted from the memo only beside an acceptance.
         steps = (memo.facts.get(PLAN) if verdict == ACCEPTED else None) or plan(encoder.raw)
-        engine = load_gigatoken(encoder.raw, encoder.encode_flat, probe=verdict is None,
-                                parallel=threads > 1, known=steps)
+        # Built from the compact JSON kept beside the memo, as probed: made (and probed) by
+        # the first run, then trusted by its SHA-256 in the memo beside the acceptance only.
+        built, made = memo.kept(ENGINE_JSON,
+                                lambda: compact_json(planned_json(encoder.raw, steps)),
+                                trusted=verdict == ACCEPTED)
+        engine = load_gigatoken(encoder.raw, encoder.encode_flat, probe=made,
+                                parallel=threads > 1, known=steps, built=built)
     except Declined as e:
-        if verdict is None:
+        if made:
             memo.judged(GIGATOKEN, str(e))
             memo.keep()
         raise
     memo.fact(PLAN, lambda: steps)
-    if verdict is None:
+    if made:
         memo.judged(GIGATOKEN, ACCEPTED)
     memo.keep()  # writes only what this run added
     return engine

@@ -162,6 +162,18 @@ def planned_json(raw: bytes, steps: dict[str, Any]) -> bytes:
     return raw[: int(start)] + str(kept).encode("utf-8") + raw[int(end):]
 
 
+def compact_json(data: bytes) -> bytes:
+    """The same JSON value as ``data``, written without whitespace or escapes: gigatoken
+    builds GPT-2's engine from these 1.5 MB about a quarter faster than from the file's
+    3.5 MB. Kept per file beside its memo (``engine.ENGINE_JSON``), since writing it takes
+    longer than it saves once."""
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError) as e:
+        raise Declined(f"tokenizer.json is not JSON ({e})") from e
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
 def _backend(data: bytes) -> Any:
     """gigatoken's tokenizer for the tokenizer.json ``data``; raises ``Declined``."""
     try:
@@ -232,16 +244,17 @@ class GigatokenEncoder:
 
 
 def load_gigatoken(raw: bytes, reference: Reference, *, probe: bool = True,
-                   parallel: bool = False, known: dict[str, Any] | None = None
-                   ) -> GigatokenEncoder:
+                   parallel: bool = False, known: dict[str, Any] | None = None,
+                   built: bytes | None = None) -> GigatokenEncoder:
     """The gigatoken engine for the tokenizer.json bytes ``raw`` (``known``: their
-    :func:`plan`, when remembered).
+    :func:`plan`, when remembered; ``built``: the JSON to build it from, when kept: that
+    plan's :func:`planned_json`, or the same value in another form, :func:`compact_json`).
 
     Raises ``Declined`` (with the reason) when the file has a part the engine does not
     reproduce, gigatoken is not installed or refuses the file, or (``probe``) a probe text
     encodes differently from ``reference``."""
     steps = known if known is not None else plan(raw)
-    backend = _backend(planned_json(raw, steps))
+    backend = _backend(planned_json(raw, steps) if built is None else built)
     engine = GigatokenEncoder(backend, steps["routed"], reference, parallel)
     if not probe:
         return engine

@@ -59,6 +59,7 @@ class TokenizerMemo:
         self.sha256 = sha256
         self.facts: dict[str, Any] = facts or {"ids": {}, "engines": {}}
         self._dirty = False
+        self._unwritten: dict[str, bytes] = {}  # files for keep() to write beside the memo
 
     @classmethod
     def recall(cls, sha256: str) -> TokenizerMemo:
@@ -73,8 +74,28 @@ class TokenizerMemo:
         return cls(sha256)
 
     @staticmethod
-    def _path(sha256: str) -> Path:
-        return cache_home() / "tokenizers" / f"{sha256}.json"
+    def _path(sha256: str, suffix: str = "json") -> Path:
+        return cache_home() / "tokenizers" / f"{sha256}.{suffix}"
+
+    def kept(self, name: str, make: Callable[[], bytes], *, trusted: bool = True
+             ) -> tuple[bytes, bool]:
+        """The file ``name`` kept beside the memo (a form of the tokenizer file that is
+        faster to load), when ``trusted`` and its SHA-256 is the one the memo records; else
+        ``make()``, recorded, and written beside the memo by :meth:`keep`. With whether it
+        was made now."""
+        files: dict[str, str] = self.facts.setdefault("files", {})
+        if trusted and name in files:
+            try:
+                data = self._path(self.sha256, name).read_bytes()
+                if hashlib.sha256(data).hexdigest() == files[name]:
+                    return data, False
+            except OSError:
+                pass  # absent or unreadable: made again
+        data = make()
+        files[name] = hashlib.sha256(data).hexdigest()
+        self._unwritten[name] = data
+        self._dirty = True
+        return data, True
 
     def fact(self, name: str, find: Callable[[], Any]) -> Any:
         """The fact ``name``, from the memo or from ``find()`` (then remembered)."""
@@ -109,7 +130,10 @@ class TokenizerMemo:
         path = self._path(self.sha256)
         try:
             os.makedirs(path.parent, exist_ok=True)
+            for name, data in self._unwritten.items():  # before the memo that names them
+                atomic_write_bytes(self._path(self.sha256, name), data)
             atomic_write_bytes(path, json.dumps(stored, sort_keys=True).encode())
         except OSError:
             return
+        self._unwritten.clear()
         self._dirty = False
