@@ -41,6 +41,11 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT)
 # of a second of import in every process that encodes, and ~40 MiB), and as numpy views of
 # one flat buffer otherwise, which is all prep uses (encoders/gigatoken.py).
 UNNEEDED = ("awkward",)
+# The variables OpenBLAS (numpy's) reads its thread count from, in its order. numpy starts
+# that many threads less one as it imports, and each spins about a tenth of a CPU second
+# before it sleeps: prep never multiplies a matrix, and on two cores that spinning costs the
+# importing thread about 5% of a small run's time.
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 EXIT_STOPPED = 75  # prep.errors.EXIT_TEMPFAIL, which this module must not import (too late)
 _taken_over = False  # a command has installed its own handlers: it decides from now on
 
@@ -66,6 +71,15 @@ def guard() -> None:
         signal.signal(s, _leave_at_once)
     dump_stacks_on_signal()
     keep_out_unneeded()
+    no_blas_threads()
+
+
+def no_blas_threads() -> None:
+    """Before numpy is imported: OpenBLAS starts no thread of its own (``BLAS_THREADS``),
+    unless the user set its thread count. Only entry points call this (through
+    :func:`guard`): a library caller's process keeps what it has."""
+    if "numpy" not in sys.modules and not any(v in os.environ for v in BLAS_THREADS):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 
 def keep_out_unneeded() -> None:
