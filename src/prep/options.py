@@ -259,7 +259,8 @@ def _run_control(g: Group, d: Mapping[str, Any]) -> None:
                    help="tokenizer threads per worker process (default: 1)")
     g.add_argument("--workers", type=count(1), metavar="N",
                    help="worker processes reading and tokenizing (default: one per core this "
-                        "process may use: its CPU affinity, capped by its cgroup's CPU quota)")
+                        "process may use: its CPU affinity, capped by its cgroup's CPU quota; "
+                        "none for a source of at most 256 KiB, tokenized in this process)")
     g.add_argument(
         "--recycle-workers", type=count(1), metavar="BYTES",
         help="replace each worker with a fresh one after it has read BYTES of text (e.g. "

@@ -295,6 +295,38 @@ class OrderedPool(Generic[T, R]):
         self.close()
 
 
+class InProcess(Generic[T, R]):
+    """``fn(task)`` for each task in this process, in task order: :class:`OrderedPool`'s
+    interface without processes, for work smaller than what starting them costs (forking,
+    the queues, the arenas and copiers, then ending them: ~0.05 s of a run that tokenizes
+    one document in a millisecond). The caller has set up what ``fn`` needs here."""
+
+    copiers: Copiers | None = None
+    retired = 0
+
+    def __init__(self, fn: Callable[[T], Iterable[R]]) -> None:
+        self._fn = fn
+
+    def map(self, tasks: Iterable[T]) -> Iterator[R]:
+        for task in tasks:
+            yield from self._fn(task)
+
+    def pids(self) -> list[int]:
+        return []
+
+    def shared_buffers(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        """Nothing runs beside the caller."""
+
+    def __enter__(self) -> InProcess[T, R]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def default_workers() -> int:
     """One worker per core this process may use (its affinity and its cgroup's quota)."""
     return available_cores()

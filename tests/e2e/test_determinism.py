@@ -103,6 +103,13 @@ def test_batch_size_threads_workers_engine_and_checkpoints_do_not_change_bytes(
     for name, code, err in results:
         assert code == 0, f"{name}: {err}"
         assert dir_bytes(tmp_path / name) == expected, name
+    # Without --workers this small a source is tokenized in the main process (one tokenizer
+    # thread), the same bytes as with worker processes.
+    workers = {name: json.loads((tmp_path / name / "_PROVENANCE.json").read_text())["workers"]
+               for name in variants}
+    assert json.loads((reference / "_PROVENANCE.json").read_text())["workers"] == 0
+    assert workers["b1-t1"] == workers["b1000-t1"] == 0
+    assert workers["w1"] == 1 and workers["w3-b7"] == 3 and workers["b1000-t2"] >= 1
 
 
 @pytest.mark.parametrize(("trigger", "workers"), [

@@ -1,6 +1,6 @@
-"""The start line of a run with more workers than it keeps busy (``prep.run.busy``): the
-arithmetic, and a command line prep's own parser reads back as the user's options with one
-part and its workers each."""
+"""How many workers a run starts, and the start line of a run with more workers than it
+keeps busy (``prep.run.busy``): the arithmetic, and a command line prep's own parser reads
+back as the user's options with one part and its workers each."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import re
 import shlex
 
 from prep.cli import prepare_parser
-from prep.run.busy import parts_advice
+from prep.run.busy import IN_PROCESS_BYTES, parts_advice, workers_for
+from prep.workers import default_workers
 
 ARGV = ["--source", "my corpus/", "--tokenizer", "gpt2", "--out", "tok/big", "--workers=64",
         "--max-file-tokens", "1M", "--resume"]
@@ -39,3 +40,13 @@ def test_a_part_or_a_library_call_gets_the_arithmetic_without_a_command() -> Non
     library = parts_advice(32, None, "/d/tok/big", kept_busy=10)
     assert library is not None
     assert "run 4 parts side by side (--part I/4 --workers 8, I = 0..3)" in library
+
+
+def test_a_small_source_is_tokenized_without_workers_unless_they_are_asked_for() -> None:
+    """No worker (0) for a source of at most IN_PROCESS_BYTES with one tokenizer thread;
+    ``--workers`` as given; otherwise one per core the process may use."""
+    cores = default_workers()
+    assert workers_for(None, None, IN_PROCESS_BYTES) == workers_for(None, 1, 2_000) == 0
+    assert workers_for(None, None, IN_PROCESS_BYTES + 1) == cores
+    assert workers_for(None, 2, 2_000) == cores  # its tokenizer pool needs a spawned worker
+    assert workers_for(3, None, 2_000) == workers_for(3, None, 10**12) == 3

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import worker_tasks as wt
 
-from prep.workers import OrderedPool, WorkerDied
+from prep.workers import InProcess, OrderedPool, WorkerDied
 
 TESTS = Path(__file__).resolve().parent.parent
 
@@ -43,6 +43,23 @@ def test_an_exception_is_raised_at_its_tasks_place() -> None:
     with OrderedPool(wt.fail_on_three, workers=2) as pool, pytest.raises(ValueError,
                                                                          match="task 3 failed"):
         for n in pool.map(range(10)):
+            seen.append(n)
+    assert seen == [0, 1, 2, 3]
+
+
+def test_in_process_gives_what_the_pool_gives_from_this_process() -> None:
+    """``InProcess`` (a small source, no workers): the pool's results, order and errors,
+    computed here, with nothing to end."""
+    with OrderedPool(wt.parts, workers=3) as pool:
+        want = list(pool.map(range(8)))
+    with InProcess(wt.parts) as here:
+        assert list(here.map(range(8))) == want
+    with InProcess(wt.slow_echo) as here:
+        assert {p for _, p in here.map([(0, 0.0), (1, 0.0)])} == {os.getpid()}
+        assert here.copiers is None and here.pids() == [] and here.shared_buffers() == 0
+    seen = []
+    with pytest.raises(ValueError, match="task 3 failed"):
+        for n in InProcess(wt.fail_on_three).map(range(10)):
             seen.append(n)
     assert seen == [0, 1, 2, 3]
 

@@ -17,11 +17,28 @@ import math
 import shlex
 from collections.abc import Sequence
 
+from prep.workers import default_workers
+
 WORKER_S_PER_GB = 9.5  # one worker's CPU seconds per GB of text (gigatoken, GPT-2)
 SERIAL_S_PER_GB = 0.17  # the main process's busiest thread (the committing one)
 KEPT_BUSY = int(WORKER_S_PER_GB / SERIAL_S_PER_GB)
 
 _DROPPED = ("--workers", "--resume", "--part")  # options the advised command sets itself
+# A source this small (its files' bytes in all, compressed: a few hundred documents) is
+# tokenized in the main process when --workers is not given: one core does it in a few
+# hundredths of a second, about what starting and ending worker processes costs.
+IN_PROCESS_BYTES = 256 << 10
+
+
+def workers_for(asked: int | None, threads: int | None, source_bytes: int) -> int:
+    """How many worker processes a run starts: ``--workers`` (``asked``), else one per core
+    the process may use, or none (0: it tokenizes itself) for a source of at most
+    ``IN_PROCESS_BYTES`` with one tokenizer thread (a pool of its own needs a worker)."""
+    if asked is not None:
+        return asked
+    if (threads or 1) == 1 and source_bytes <= IN_PROCESS_BYTES:
+        return 0
+    return default_workers()
 
 
 def parts_advice(workers: int, argv: Sequence[str] | None, out: str,

@@ -78,6 +78,7 @@ def provenance(
         source_mtimes_ns=state.facts.source_mtimes,
         refresh=note.report(state.cursor.rows_visited, len(state.files), seconds) if note else None,
         engine=state.engine,
+        workers=state.workers,
         cross_check=state.crosscheck.stats() if state.crosscheck is not None else None,
         main_cpu_seconds=state.main_cpu,
         commit_thread_cpu_seconds=state.commit_thread_cpu,

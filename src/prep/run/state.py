@@ -84,6 +84,7 @@ class RunState:
     base: StreamBase | None = None  # the published stream an incremental refresh continues
     committed_rows: int = 0  # rows of the last checkpoint this process wrote
     engine: str | None = None  # how the ids were computed (provenance only)
+    workers: int | None = None  # worker processes of this process's last stream (provenance)
     crosscheck: Any = None  # the run-time cross-check of a fast engine, if any
     main_cpu: float | None = None  # CPU seconds of this process while committing
     commit_thread_cpu: float | None = None  # of them, the committing thread's own

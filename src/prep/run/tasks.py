@@ -30,7 +30,7 @@ from prep.encoders.gigatoken import ENGINE as GIGATOKEN
 from prep.errors import PrepError
 from prep.readahead import ReadAhead
 from prep.recipe import Recipe
-from prep.run.busy import parts_advice
+from prep.run.busy import parts_advice, workers_for
 from prep.run.crosscheck import CrossCheck, EngineMismatch
 from prep.run.ids import Ids, in_vocabulary, laid_or_ids, per_document, tokenize
 from prep.run.state import RunState
@@ -46,7 +46,7 @@ from prep.sources import (
 from prep.split import SPLITS
 from prep.state.checkpoint import StreamBase
 from prep.stream import Batch, Failure, Preparer, StreamItem, batches
-from prep.workers import OrderedPool, default_workers
+from prep.workers import InProcess, OrderedPool
 from prep.writer import Laid
 
 logger = logging.getLogger(__name__)
@@ -300,10 +300,14 @@ def text_bytes(piece: Piece) -> int:
 
 
 def _pool(settings: WorkerSettings, workers: int, engine: Any, retire: dict[str, Any]
-          ) -> OrderedPool[Task, Piece]:
+          ) -> OrderedPool[Task, Piece] | InProcess[Task, Piece]:
     """Forked workers that inherit ``engine`` (one tokenizer thread each: nothing to
     inherit from a thread pool), or spawned ones that build their own (``--threads`` > 1);
-    each retired as ``retire`` says (``OrderedPool``'s arguments, see :func:`open_workers`)."""
+    each retired as ``retire`` says (``OrderedPool``'s arguments, see :func:`open_workers`).
+    No worker (0): the tasks run in this process, with ``engine``."""
+    if workers == 0:
+        make_worker(settings, engine)
+        return InProcess(run_task)
     if (settings.engine.threads or 1) > 1:
         return OrderedPool(run_task, workers, init_worker, (settings,), depth=4, fork=False,
                            **retire)
@@ -374,7 +378,8 @@ def open_workers(state: RunState, stream: Iterator[StreamItem],
     writer = state.writers[SPLITS[0]]
     settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size, out,
                                  writer.fmt.dtype_name(writer.vocab_size))
-    workers = opts.workers or default_workers()
+    workers = state.workers = workers_for(opts.workers, opts.threads,
+                                          sum(f.size for f in state.files))
     advice = parts_advice(workers, argv, out, recipe.part) if spec.engine == GIGATOKEN else None
     if advice is not None:
         logger.info("%s", advice)

@@ -96,6 +96,7 @@ class Provenance:
     source_mtimes_ns: dict[str, int]
     refresh: dict[str, Any] | None = None  # RefreshNote.report
     engine: str | None = None  # how the ids were computed (not part of the recipe)
+    workers: int | None = None  # worker processes that tokenized (0: the main process did)
     cross_check: dict[str, Any] | None = None  # what the run-time cross-check re-encoded
     main_cpu_seconds: float | None = None  # this process's CPU while committing
     commit_thread_cpu_seconds: float | None = None  # the committing thread's share of it
@@ -120,6 +121,7 @@ class Provenance:
             "source_mtimes_ns": self.source_mtimes_ns,
             "refresh": self.refresh,
             "engine": self.engine,
+            "workers": self.workers,
             "cross_check": self.cross_check,
             "text_bytes": self.text_bytes,
             "main_cpu_seconds": _seconds(self.main_cpu_seconds),
