@@ -9,11 +9,12 @@ a signal nor anything still running can change it or hold up the exit."""
 
 
 def main() -> None:
-    from prep.startup import guard, leave
+    from prep.startup import guard, imported, leave
 
     guard()
     from prep.cli import main as cli_main
 
+    imported()
     leave(cli_main())
 
 

@@ -207,10 +207,11 @@ def imported_before_guard(argv: Sequence[str]) -> list[str]:
 def test_nothing_of_prep_runs_before_the_guard(launcher: str) -> None:
     """Before the guard, only the interpreter's own start, what the launcher itself needs
     (the console script's ``re``, ``-m``'s ``runpy``), and ``prep/__init__.py`` and
-    ``prep.startup``, which import the signal handling and nothing else."""
+    ``prep.startup``, which import the signal handling and the built-in ``gc`` (the guard
+    holds the collector off during the imports) and nothing else."""
     reference = set(imported_before_guard(
         [sys.executable, "-X", "importtime", "-c",
-         "import __future__, faulthandler, re, runpy, signal"]))
+         "import __future__, faulthandler, gc, re, runpy, signal"]))
     before = imported_before_guard(LAUNCHERS[launcher])
     assert "prep.startup" in before, before
     extra = [m for m in before if m not in reference]
