@@ -9,7 +9,6 @@ import hashlib
 import json
 import logging
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -202,28 +201,3 @@ def test_the_engine_is_built_from_the_compact_json_kept_beside_the_memo(
     monkeypatch.setattr(engine_module, "load_gigatoken", counting)
     assert choose_engine("auto", load(path), None)[0].engine == "gigatoken"
     assert probed == [True] and kept.read_bytes() == compact
-
-
-def test_installed_versions_are_importlib_metadata_s(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """The memo's key and the provenance read versions from ``.dist-info`` directory names
-    (importing ``importlib.metadata`` costs a tenth of a small run's start-up): the same
-    answer as ``importlib.metadata`` for every installed distribution and for a missing one,
-    and its own answer where an egg comes first on ``sys.path``."""
-    from importlib.metadata import distributions, version
-
-    from prep.state import manifest
-
-    names = {d.metadata["Name"] for d in distributions()}
-    assert {"numpy", "pyarrow", "tokenizers", "gigatoken"} <= names
-    assert {n: manifest.installed_version(n) for n in names} == {n: version(n) for n in names}
-    assert manifest.installed_version("no-such-distribution-here") is None
-    egg = tmp_path / "numpy-0.0.1-py3.11.egg-info"
-    egg.mkdir()
-    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: numpy\nVersion: 0.0.1\n")
-    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
-    manifest._metadata_dirs.cache_clear()
-    try:
-        assert manifest.installed_version("numpy") == version("numpy") == "0.0.1"
-    finally:
-        manifest._metadata_dirs.cache_clear()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from prep.fsio import atomic_write_bytes, cache_home
-from prep.state.manifest import installed_version
+from prep.state.versions import installed_version
 
 FORMAT = 1
 # The modules whose rules a memo's answers follow (the gate and probes, the facts, the

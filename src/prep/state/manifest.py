@@ -8,12 +8,8 @@ key order is manifest.md's; :meth:`Manifest.to_json` keeps it.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import os
-import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +22,7 @@ from prep.split import SPLITS
 from prep.state.identity import FileIdentity, SourceIdentity, TokenizerIdentity
 from prep.state.parts import MergedPart, PartOf
 from prep.state.shards import Companion, FileRecord, companions_from_json, companions_to_json
+from prep.state.versions import installed_version
 
 MANIFEST_NAME = "_MANIFEST.json"
 PROVENANCE_NAME = "_PROVENANCE.json"
@@ -343,49 +340,6 @@ def parse_manifest(raw: bytes, path: str) -> Manifest:
         raise IntegrityError(
             f"{path}: not a complete manifest ({type(e).__name__}: {e})", path=path
         ) from e
-
-
-def installed_version(name: str) -> str | None:
-    """The installed version of the distribution ``name``, or None when it is not installed.
-
-    Read from the name of its ``NAME-VERSION.dist-info`` directory, the first on ``sys.path``
-    as ``importlib.metadata`` finds it (the wheel format names that directory with the
-    normalized name and version). ``importlib.metadata`` itself answers where the first
-    match is not such a directory (an egg) or none is found: importing it costs about 25 ms,
-    a tenth of a one-document run's start-up, for two versions read per run."""
-    wanted = _normalized(name)
-    for entry in sys.path:
-        for found in _metadata_dirs(entry or "."):
-            stem, _, kind = found.rpartition(".")
-            dist, _, version = stem.partition("-")
-            if _normalized(dist) == wanted:
-                if kind == "dist-info" and version:
-                    return version
-                return _metadata_version(name)
-    return _metadata_version(name)
-
-
-def _normalized(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
-@functools.cache
-def _metadata_dirs(directory: str) -> tuple[str, ...]:
-    """The ``.dist-info`` and ``.egg-info`` entries of a ``sys.path`` directory."""
-    try:
-        names = sorted(os.listdir(directory))
-    except OSError:  # not a directory (a zip on sys.path), or gone
-        return ()
-    return tuple(n for n in names if n.endswith((".dist-info", ".egg-info")))
-
-
-def _metadata_version(name: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return None
 
 
 def package_versions() -> dict[str, str]:
