@@ -123,6 +123,7 @@ def test_a_declined_engine_is_remembered_with_its_reason(cache: Path) -> None:
     assert choose_engine("auto", enc, None)[0].engine == "hf"
     verdict = TokenizerMemo.recall(enc.identity.sha256).verdict("gigatoken")
     assert verdict is not None and verdict != ACCEPTED and "refused the file" in verdict
+    assert not list(cache.glob("*.gigatoken.json"))  # nothing kept to build from
 
 
 def test_the_refresh_fingerprint_shares_the_memo(cache: Path, eos_as_text: Path) -> None:

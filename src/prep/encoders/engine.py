@@ -102,7 +102,6 @@ def _gigatoken(encoder: HFEncoder, threads: int) -> Any:
     verdict = memo.verdict(GIGATOKEN)
     if verdict is not None and verdict != ACCEPTED:
         raise Declined(verdict)
-    made = verdict is None  # whether this run judges the engine (and remembers the verdict)
     try:
         # The plan (a parse of the file) is trusted from the memo only beside an acceptance.
         steps = (memo.facts.get(PLAN) if verdict == ACCEPTED else None) or plan(encoder.raw)
@@ -114,12 +113,13 @@ def _gigatoken(encoder: HFEncoder, threads: int) -> Any:
         engine = load_gigatoken(encoder.raw, encoder.encode_flat, probe=made,
                                 parallel=threads > 1, known=steps, built=built)
     except Declined as e:
-        if made:
+        memo.drop(ENGINE_JSON)  # nothing to build from; and no acceptance kept to trust it
+        if verdict is None:  # a first judgment only: a failed rebuild may be passing
             memo.judged(GIGATOKEN, str(e))
-            memo.keep()
+        memo.keep()
         raise
     memo.fact(PLAN, lambda: steps)
-    if made:
+    if verdict is None:
         memo.judged(GIGATOKEN, ACCEPTED)
     memo.keep()  # writes only what this run added
     return engine

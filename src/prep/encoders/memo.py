@@ -97,6 +97,12 @@ class TokenizerMemo:
         self._dirty = True
         return data, True
 
+    def drop(self, name: str) -> None:
+        """Forget the file ``name`` kept beside the memo (the memo no longer names it)."""
+        if self.facts.get("files", {}).pop(name, None) is not None:
+            self._dirty = True
+        self._unwritten.pop(name, None)
+
     def fact(self, name: str, find: Callable[[], Any]) -> Any:
         """The fact ``name``, from the memo or from ``find()`` (then remembered)."""
         if name not in self.facts:
