@@ -46,7 +46,9 @@ def test_a_small_source_is_tokenized_without_workers_unless_they_are_asked_for()
     """No worker (0) for a source of at most IN_PROCESS_BYTES with one tokenizer thread;
     ``--workers`` as given; otherwise one per core the process may use."""
     cores = default_workers()
-    assert workers_for(None, None, IN_PROCESS_BYTES) == workers_for(None, 1, 2_000) == 0
-    assert workers_for(None, None, IN_PROCESS_BYTES + 1) == cores
-    assert workers_for(None, 2, 2_000) == cores  # its tokenizer pool needs a spawned worker
-    assert workers_for(3, None, 2_000) == workers_for(3, None, 10**12) == 3
+    assert workers_for(None, None, None, IN_PROCESS_BYTES) == 0
+    assert workers_for(None, 1, None, 2_000) == 0
+    assert workers_for(None, None, None, IN_PROCESS_BYTES + 1) == cores
+    assert workers_for(None, 2, None, 2_000) == cores  # its tokenizer pool needs a worker
+    assert workers_for(None, None, 10**9, 2_000) == cores  # workers to recycle
+    assert workers_for(3, None, None, 2_000) == workers_for(3, None, None, 10**12) == 3

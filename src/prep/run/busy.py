@@ -30,13 +30,15 @@ _DROPPED = ("--workers", "--resume", "--part")  # options the advised command se
 IN_PROCESS_BYTES = 256 << 10
 
 
-def workers_for(asked: int | None, threads: int | None, source_bytes: int) -> int:
+def workers_for(asked: int | None, threads: int | None, recycle: int | None,
+                source_bytes: int) -> int:
     """How many worker processes a run starts: ``--workers`` (``asked``), else one per core
     the process may use, or none (0: it tokenizes itself) for a source of at most
-    ``IN_PROCESS_BYTES`` with one tokenizer thread (a pool of its own needs a worker)."""
+    ``IN_PROCESS_BYTES`` as stored, with one tokenizer thread (a pool of its own needs a
+    worker) and no ``--recycle-workers`` (workers to recycle were asked for)."""
     if asked is not None:
         return asked
-    if (threads or 1) == 1 and source_bytes <= IN_PROCESS_BYTES:
+    if (threads or 1) == 1 and recycle is None and source_bytes <= IN_PROCESS_BYTES:
         return 0
     return default_workers()
 

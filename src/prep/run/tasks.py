@@ -14,6 +14,7 @@ stream.md.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -124,26 +125,26 @@ class _Worker:
 _state: _Worker | None = None
 
 
-def make_worker(settings: WorkerSettings, engine: Any = None) -> None:
-    """Set this process's worker state: in the main process just before forking (with the
-    engine it already built), or in a spawned worker (``init_worker``)."""
-    global _state
+def worker_of(settings: WorkerSettings, engine: Any = None) -> _Worker:
+    """A worker's state (the engine built here when not given): this process's (``_state``)
+    in the main process just before forking, in a spawned worker, or for ``InProcess``."""
     files = [replace(f) for f in settings.files]
     encoder = engine if engine is not None else build_encoder(settings.engine)
     check = None
     if settings.engine.checked:
         check = CrossCheck(settings.engine.engine, encoder.reference, settings.out)
-    _state = _Worker(settings, Preparer(settings.recipe, files), encoder, files, check)
+    return _Worker(settings, Preparer(settings.recipe, files), encoder, files, check)
 
 
 def init_worker(settings: WorkerSettings) -> None:
-    """A worker's start: nothing in a forked one (it inherited the state ``make_worker``
-    set before the fork); in a spawned one, size the tokenizer's pool, build the engine."""
+    """A worker's start: nothing in a forked one (it inherited the state ``_pool`` set
+    before the fork); in a spawned one, size the tokenizer's pool, build the engine."""
+    global _state
     if _state is not None:
         return
     if settings.engine.threads is not None:
         os.environ["RAYON_NUM_THREADS"] = str(settings.engine.threads)
-    make_worker(settings)
+    _state = worker_of(settings)
 
 
 def open_task(source: Source, files: list[SourceFile], columns: tuple[str, str | None],
@@ -210,11 +211,15 @@ def record_digest(files: list[SourceFile], file_sha256: tuple[int, str] | None) 
 
 
 def run_task(task: Task) -> Iterator[Piece]:
-    """In a worker: read (or take) the task's rows, prepare them in batches, tokenize;
-    at least one piece per task."""
-    w = _state
-    if w is None:
+    """In a worker: :func:`run_task_with` its state."""
+    if _state is None:
         raise RuntimeError("worker not initialised")
+    return run_task_with(_state, task)
+
+
+def run_task_with(w: _Worker, task: Task) -> Iterator[Piece]:
+    """Read (or take) the task's rows, prepare them in batches, tokenize, with the worker
+    state ``w``; at least one piece per task."""
     settings = w.settings
     for batch, sha in prepared(settings.source, w.files, settings.recipe, w.preparer, task,
                                settings.batch_size):
@@ -302,19 +307,18 @@ def text_bytes(piece: Piece) -> int:
 def _pool(settings: WorkerSettings, workers: int, engine: Any, retire: dict[str, Any]
           ) -> OrderedPool[Task, Piece] | InProcess[Task, Piece]:
     """Forked workers that inherit ``engine`` (one tokenizer thread each: nothing to
-    inherit from a thread pool), or spawned ones that build their own (``--threads`` > 1);
-    each retired as ``retire`` says (``OrderedPool``'s arguments, see :func:`open_workers`).
-    No worker (0): the tasks run in this process, with ``engine``."""
-    if workers == 0:
-        make_worker(settings, engine)
-        return InProcess(run_task)
+    inherit from a thread pool), or spawned ones that build their own (``--threads`` > 1),
+    each retired as ``retire`` says (see :func:`open_workers`); or none, in this process."""
+    global _state
+    if workers == 0:  # its own state: nothing global another run here could replace
+        return InProcess(functools.partial(run_task_with, worker_of(settings, engine)))
     if (settings.engine.threads or 1) > 1:
         return OrderedPool(run_task, workers, init_worker, (settings,), depth=4, fork=False,
                            **retire)
     # The main process may have used tokenizers' thread pool (probes, cross-check): say
     # that no child uses one, so a forked child neither warns nor waits on absent threads.
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
-    make_worker(settings, engine)
+    _state = worker_of(settings, engine)
     # init_worker too: where the platform cannot fork, the pool spawns instead
     return OrderedPool(run_task, workers, init_worker, (settings,), depth=4, **retire)
 
@@ -325,12 +329,12 @@ def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
                   retire: dict[str, Any] | None = None,
                   through: Callable[[Copiers | None], None] | None = None,
                   ) -> Iterator[Iterable[tuple[Batch, Any]]]:
-    """Prepared batches (shed of their texts) with their ``Piece.payload``, in stream
-    order, computed by
-    ``workers`` processes; a batch the workers' cross-check refused raises here, before it
-    is handed on (``check`` adds up what was re-encoded). The files a worker hashed get
-    their digest in ``files`` (the main process's list). ``through`` is given the pool's
-    copiers (``prep.copyout``), to write the shards' ids with, and None before they end."""
+    """Prepared batches (shed of their texts) with their ``Piece.payload``, in stream order,
+    computed by ``workers`` processes (0: this one); a batch the workers' cross-check
+    refused raises here, before it is handed on (``check`` adds up what was re-encoded).
+    The files a worker hashed get their digest in ``files`` (the main process's list).
+    ``through`` is given the pool's copiers (``prep.copyout``), to write the shards' ids
+    with, and None before they end."""
 
     def pieces() -> Iterator[tuple[Batch, Any]]:
         for piece in pool.map(tasks):
@@ -378,7 +382,7 @@ def open_workers(state: RunState, stream: Iterator[StreamItem],
     writer = state.writers[SPLITS[0]]
     settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size, out,
                                  writer.fmt.dtype_name(writer.vocab_size))
-    workers = state.workers = workers_for(opts.workers, opts.threads,
+    workers = state.workers = workers_for(opts.workers, opts.threads, opts.recycle_workers,
                                           sum(f.size for f in state.files))
     advice = parts_advice(workers, argv, out, recipe.part) if spec.engine == GIGATOKEN else None
     if advice is not None:
