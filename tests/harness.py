@@ -94,6 +94,9 @@ class Corpus:
     vocab_size: int | None = None
     dataset: str = "fixed"
     format: str = "llmc"  # --format of every run in the World
+    # --workers of every run (args()) in the World; 0: not given, so that a source this
+    # small is tokenized in the main process (prep.run.busy.IN_PROCESS_BYTES)
+    workers: int = 0
 
 
 # KILL: a run of ~1.5 s with FAST options, so that random kills land everywhere.
@@ -169,8 +172,9 @@ class World:
         return [*args, "--dataset", c.dataset]
 
     def args(self, out: Path, *extra: object) -> list[str]:
-        """``--out OUT``, the recipe and ``extra``."""
-        return ["--out", str(out), *self.recipe(), *map(str, extra)]
+        """``--out OUT``, the recipe, the World's ``--workers`` and ``extra``."""
+        workers = ["--workers", str(self.corpus.workers)] if self.corpus.workers else []
+        return ["--out", str(out), *self.recipe(), *workers, *map(str, extra)]
 
     def fresh_args(self, out: Path, *extra: str) -> list[str]:
         """A fresh interrupted-style run: the recipe, tiny batches, frequent checkpoints."""

@@ -30,7 +30,7 @@ import prep.encoders.gigatoken
 import prep.merge
 import prep.pipeline
 import prep.run.tasks
-from prep.startup import guard, settle
+from prep.startup import guard, imported, settle
 
 if threading.active_count() != 1:  # a fork would copy a lock some thread holds
     raise SystemExit(f"the fork server must be single-threaded: {threading.enumerate()}")
@@ -44,6 +44,7 @@ def child(argv: list[str], stderr: str) -> int:
     os.dup2(null, 1)
     try:
         guard()
+        imported()  # as the entry points do once their imports are done (all are, here)
         code = prep.cli.run_prepare(argv[1:]) if argv[0] == "prepare" else prep.cli.main(argv)
         settle()
     except BaseException:

@@ -14,9 +14,10 @@ import pytest
 from harness import Corpus, World, world
 from s3server import S3Server
 
-# ~6 train shards and one val shard that stays open from the first row to the last.
+# ~6 train shards and one val shard that stays open from the first row to the last; worker
+# processes (copiers among them) write them, as for any source larger than this one.
 CORPUS = Corpus(n_docs=3000, n_files=4, max_file_tokens=3000, tokenizer_docs=1500,
-                vocab_size=300, dataset="ds")
+                vocab_size=300, dataset="ds", workers=2)
 SHARDS = (".bin", ".idx")
 
 

@@ -66,7 +66,10 @@ def aws(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
 
 
 def args(world: World, uri: str, out: Path, *extra: object) -> list[str]:
-    return ["--out", str(out), *world.recipe(source=uri), *map(str, extra)]  # type: ignore[arg-type]
+    """Worker processes read the objects (from the local cache), as for any source larger
+    than this one (a source this small would be read by the main process)."""
+    return ["--out", str(out), *world.recipe(source=uri), "--workers", "2",  # type: ignore[arg-type]
+            *map(str, extra)]
 
 
 def assert_like_reference(world: World, out: Path) -> None:
