@@ -15,7 +15,7 @@ as any second run on a machine would). Prints ``{"bench": "startup", "prep_ratio
 median(prep) / median(recipe), "refresh_ratio": median(refresh) / median(recipe), ...}``
 with the medians, each round's ratios and the median CPU (user + system of the whole tree).
 
-    python benchmarks/startup.py [--rounds 7] [--workdir D]
+    python benchmarks/startup.py [--rounds 15] [--workdir D]
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def timed(cmd: list[str], sink: Path) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--workdir", type=Path)
     args = ap.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="startup-"))
