@@ -187,7 +187,7 @@ def test_killed_during_an_upload_resumes_from_the_bucket_alone(
     # and the upload not completed; killed there. Paced (batches of 64 documents, a
     # fraction of a shard, 0.05 s after each), so that shards are still being sealed, and
     # their uploads started, long after that checkpoint.
-    sending = {**gate("prep.outputs.remote.copy_into", tmp_path), "within": "_upload_shard",
+    sending = {**gate("prep.outputs.remote.copy_hashed", tmp_path), "within": "_upload_shard",
                "after_log": "remote checkpoint 3 "}
     first = spawn([*world.args(uri, "--batch-size", 64), "--staging", tmp_path / "a"],  # type: ignore[arg-type]
                   faults=[sending, paced(0.05)])

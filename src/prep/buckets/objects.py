@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow.fs as pafs
 
@@ -26,10 +27,30 @@ from prep.buckets.uri import BucketPath
 from prep.errors import IntegrityError
 from prep.globs import fixed_lead, has_glob
 
-CHUNK = 8 << 20  # bytes per ranged GET of a download
+CHUNK = 8 << 20  # bytes per read of an object (a ranged GET) or of a file being uploaded
 HEAD_THREADS = 16  # HEAD requests in flight while pinning a listing
 _ETAG_KEYS = ("ETag", "etag")
 _VERSION_KEYS = ("VersionId", "x-amz-version-id", "generation")
+
+
+def copy_hashed(src: Any, out: Any, h: Any, size: int | None = None,
+                stopped: Callable[[], bool] = lambda: False) -> int:
+    """Copy ``src`` into ``out`` (at most ``size`` bytes; to its end, for None) in
+    :data:`CHUNK` reads, feeding ``h`` (a ``hashlib`` object); returns how many were copied.
+    No read asks for more than is left: pyarrow's streams then hand back Python bytes of
+    that size (Arrow buffers, from its mimalloc pool, measured twice the page faults).
+    Raises ``InterruptedError`` once ``stopped()``."""
+    got = 0
+    while size is None or got < size:
+        chunk = src.read(CHUNK if size is None else min(CHUNK, size - got))
+        if not chunk:
+            break
+        if stopped():
+            raise InterruptedError("stopped")
+        h.update(chunk)
+        out.write(chunk)
+        got += len(chunk)
+    return got
 
 
 @dataclass(frozen=True)
@@ -162,13 +183,10 @@ def download(fs: pafs.FileSystem, uri: str, pin: ObjectPin, dest: Path,
                               _header(meta, _ETAG_KEYS) or "", _header(meta, _VERSION_KEYS))
             if not _same(pin, first):
                 raise changed(uri, pin, first, "since the run pinned it")
-            got = 0
-            while got < pin.size and (chunk := src.read(min(CHUNK, pin.size - got))):
-                if stopping():
-                    raise InterruptedError(f"download of {uri} stopped")
-                h.update(chunk)
-                out.write(chunk)
-                got += len(chunk)
+            try:
+                got = copy_hashed(src, out, h, pin.size, stopping)
+            except InterruptedError:
+                raise InterruptedError(f"download of {uri} stopped") from None
         if got != pin.size:
             raise changed(uri, pin, ObjectPin(pin.path, got, pin.etag, pin.version_id),
                           "while prep was downloading it")

@@ -14,7 +14,7 @@ with their requests saved: a checkpoint costs about ten, its segments, the check
 owns the output, its write and the delete of the one before last).
 
 Bounded: at most :data:`UPLOAD_THREADS` uploads at once (each streams its file in
-:data:`prep.outputs.remote.CHUNK` pieces) and at most :data:`MAX_QUEUED` shards waiting;
+:data:`prep.buckets.objects.CHUNK` pieces) and at most :data:`MAX_QUEUED` shards waiting;
 past that :meth:`Mirror.committed` waits for the oldest, so a slow network slows the run
 instead of queueing without end. A failed upload (after :mod:`prep.outputs.remote`'s
 retries) is raised in the committing thread at its next commit, or at publish: the run

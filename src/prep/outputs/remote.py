@@ -29,19 +29,18 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import TypeVar
 
 import pyarrow.fs as pafs
 
 from prep.buckets.client import STORE_ERRORS, Store, store_error
+from prep.buckets.objects import copy_hashed
 from prep.buckets.uri import BucketPath
 from prep.errors import IntegrityError, TransientError
-from prep.fsio import Hasher
 from prep.state.remote import RemoteCheckpoint
 
 logger = logging.getLogger(__name__)
 
-CHUNK = 8 << 20  # bytes per read of a local file being uploaded, and per download read
 RETRY_SECONDS = 300.0
 RETRY_FIRST_DELAY = 1.0
 RETRY_MAX_DELAY = 30.0
@@ -55,23 +54,6 @@ def checkpoint_key(seq: int) -> str:
     return f"checkpoint-{seq:08d}.json"
 
 T = TypeVar("T")
-
-
-def copy_into(src: IO[bytes], out: Any, size: int | None, h: Hasher) -> int:
-    """Copy ``size`` bytes (all, for None) of ``src`` into the object being written,
-    feeding ``h``; returns how many were missing. Reads are Python bytes of at most what
-    is left: Arrow buffers (its mimalloc pool) measured twice the page faults here. The
-    object exists only once ``out`` is closed after this."""
-    left = size
-    while left is None or left > 0:
-        chunk = src.read(CHUNK if left is None else min(CHUNK, left))
-        if not chunk:
-            break
-        h.update(chunk)
-        out.write(chunk)
-        if left is not None:
-            left -= len(chunk)
-    return left or 0
 
 
 @dataclass
@@ -172,8 +154,8 @@ class Remote:
             h = hashlib.sha256()
             with open(local, "rb") as f, self.fs.open_output_stream(fs_path) as out:
                 f.seek(offset)
-                rest = os.fstat(f.fileno()).st_size - offset
-                left = copy_into(f, out, rest if size is None else size, h)
+                want = os.fstat(f.fileno()).st_size - offset if size is None else size
+                left = want - copy_hashed(f, out, h, want)
             if left:
                 raise EOFError(f"{local} ended {left:,} bytes early")
             return h.hexdigest()
@@ -204,9 +186,7 @@ class Remote:
             with self.fs.open_input_stream(fs_path) as src, open(dest, mode) as out:
                 out.seek(start)
                 out.truncate()
-                while chunk := src.read(CHUNK):
-                    h.update(chunk)
-                    out.write(chunk)
+                copy_hashed(src, out, h)
             return h.hexdigest()
 
         got = self.call("downloading", fs_path, get)
