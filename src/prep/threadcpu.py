@@ -2,10 +2,11 @@
 process's serial share is measured (``_PROVENANCE.json``'s ``main_threads_cpu_seconds``).
 
 Each live Python thread's own CPU clock (``pthread_getcpuclockid``) is read at the start, at
-every :meth:`ThreadCpu.sample` (the committing loop takes one per batch: a few microseconds)
-and at the end; a thread that ended keeps its last reading. What no reading saw (the last
-instants of an ended thread, threads Python does not know) is ``other``: the process's CPU
-time less the threads named.
+every :meth:`ThreadCpu.sample` (the committing loop takes one every
+``prep.run.loop.SAMPLE_EVERY`` batches: a few microseconds each) and at the end; a thread
+that ended keeps its last reading. What no reading saw (the last instants of an ended
+thread, threads Python does not know) is ``other``: the process's CPU time less the
+threads named.
 """
 
 from __future__ import annotations

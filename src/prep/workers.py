@@ -301,8 +301,7 @@ class InProcess(Generic[T, R]):
     the queues, the arenas and copiers, then ending them: ~0.05 s of a run that tokenizes
     one document in a millisecond). The caller has set up what ``fn`` needs here."""
 
-    copiers: Copiers | None = None
-    retired = 0
+    copiers: Copiers | None = None  # the ids are written by the main process
 
     def __init__(self, fn: Callable[[T], Iterable[R]]) -> None:
         self._fn = fn
@@ -310,12 +309,6 @@ class InProcess(Generic[T, R]):
     def map(self, tasks: Iterable[T]) -> Iterator[R]:
         for task in tasks:
             yield from self._fn(task)
-
-    def pids(self) -> list[int]:
-        return []
-
-    def shared_buffers(self) -> int:
-        return 0
 
     def close(self) -> None:
         """Nothing runs beside the caller."""
