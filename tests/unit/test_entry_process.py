@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from prep.startup import BLAS_THREADS
+
 # What an entry point does first, then what the run does next: numpy's import. Prints the
 # variable and how many threads the process has.
 PROBE = """
@@ -27,8 +29,7 @@ print(os.environ.get("OPENBLAS_NUM_THREADS"), len(os.listdir("/proc/self/task"))
 
 
 def probe(**env: str) -> tuple[str, int, str]:
-    clean = {k: v for k, v in os.environ.items()
-             if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")}
+    clean = {k: v for k, v in os.environ.items() if k not in BLAS_THREADS}
     out = subprocess.run([sys.executable, "-c", PROBE], env={**clean, **env}, check=True,
                          capture_output=True, text=True).stdout.split()
     return out[0], int(out[1]), out[2]

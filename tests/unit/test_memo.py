@@ -50,6 +50,20 @@ def assert_same_ids(got_engine: Any, want_engine: Any) -> None:
     assert got.ids.tolist() == want.ids.tolist() and got.offsets.tolist() == want.offsets.tolist()
 
 
+def warm_engine_without(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, what: str,
+                        path: Path) -> Any:
+    """A warm run's engine for ``path``, which must be gigatoken and must not call
+    ``module.name`` (the test fails saying the run ``what``)."""
+
+    def forbidden(*args: Any, **kw: Any) -> Any:
+        raise AssertionError(f"the warm run {what}")
+
+    monkeypatch.setattr(module, name, forbidden)
+    spec, engine = choose_engine("auto", load(path), None)
+    assert spec.engine == "gigatoken"
+    return engine
+
+
 @pytest.fixture(scope="module")
 def eos_as_text(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A trained BPE whose separator is named by its text in tokenizer_config.json."""
@@ -152,13 +166,9 @@ def test_a_remembered_plan_builds_the_engine_without_parsing_the_file(
     assert json.loads(memo_file(cache, cold).read_text())["facts"]["gigatoken_plan"] == \
         giga.plan(path.read_bytes())
 
-    def no_parse(text: str) -> Any:
-        raise AssertionError("the warm run parsed the tokenizer.json")
-
-    monkeypatch.setattr(giga, "parse_members", no_parse)
-    spec, warm_engine = choose_engine("auto", load(path), None)
-    assert spec.engine == "gigatoken"
-    assert_same_ids(warm_engine, cold_engine)
+    warm = warm_engine_without(monkeypatch, giga, "parse_members", "parsed the tokenizer.json",
+                               path)
+    assert_same_ids(warm, cold_engine)
 
 
 def test_the_engine_is_built_from_the_compact_json_kept_beside_the_memo(
@@ -182,13 +192,9 @@ def test_the_engine_is_built_from_the_compact_json_kept_beside_the_memo(
     facts = json.loads(memo_file(cache, cold).read_text())["facts"]
     assert facts["files"]["gigatoken.json"] == hashlib.sha256(compact).hexdigest()
 
-    def no_making(data: bytes) -> bytes:
-        raise AssertionError("the warm run made the compact JSON again")
-
-    monkeypatch.setattr(engine_module, "compact_json", no_making)
-    spec, warm_engine = choose_engine("auto", load(path), None)
-    assert spec.engine == "gigatoken"
-    assert_same_ids(warm_engine, cold_engine)
+    warm = warm_engine_without(monkeypatch, engine_module, "compact_json",
+                               "made the compact JSON again", path)
+    assert_same_ids(warm, cold_engine)
 
     monkeypatch.setattr(engine_module, "compact_json", giga.compact_json)
     kept.write_bytes(compact.replace(b'"vocab":{', b'"vocab":{"extra":1,', 1))  # tampered
