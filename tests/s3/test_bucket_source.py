@@ -8,6 +8,7 @@ credential lands in anything written or printed. The runs are few and shared: on
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -31,7 +32,9 @@ from harness import (
 )
 from s3server import S3Server
 
+from prep.buckets.cache import READ_AHEAD
 from prep.sources import canonical_source, resolve_source
+from prep.sources.bucket import BucketSource
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +108,25 @@ def test_prefix_glob_and_object_select_as_locally(world: World, corpus_uri: str,
     one = resolve_source(f"{prefix}/part-00002.parquet", None)
     assert (one.root, [(f.path, f.size) for f in one.files]) == (
         prefix, [("part-00002.parquet", world.path(2).stat().st_size)])
+
+
+def test_planning_the_reads_starts_the_first_downloads(world: World, corpus_uri: str,
+                                                       aws: S3Server) -> None:
+    """The first objects of the read order download as soon as it is known (while the run
+    builds its engine and starts its workers), before a reader asks for any."""
+    source = resolve_source(corpus_uri, None)
+    assert isinstance(source, BucketSource) and source.cache is not None
+    try:
+        source.plan_reads(source.files)
+        started = source.cache._futures  # nothing was asked for: these are the plan's
+        first = source.files[:READ_AHEAD]
+        assert sorted(started) == sorted(source.pins[f.path].path for f in first)
+        for f in first:
+            local, sha = started[source.pins[f.path].path].result()
+            data = (world.source / f.path).read_bytes()
+            assert (local.read_bytes(), sha) == (data, hashlib.sha256(data).hexdigest())
+    finally:
+        source.cache.close()
 
 
 @pytest.fixture

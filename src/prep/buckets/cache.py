@@ -3,7 +3,8 @@
 Workers read Parquet by path, so each object is copied to local disk before its row groups
 are planned (:meth:`ObjectCache.local`), and the next :data:`READ_AHEAD` objects of the
 read order are already downloading in background threads meanwhile, so tokenizing does not
-wait on the network.
+wait on the network. The first ones start as soon as the read order is known
+(:meth:`ObjectCache.plan`), before the run's engine and workers.
 
 Where: ``$XDG_CACHE_HOME/prep/objects/run-PID-XXXX/`` (default ``~/.cache``), one directory
 per run process, removed when the process ends; a directory whose process is gone (a
@@ -81,9 +82,13 @@ class ObjectCache:
         self._pool = ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="prep-download")
 
     def plan(self, order: Sequence[ObjectPin]) -> None:
-        """The order objects will be asked for: what to download ahead."""
+        """The order objects will be asked for: what to download ahead. The first
+        :data:`READ_AHEAD` start downloading now, while the run builds its engine and starts
+        its workers."""
         with self._lock:
             self._order = list(order)
+            for pin in self._order[:READ_AHEAD]:
+                self._submit(pin)
 
     def _directory(self) -> Path:
         if self._dir is None:
