@@ -9,7 +9,7 @@ precedes a non-empty one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,6 +107,7 @@ class SplitWriter:
     _pending_digest: bytes | None = None  # of the one pending piece, when it is a whole Laid
     _sealing: Sealing = field(default_factory=Sealing)
     _copier: Copier | None = None  # who writes the open shard's ids (prep.copyout)
+    on_sealed: Callable[[FileRecord], None] | None = None  # told of each seal, in its thread
 
     def __post_init__(self) -> None:
         self._sep = np.array([self.sep_id], dtype=np.uint32) if self.sep_id is not None else None
@@ -220,7 +221,7 @@ class SplitWriter:
         if self._file is None:
             raise RuntimeError(f"{self.split}: no open shard to seal")
         self.flush()
-        self._sealing.submit(self._file, self._file_docs, self.sealed)
+        self._sealing.submit(self._file, self._file_docs, self.sealed, self.on_sealed)
         self._file = None
         self._file_docs = 0
         self._file_tokens = 0

@@ -66,3 +66,79 @@ def test_the_writer_writes_only_the_newest_ready_checkpoint(
             for name, _ in shard_files(rec):
                 with fs.open_input_stream(f"{s3_bucket}/mirror/ds/{name}") as f:
                     assert f.read() == (s.paths.staging / name).read_bytes()
+
+
+def _mirror(s3_server: S3Server, s3_bucket: str, staging: Path, key: str) -> Mirror:
+    remote = Remote(BucketPath("s3", s3_bucket, key),
+                    Store("s3", "the test server", s3_server.filesystem()))
+    return Mirror(remote, staging, None, "the test")
+
+
+def _listed(s3_server: S3Server, prefix: str) -> list[str]:
+    infos = s3_server.filesystem().get_file_info(pafs.FileSelector(prefix, recursive=True,
+                                                                   allow_not_found=True))
+    return sorted(i.path[len(prefix) + 1:] for i in infos if i.type == pafs.FileType.File)
+
+
+def test_a_sealed_shard_goes_up_before_any_commit_names_it(
+        s3_server: S3Server, s3_bucket: str, tmp_path: Path) -> None:
+    """The upload starts when the seal is done, in the sealing thread: a commit that waits
+    for a gap between seals does not hold the shards sealed meanwhile back."""
+    s = setup(tmp_path)
+    state, stream = started(s)
+    mirror = _mirror(s3_server, s3_bucket, s.paths.staging, "early/ds")
+    for w in state.writers.values():
+        w.on_sealed = mirror.sealed
+    try:
+        while state.rolled() == 0:
+            commit(state, stream, 1)
+        pause = threading.Event()
+        while not all(w.seals_done() for w in state.writers.values()):
+            pause.wait(0.01)  # a poll for the background seal (which always ends)
+        mirror.uploaded()  # the seal started its upload: this waits for it
+        sent = dict(mirror.sent)
+    finally:
+        mirror.close()
+        state.close()
+    assert sent, "no upload was started by the seal"
+    assert _listed(s3_server, f"{s3_bucket}/early/ds") == sorted(sent)
+    for name in sent:
+        with s3_server.filesystem().open_input_stream(f"{s3_bucket}/early/ds/{name}") as f:
+            assert f.read() == (s.paths.staging / name).read_bytes()
+    assert _listed(s3_server, f"{s3_bucket}/early/ds.incomplete") == []  # no commit yet
+
+
+def test_uploads_are_awaited_without_the_writer_and_a_publish_drops_its_last_checkpoint(
+        s3_server: S3Server, s3_bucket: str, tmp_path: Path) -> None:
+    """At publish the shards must be up, not the remote checkpoint of the last commit: the
+    manifest goes up while the writer is still busy, and once it is there a checkpoint not
+    started is dropped instead of written."""
+    s = setup(tmp_path)
+    state, stream = started(s)
+    mirror = _mirror(s3_server, s3_bucket, s.paths.staging, "late/ds")
+    busy = threading.Event()
+    mirror._writer.submit(busy.wait)  # the writer busy with an earlier checkpoint
+    try:
+        while state.rolled() == 0:
+            commit(state, stream, 1)
+        state.checkpoint()
+        mirror.committed(ckpt.load(s.paths.staging))  # asks for a remote checkpoint
+        asked = mirror._jobs._pending[-1]
+        mirror.uploaded()  # returns with the writer still busy
+        assert not busy.is_set()
+        assert set(_listed(s3_server, f"{s3_bucket}/late/ds")) == set(mirror.sent)
+        closing = threading.Thread(target=mirror.close, kwargs={"published": True})
+        closing.start()  # drops the checkpoint asked for, then waits for the busy writer
+        for _ in range(6000):  # polls for the close; a minute only bounds a failure
+            if asked.cancelled():
+                break
+            busy.wait(0.01)
+        dropped = asked.cancelled()
+        busy.set()
+        closing.join()
+        assert dropped, "the remote checkpoint asked for was not dropped"
+    finally:
+        busy.set()
+        mirror.close()
+        state.close()
+    assert _listed(s3_server, f"{s3_bucket}/late/ds.incomplete") == []

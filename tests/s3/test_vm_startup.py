@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from harness import DRIVER, World, make_world, no_traceback, ops_corpus, wait_for
+from harness import DRIVER, World, make_world, no_traceback, ops_corpus, paced, wait_for
 from markdown import code_block
 from s3server import S3Server
 
@@ -95,13 +95,15 @@ def test_a_replacement_vm_finishes_what_a_killed_one_started(
         vm: Vm, s3_server: S3Server, tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     gate.mkdir()
-    # Parked once its second remote checkpoint is written: the first is at row 0, and how
-    # many come after depends on timing (the writer passes over a checkpoint a newer one
-    # makes pointless), but the last one, past row 0, is always written.
+    # Parked once its second remote checkpoint is written: the first is at row 0, the
+    # second at the first commit that names a sealed shard. Paced (0.05 s after each batch
+    # of 64 documents), the stream is then far from its end, and the run cannot publish
+    # meanwhile: its commits soon wait for the parked writer (at most MAX_QUEUED jobs).
+    # Unpaced, the second could be the last commit's, which a publish may drop.
     park = {"target": "prep.outputs.mirror.Mirror._checkpoint", "action": "gate",
             "nth": 2, "when": "after", "reached": str(gate / "reached"),
             "release": str(gate / "release")}
-    first, log = vm.boot(tmp_path / "disk-1", [park])
+    first, log = vm.boot(tmp_path / "disk-1", [park, paced(0.05)])
     wait_for(lambda: (gate / "reached").exists() or first.poll() is not None,
              "the first VM's second remote checkpoint")
     assert (gate / "reached").exists(), log.read_text()

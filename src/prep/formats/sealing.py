@@ -10,6 +10,7 @@ and hashed, and an error raised while sealing is raised there, as it was raised.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from prep.formats.backlog import Backlog
 from prep.formats.base import ShardWriter
@@ -20,15 +21,20 @@ logger = logging.getLogger(__name__)
 MAX_PENDING = 2  # seals in flight before submit() waits for the oldest (open files, disk)
 
 
-def seal_record(file: ShardWriter, n_docs: int) -> FileRecord:
-    """Seal ``file`` and return its record; on failure the file is closed (it stays an open
-    shard on disk, which resume handles) and the error raised."""
+def seal_record(file: ShardWriter, n_docs: int,
+                on_sealed: Callable[[FileRecord], None] | None = None) -> FileRecord:
+    """Seal ``file`` and return its record, after telling ``on_sealed`` of it (in this
+    thread); on failure the file is closed (it stays an open shard on disk, which resume
+    handles) and the error raised."""
     try:
         sha, companions = file.seal()
     except BaseException:
         file.close()
         raise
-    return FileRecord(file.name, file.n, n_docs, sha, companions)
+    record = FileRecord(file.name, file.n, n_docs, sha, companions)
+    if on_sealed is not None:
+        on_sealed(record)
+    return record
 
 
 class Sealing:
@@ -46,13 +52,15 @@ class Sealing:
         """Whether every submitted seal is done (:meth:`wait` would not wait)."""
         return self._seals.finished()
 
-    def submit(self, file: ShardWriter, n_docs: int, into: list[FileRecord]) -> None:
+    def submit(self, file: ShardWriter, n_docs: int, into: list[FileRecord],
+               on_sealed: Callable[[FileRecord], None] | None = None) -> None:
         """Start sealing ``file`` (nothing is appended to it any more), after appending to
         ``into`` the records of earlier seals it had to wait for to stay within
-        ``max_pending``."""
+        ``max_pending``. ``on_sealed`` is told of its record as soon as it is sealed, in
+        the sealing thread (before :meth:`wait` returns it)."""
         for record in self._seals.room(1):
             into.append(record)
-        self._seals.submit(1, seal_record, file, n_docs)
+        self._seals.submit(1, seal_record, file, n_docs, on_sealed)
 
     def wait(self, into: list[FileRecord]) -> None:
         """Append to ``into`` the record of every pending seal, in order, as each is done.

@@ -35,6 +35,7 @@ from prep.outputs.lock import HeldLock, LockPaths, hold_lock
 from prep.partition import Part
 from prep.state.checkpoint import Checkpoint
 from prep.state.manifest import MANIFEST_NAME, Manifest
+from prep.state.shards import FileRecord
 
 ABSENT, EMPTY, DATASET, OTHER = "absent", "empty", "dataset", "other"
 
@@ -184,6 +185,10 @@ class Output(ABC):
     def committed(self, cp: Checkpoint) -> None:
         """The run wrote checkpoint ``cp`` in staging (its commit point). Raises what went
         wrong with what the output did with earlier commits (the run then stops)."""
+        return None
+
+    def sealed(self, record: FileRecord) -> None:
+        """A shard is sealed (``record``), told in its sealing thread."""
         return None
 
     def settle(self, graceful: bool) -> None:

@@ -46,6 +46,7 @@ from prep.outputs.remote import Remote
 from prep.partition import PARTS_SUFFIX, Part
 from prep.state import checkpoint as ckpt
 from prep.state.manifest import MANIFEST_NAME, Manifest
+from prep.state.shards import FileRecord
 
 logger = logging.getLogger(__name__)
 
@@ -248,6 +249,10 @@ class BucketOutput(Output):
     def committed(self, cp: ckpt.Checkpoint) -> None:
         if self.run.mirror is not None:
             self.run.mirror.committed(cp)
+
+    def sealed(self, record: FileRecord) -> None:
+        if self.run.mirror is not None:
+            self.run.mirror.sealed(record)
 
     def settle(self, graceful: bool) -> None:
         self.run.settle(graceful)

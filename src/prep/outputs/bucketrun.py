@@ -134,13 +134,18 @@ class BucketRun:
 
     def publish(self) -> None:
         """Publish (:meth:`BucketPrefix.publish`: the manifest last), then remove the run's
-        remote and local staging."""
+        remote and local staging. Once the manifest is there, a remote checkpoint not
+        written yet is of no use: it is dropped (one being written ends first, so nothing
+        is written into ``NAME.incomplete/`` after its removal). A publish that fails lets
+        it be written, for the resume."""
         mirror = self.mirror or self._mirror(self.prefix.checkpoint())
+        self.mirror = None
         try:
             self.prefix.publish(self.staging, mirror)
-        finally:
+        except BaseException:
             mirror.close()
-            self.mirror = None
+            raise
+        mirror.close(published=True)
         self.clean_up()
 
     def recover(self) -> None:

@@ -1,9 +1,13 @@
 """A bucket run's uploads, in the background: sealed shards, then remote checkpoints.
 
-After every local checkpoint the run calls :meth:`Mirror.committed`. The shards sealed since
-the last commit start uploading to their final names in ``NAME/`` (each file streamed from
-local staging, its SHA-256 checked against the checkpoint's as it is read). When a commit
-brought new sealed shards, a remote checkpoint of that commit follows them: once they are
+A shard starts uploading to its final name in ``NAME/`` as soon as its seal is done
+(:meth:`Mirror.sealed`, called in the sealing thread), not at the commit that will name it:
+a commit may wait for a gap between seals, and shards sealed meanwhile would otherwise go up
+together at its end. Each file is streamed from local staging, its SHA-256 checked against
+the seal's as it is read. After every local checkpoint the run calls
+:meth:`Mirror.committed`, which sends any sealed file not sent yet (a resume's). When a
+commit names sealed shards no commit named before, a remote checkpoint of that commit
+follows them: once they are
 uploaded, the bytes the open shards gained since the previous remote checkpoint go up as
 segments, then the remote checkpoint (:mod:`prep.state.remote`) replaces the previous one.
 Remote checkpoints are written by one thread, in commit order, each after the uploads it
@@ -14,9 +18,10 @@ with their requests saved: a checkpoint costs about ten, its segments, the check
 owns the output, its write and the delete of the one before last).
 
 Bounded: at most :data:`UPLOAD_THREADS` uploads at once (each streams its file in
-:data:`prep.buckets.objects.CHUNK` pieces) and at most :data:`MAX_QUEUED` shards waiting;
-past that :meth:`Mirror.committed` waits for the oldest, so a slow network slows the run
-instead of queueing without end. A failed upload (after :mod:`prep.outputs.remote`'s
+:data:`prep.buckets.objects.CHUNK` pieces) and at most :data:`MAX_QUEUED` jobs waiting at a
+commit; past that :meth:`Mirror.committed` waits for the oldest, so a slow network slows
+the run instead of queueing without end (a seal never waits: the sealing backlog and the
+commits bound what it adds). A failed upload (after :mod:`prep.outputs.remote`'s
 retries) is raised in the committing thread at its next commit, or at publish: the run
 stops after its local checkpoint, and the remote checkpoint still names only what is
 uploaded.
@@ -59,6 +64,67 @@ def shard_files(rec: FileRecord | ManifestFile) -> list[tuple[str, str]]:
     return [(rec.name, rec.sha256)] + [(c.name, c.sha256) for c in rec.companions]
 
 
+class Jobs:
+    """A run's background jobs, oldest first. The first failure is remembered and raised to
+    the committing thread (:meth:`check`); after it, a job that had not started does
+    nothing (nothing is uploaded or named after a failure)."""
+
+    def __init__(self) -> None:
+        self._pending: deque[Future[Any]] = deque()
+        self._lock = threading.Lock()
+        self.failed: BaseException | None = None
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def submit(self, pool: ThreadPoolExecutor, fn: Callable[..., None], *args: Any
+               ) -> Future[Any]:
+        job = pool.submit(self._guarded, fn, *args)
+        with self._lock:
+            self._pending.append(job)
+        return job
+
+    def _guarded(self, fn: Callable[..., None], *args: Any) -> None:
+        if self.failed is not None:
+            return
+        try:
+            fn(*args)
+        except BaseException as e:
+            self.failed = self.failed or e
+            raise
+
+    def check(self) -> None:
+        """Raise the first failure, if any."""
+        if self.failed is not None:
+            raise self.failed
+
+    def oldest(self, done_only: bool) -> Future[Any] | None:
+        """Take the oldest job off the queue (only a finished one with ``done_only``)."""
+        with self._lock:
+            if not self._pending or (done_only and not self._pending[0].done()):
+                return None
+            return self._pending.popleft()
+
+    def take_done(self) -> None:
+        """Forget the finished jobs at the head of the queue; raise a failure."""
+        while (job := self.oldest(done_only=True)) is not None:
+            job.result()
+        self.check()
+
+    def drain(self, below: int = 1, waiting: Callable[[int], None] = lambda n: None) -> None:
+        """Wait for the oldest jobs until fewer than ``below`` are queued (``waiting`` is
+        told how many before a wait); raise the first failure."""
+        while len(self._pending) >= below and (job := self.oldest(done_only=False)):
+            if not job.done():
+                waiting(len(self._pending) + 1)
+            job.result()
+        self.check()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._pending.clear()
+
+
 class Mirror:
     """The uploads of one run (see the module docstring). ``known``: the remote checkpoint
     the bucket holds now (its sealed shards are uploaded, its segments reusable)."""
@@ -67,6 +133,8 @@ class Mirror:
                  owner: str, seq: int = 0) -> None:
         self.remote, self.staging, self.owner = remote, staging, owner
         self.sent: dict[str, str] = {}  # file name -> SHA-256, uploaded or uploading
+        self.named: set[str] = set()  # the sealed files a commit named
+        self._closed = False
         self.segments: dict[str, tuple[Segment, ...]] = {}
         self.wrote_checkpoint = False
         # The newest remote checkpoint's number (another run's too: this run's next one must
@@ -76,28 +144,17 @@ class Mirror:
             for split in known.local.splits.values():
                 for rec in split.sealed:
                     self.sent.update(shard_files(rec))
+            self.named.update(self.sent)
             self.segments = dict(known.segments)
         self._uploads = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="prep-upload")
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="prep-remote-checkpoint")
-        self._pending: deque[Future[Any]] = deque()  # every job, oldest first
+        self._jobs = Jobs()  # every upload and remote checkpoint
         self._uploading: list[Future[Any]] = []  # shard uploads not known to be done
         # Remote checkpoints asked for and not written yet, oldest first: (content, open
         # shard sizes, the uploads before it).
         self._asked: deque[tuple[dict[str, Any], dict[str, int], list[Future[Any]]]] = deque()
         self._lock = threading.Lock()
-        self._failed: BaseException | None = None  # the first job that failed
         self.last: Checkpoint | None = None  # the last commit point it was told of
-
-    def _guarded(self, fn: Callable[..., None], *args: Any) -> None:
-        """Run a job unless one failed before (nothing is uploaded or named after a
-        failure); remember its failure."""
-        if self._failed is not None:
-            return
-        try:
-            fn(*args)
-        except BaseException as e:
-            self._failed = self._failed or e
-            raise
 
     def trust_segments(self, cp: Checkpoint) -> None:
         """Keep only the segments of shards still open in ``cp`` and within their committed
@@ -117,45 +174,41 @@ class Mirror:
             if s.open is not None
         }
 
+    def sealed(self, record: FileRecord) -> None:
+        """A shard was sealed (called in its sealing thread): start uploading it now, not at
+        the commit that will name it. Never waits: the bound is kept by the commits."""
+        with self._lock:
+            if self._closed:
+                return
+            self._send(shard_files(record))
+
+    def _send(self, files: list[tuple[str, str]]) -> None:
+        """Start uploading those of ``files`` not sent yet (call with the lock held)."""
+        for name, sha in files:
+            if self.sent.get(name) != sha:
+                self.sent[name] = sha
+                self._uploading.append(self._jobs.submit(self._uploads, self._upload_shard,
+                                                         name, sha))
+
     def committed(self, cp: Checkpoint, force: bool = False) -> None:
         """Start uploading the shards ``cp`` names as sealed that are not up yet, and, when
-        there were any (or ``force``), a remote checkpoint of ``cp`` after them. Raises the
-        error of an upload that failed."""
-        self._take_done()
-        if self._failed is not None:
-            raise self._failed
+        it names any sealed since the last commit (or ``force``), a remote checkpoint of
+        ``cp`` after them. Raises the error of an upload that failed."""
+        self._jobs.take_done()
         self.last = cp
-        new = [
-            (name, sha)
-            for split in cp.splits.values()
-            for rec in split.sealed
-            for name, sha in shard_files(rec)
-            if self.sent.get(name) != sha
-        ]
-        for name, sha in new:
-            self._make_room()
-            self.sent[name] = sha
-            upload = self._uploads.submit(self._guarded, self._upload_shard, name, sha)
-            self._pending.append(upload)
-            self._uploading.append(upload)
-        self._uploading = [f for f in self._uploading if not f.done()]
-        if new or force:
-            with self._lock:
+        files = [pair for split in cp.splits.values() for rec in split.sealed
+                 for pair in shard_files(rec)]
+        new = [name for name, _ in files if name not in self.named]
+        self.named.update(name for name, _ in files)
+        with self._lock:
+            self._send(files)
+            self._uploading = [f for f in self._uploading if not f.done()]
+            if new or force:
                 self._asked.append((sealed_content(cp), self._open_sizes(cp),
                                     list(self._uploading)))
-            self._pending.append(self._writer.submit(self._guarded, self._write_next))
-
-    def _make_room(self) -> None:
-        while len(self._pending) >= MAX_QUEUED:
-            oldest = self._pending[0]
-            if not oldest.done():
-                logger.info("waiting for uploads to %s (%d in flight)", self.remote.dataset.uri,
-                            len(self._pending))
-            self._pending.popleft().result()
-
-    def _take_done(self) -> None:
-        while self._pending and self._pending[0].done():
-            self._pending.popleft().result()
+                self._jobs.submit(self._writer, self._write_next)
+        self._jobs.drain(below=MAX_QUEUED, waiting=lambda n: logger.info(
+            "waiting for uploads to %s (%d in flight)", self.remote.dataset.uri, n))
 
     def _upload_shard(self, name: str, sha: str) -> None:
         t0 = time.monotonic()
@@ -224,18 +277,29 @@ class Mirror:
             path=where,
         )
 
+    def uploaded(self) -> None:
+        """Wait for every shard upload started so far, not for the remote checkpoints;
+        raise the first failure."""
+        with self._lock:
+            uploads = list(self._uploading)
+        for upload in uploads:
+            upload.result()
+        self._jobs.check()
+
     def drain(self) -> None:
         """Wait for every upload and remote checkpoint; raise the first failure."""
-        while self._pending:
-            self._pending.popleft().result()
-        if self._failed is not None:
-            raise self._failed
+        self._jobs.drain()
 
-    def close(self, wait: bool = True) -> None:
+    def close(self, wait: bool = True, *, published: bool = False) -> None:
         """Stop the threads. Without ``wait``, jobs not started are dropped and a retrying
-        one gives up (the run is failing anyway)."""
+        one gives up (the run is failing anyway). ``published``: the manifest is written,
+        so a remote checkpoint not started is dropped too (it is of no use now); one being
+        written ends first."""
+        with self._lock:
+            self._closed = True  # a seal that ends now uploads nothing
         if not wait:
             self.remote.stopping.set()
         self._uploads.shutdown(wait=True, cancel_futures=not wait)
-        self._writer.shutdown(wait=True, cancel_futures=not wait)
-        self._pending.clear()
+        self._writer.shutdown(wait=False, cancel_futures=published or not wait)
+        self._writer.shutdown(wait=True)
+        self._jobs.clear()

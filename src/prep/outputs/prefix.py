@@ -138,9 +138,11 @@ class BucketPrefix:
     def publish(self, staging: Path, mirror: Mirror) -> None:
         """Upload what the bucket lacks of the dataset in ``staging``, delete what its
         manifest does not list, then write ``_PROVENANCE.json`` and ``_MANIFEST.json``
-        (the commit point: before it the prefix is no dataset)."""
+        (the commit point: before it the prefix is no dataset). The remote checkpoint of
+        the last commit may still be written meanwhile: it is of no use once the manifest
+        is there, and the caller waits for it before removing ``NAME.incomplete/``."""
         remote = self.remote
-        mirror.drain()
+        mirror.uploaded()
         manifest = read_manifest(staging)
         wanted = {n: sha for e in manifest.files for n, sha in shard_files(e)}
         present = self.objects()

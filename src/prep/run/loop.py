@@ -125,6 +125,8 @@ def run_loop(
     interval = state.opts.checkpoint_interval
     last_ckpt = time.monotonic()
     on_seal = state.out.commit_on_seal
+    for w in state.writers.values():
+        w.on_sealed = state.out.sealed
     rolled = state.rolled()
     report = ProgressReport(state, reporter)
     with open_workers(state, stream, argv) as tokenized:
