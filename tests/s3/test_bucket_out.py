@@ -283,3 +283,27 @@ def test_a_second_machine_takes_the_run_over(world: World, aws: S3Server, s3_buc
     no_traceback(err)
     assert dataset_bytes(aws, uri) == world.reference
     assert objects(aws, uri + ".incomplete") == {}
+
+
+def test_a_run_taken_over_does_not_publish(world: World, aws: S3Server, s3_bucket: str,
+                                          tmp_path: Path) -> None:
+    """Parked just before its publish while another machine resumes and publishes the same
+    output: it then finds the bucket no longer holds its remote checkpoint and stops,
+    writing nothing (publish does not wait for its last remote checkpoint, whose check
+    would have found it)."""
+    uri, where = new_uri(s3_bucket), tmp_path / "gate"
+    where.mkdir()
+    parked = gate("prep.outputs.prefix.BucketPrefix.publish", where, when="before")
+    first = spawn([*world.args(uri), "--staging", tmp_path / "a"],  # type: ignore[arg-type]
+                  faults=[parked])
+    wait_for((where / "reached").exists, "the first machine's publish", first)
+    second = run(["--out", uri, "--resume", "--staging", tmp_path / "b"])
+    assert second.returncode == 0, second.stderr
+    published = objects(aws, uri)
+    release(where)
+    code, err = first.finish()
+    assert code == 1, err
+    assert "another machine resumed (or published)" in err, err
+    no_traceback(err)
+    assert objects(aws, uri) == published  # not even its _PROVENANCE.json
+    assert dataset_bytes(aws, uri) == world.reference

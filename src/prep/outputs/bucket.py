@@ -251,8 +251,9 @@ class BucketOutput(Output):
             self.run.mirror.committed(cp)
 
     def sealed(self, record: FileRecord) -> None:
-        if self.run.mirror is not None:
-            self.run.mirror.sealed(record)
+        mirror = self.run.mirror  # read once: a stop may clear it meanwhile
+        if mirror is not None:
+            mirror.sealed(record)
 
     def settle(self, graceful: bool) -> None:
         self.run.settle(graceful)

@@ -237,7 +237,10 @@ class Mirror:
         self._checkpoint(content, sizes)
 
     def _checkpoint(self, content: dict[str, Any], sizes: dict[str, int]) -> None:
-        self._check_owner()  # before anything more goes into NAME.incomplete/
+        # An upload that failed may be one this checkpoint would name (a commit forgets
+        # the finished ones): after any failure, none is written.
+        self._jobs.check()
+        self.check_owner()  # before anything more goes into NAME.incomplete/
         segments: dict[str, tuple[Segment, ...]] = {}
         for name, size in sizes.items():
             segs = self.segments.get(name, ())
@@ -259,13 +262,15 @@ class Mirror:
         logger.info("remote checkpoint %d at row %s (%d sealed shards) in %s", record.seq,
                     f"{rows:,}", sealed, self.remote.incomplete.uri)
 
-    def _check_owner(self) -> None:
+    def check_owner(self) -> None:
         """Stop when another run took this output over (it wrote a remote checkpoint since
-        this one's last): two writers must not replace each other's checkpoints."""
+        this one's last): two writers must not replace each other's checkpoints, nor the
+        one publish while the other goes on. Safe beside the writer: the newest checkpoint
+        is this run's if this process wrote it (its ``owner`` names the process)."""
         if not self.wrote_checkpoint:
             return  # this run's first: it takes the output over
         current = self.remote.newest_checkpoint()
-        if current is not None and (current.seq, current.owner) == (self.seq, self.owner):
+        if current is not None and current.owner == self.owner:
             return
         where = self.remote.incomplete.uri
         what = (f"holds a remote checkpoint written by another run ({current.owner})"

@@ -143,6 +143,7 @@ class BucketPrefix:
         is there, and the caller waits for it before removing ``NAME.incomplete/``."""
         remote = self.remote
         mirror.uploaded()
+        mirror.check_owner()  # another machine took the run over: it publishes, not this
         manifest = read_manifest(staging)
         wanted = {n: sha for e in manifest.files for n, sha in shard_files(e)}
         present = self.objects()
