@@ -182,6 +182,13 @@ class Mirror:
                 return
             self._send(shard_files(record))
 
+    def send(self, files: list[tuple[str, str]]) -> None:
+        """Upload ``files`` (name, SHA-256) from staging, those already sent too."""
+        with self._lock:
+            for name, _ in files:
+                self.sent.pop(name, None)
+            self._send(files)
+
     def _send(self, files: list[tuple[str, str]]) -> None:
         """Start uploading those of ``files`` not sent yet (call with the lock held)."""
         for name, sha in files:
@@ -305,6 +312,6 @@ class Mirror:
         if not wait:
             self.remote.stopping.set()
         self._uploads.shutdown(wait=True, cancel_futures=not wait)
-        self._writer.shutdown(wait=False, cancel_futures=published or not wait)
-        self._writer.shutdown(wait=True)
+        # Cancels what has not started before it waits for the running one.
+        self._writer.shutdown(wait=True, cancel_futures=published or not wait)
         self._jobs.clear()

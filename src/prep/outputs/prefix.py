@@ -11,7 +11,6 @@ import logging
 import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from prep.buckets.uri import BucketPath
 from prep.errors import IntegrityError, OutputError
 from prep.formats import get_format
 from prep.fsio import make_dirs
-from prep.outputs.mirror import UPLOAD_THREADS, Mirror, shard_files
+from prep.outputs.mirror import Mirror, shard_files
 from prep.outputs.remote import Remote
 from prep.state import checkpoint as ckpt
 from prep.state.manifest import (
@@ -150,10 +149,8 @@ class BucketPrefix:
         missing = [(name, sha) for name, sha in sorted(wanted.items())
                    if mirror.sent.get(name) != sha
                    or present.get(name) != (staging / name).stat().st_size]
-        with ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="prep-upload") as pool:
-            for done in [pool.submit(remote.upload, staging / name, remote.in_dataset(name),
-                                     sha) for name, sha in missing]:
-                done.result()  # the last shards of each split, at once
+        mirror.send(missing)  # again, if sent: the bucket does not hold it as staged
+        mirror.uploaded()
         strays = sorted(n for n in present if n not in wanted and n != PROVENANCE_NAME)
         if strays:
             logger.info("deleting %d objects of %s no manifest entry names", len(strays),
