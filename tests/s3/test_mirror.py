@@ -28,8 +28,7 @@ def test_the_writer_writes_only_the_newest_ready_checkpoint(
     s = setup(tmp_path)
     state, stream = started(s)
     fs = s3_server.filesystem()
-    remote = Remote(BucketPath("s3", s3_bucket, "mirror/ds"), Store("s3", "the test server", fs))
-    mirror = Mirror(remote, s.paths.staging, None, "the test")
+    mirror = _mirror(s3_server, s3_bucket, s.paths.staging, "mirror/ds")
     busy = threading.Event()
     mirror._writer.submit(busy.wait)  # the writer busy: what is asked for meanwhile waits
     points = []
