@@ -285,15 +285,20 @@ def test_a_second_machine_takes_the_run_over(world: World, aws: S3Server, s3_buc
     assert objects(aws, uri + ".incomplete") == {}
 
 
+@pytest.mark.parametrize("parked_at", [
+    "prep.outputs.prefix.BucketPrefix.publish",  # before publish starts
+    "prep.outputs.mirror.Mirror.uploaded",  # while publish waits for the last uploads
+])
 def test_a_run_taken_over_does_not_publish(world: World, aws: S3Server, s3_bucket: str,
-                                          tmp_path: Path) -> None:
-    """Parked just before its publish while another machine resumes and publishes the same
-    output: it then finds the bucket no longer holds its remote checkpoint and stops,
-    writing nothing (publish does not wait for its last remote checkpoint, whose check
-    would have found it)."""
+                                          tmp_path: Path, parked_at: str) -> None:
+    """Parked in its publish (before it, or while it waits for its last shards to upload)
+    while another machine resumes and publishes the same output: it then finds the bucket
+    no longer holds its remote checkpoint and stops, writing nothing (publish does not
+    wait for its last remote checkpoint, whose check would have found it, and checks only
+    once its uploads are done)."""
     uri, where = new_uri(s3_bucket), tmp_path / "gate"
     where.mkdir()
-    parked = gate("prep.outputs.prefix.BucketPrefix.publish", where, when="before")
+    parked = gate(parked_at, where, when="before")
     first = spawn([*world.args(uri), "--staging", tmp_path / "a"],  # type: ignore[arg-type]
                   faults=[parked])
     wait_for((where / "reached").exists, "the first machine's publish", first)

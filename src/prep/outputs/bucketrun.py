@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,6 +159,9 @@ class BucketRun:
         self.clean_up()
 
     def clean_up(self) -> None:
-        self.prefix.drop_incomplete()
-        shutil.rmtree(self.staging, ignore_errors=True)
+        """Remove the run's remote and local staging, the two at once."""
+        with ThreadPoolExecutor(1, thread_name_prefix="prep-clean-up") as side:
+            local = side.submit(shutil.rmtree, self.staging, ignore_errors=True)
+            self.prefix.drop_incomplete()
+            local.result()
         self.marker.unlink(missing_ok=True)
