@@ -93,7 +93,9 @@ class Copiers:
 
     def __init__(self, context: Any, arenas: list[Arena | None], count: int) -> None:
         self._arenas = arenas
-        self._idle: queue.SimpleQueue[socket.socket] = queue.SimpleQueue()
+        # Free copiers' sockets; None once there will be none (closed, or every one lost):
+        # it wakes a thread waiting for one, which puts it back for the next.
+        self._idle: queue.SimpleQueue[socket.socket | None] = queue.SimpleQueue()
         self._procs: list[Any] = []
         self._count = threading.Lock()  # guards count, written, and closing against a put
         self._lost = False
@@ -159,7 +161,10 @@ class Copiers:
         """A free copier's socket; None once there is none left or they are closed."""
         while not self._closed and self.count:
             with contextlib.suppress(queue.Empty):
-                return self._idle.get(timeout=POLL_SECONDS)
+                sock = self._idle.get(timeout=POLL_SECONDS)
+                if sock is None:
+                    self._idle.put(None)
+                return sock
         return None
 
     def _place(self, ids: Any) -> tuple[int, int] | None:
@@ -174,6 +179,8 @@ class Copiers:
         sock.close()
         with self._count:
             self.count -= 1
+            if not self.count:
+                self._idle.put(None)  # the last one: nobody waits for another
         if not self._lost:
             self._lost = True
             logger.warning("a copier process ended (killed?); the main process writes the ids "
@@ -190,7 +197,9 @@ class Copiers:
         with self._count, contextlib.suppress(queue.Empty):
             self._closed = True
             while True:
-                _stop(self._idle.get_nowait())
+                if (sock := self._idle.get_nowait()) is not None:
+                    _stop(sock)
+        self._idle.put(None)  # a thread waiting for a copier takes none, at once
         for p in self._procs:
             p.join(timeout=STOP_SECONDS)
             if p.is_alive():

@@ -12,6 +12,8 @@ import multiprocessing
 import os
 import random
 import signal
+import sys
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,7 +23,7 @@ import numpy as np
 import pytest
 
 from prep.arena import PAGE, Arena
-from prep.copyout import Copiers, copiers_for
+from prep.copyout import Copiers, _stop, copiers_for
 
 FORK = multiprocessing.get_context("fork")
 
@@ -127,6 +129,45 @@ def test_closed_copiers_end_by_themselves(arenas: list[Arena | None]) -> None:
     copiers.close()
     assert [p.exitcode for p in procs] == [0, 0, 0]  # told to stop, not killed
     assert copiers.cpu_seconds >= 0
+
+
+def test_closing_wakes_a_thread_waiting_for_a_copier(
+    arenas: list[Arena | None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The only copier is busy (held here, as a write under way holds it) and another
+    write waits for it when the copiers are closed, as at the end of a run's stream: that
+    write is left to its caller at once, not after a poll of the queue (made an hour long
+    here: the wait used to last until it ran out, half a second at the end of every run
+    that met it)."""
+    monkeypatch.setattr("prep.copyout.POLL_SECONDS", 3600.0)
+    copiers = Copiers(FORK, arenas, 1)
+    held = copiers._take()
+    assert held is not None
+    ids = on_arena(arenas[0], np.arange(PAGE, dtype=np.uint16))
+    got: list[bool] = []
+    with open(tmp_path / "ids.bin", "w+b") as f:
+        waiting = threading.Thread(target=lambda: got.append(copiers.write(f.fileno(), ids, 0)),
+                                   daemon=True)
+        waiting.start()
+        while not any(frame.f_code.co_name == "_take"
+                      for frame in _frames_of(waiting)):  # until it waits for a copier
+            waiting.join(0.01)
+        closing = threading.Thread(target=copiers.close)
+        closing.start()
+        waiting.join(60)  # at once when woken; an hour when not
+        alive = waiting.is_alive()
+        _stop(held)  # its copier may end now, and close() with it
+        closing.join()
+    assert not alive
+    assert got == [False]  # no copier: the caller writes these ids
+
+
+def _frames_of(thread: threading.Thread) -> Iterator[Any]:
+    """The frames of ``thread``'s stack, innermost first (none once it has ended)."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
 
 
 def test_one_copier_per_eight_workers() -> None:
