@@ -27,6 +27,7 @@ itself, from the same pages (a dead copier is logged once and not asked again).
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import logging
 import os
@@ -48,6 +49,7 @@ WORKERS_PER_COPIER = 8  # a copier copies ~25x faster than a worker tokenizes th
 _ORDER = struct.Struct("=IQQQ")  # arena slot, place in it, bytes, offset in the file
 _ANSWER = struct.Struct("=i")  # 0, the errno of the failed write, or UNSERVED
 UNSERVED = -1  # the order came without its file or its arena: the caller writes it
+_GONE = (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN)  # a send fails so: the copier died
 _STOP = _ORDER.pack(2**32 - 1, 0, 0, 0)  # no arena: the copier ends
 
 
@@ -132,17 +134,20 @@ class Copiers:
             return False
         try:
             socket.send_fds(sock, [_ORDER.pack(*place, ids.nbytes, offset)], [fd])
-            answer = sock.recv(_ANSWER.size)
-        except OSError:
+        except OSError as e:
+            if e.errno not in _GONE:  # the order never left (``fd`` is no file): not its end
+                self._give_back(sock)
+                return False
             answer = b""
+        else:
+            try:
+                answer = sock.recv(_ANSWER.size)
+            except OSError:
+                answer = b""
         if len(answer) != _ANSWER.size:  # it died: this batch and the next are written here
             self._lose(sock)
             return False
-        with self._count:  # closing cannot drain the idle copiers between the test and put
-            if self._closed:
-                _stop(sock)
-            else:
-                self._idle.put(sock)
+        self._give_back(sock)
         error = _ANSWER.unpack(answer)[0]
         if error == UNSERVED:
             return False
@@ -151,6 +156,14 @@ class Copiers:
         with self._count:
             self.written += ids.nbytes
         return True
+
+    def _give_back(self, sock: socket.socket) -> None:
+        """A copier is free again: back to the idle queue, or told to stop once closed."""
+        with self._count:  # closing cannot drain the idle copiers between the test and put
+            if self._closed:
+                _stop(sock)
+            else:
+                self._idle.put(sock)
 
     def report(self) -> dict[str, float]:
         """What ``_PROVENANCE.json`` records of them (their CPU: once they are closed)."""

@@ -11,8 +11,8 @@ import logging
 import multiprocessing
 import os
 import random
+import resource
 import signal
-import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -143,15 +143,14 @@ def test_closing_wakes_a_thread_waiting_for_a_copier(
     copiers = Copiers(FORK, arenas, 1)
     held = copiers._take()
     assert held is not None
+    idle = copiers._idle = _Watched(copiers._idle)  # type: ignore[assignment]
     ids = on_arena(arenas[0], np.arange(PAGE, dtype=np.uint16))
     got: list[bool] = []
     with open(tmp_path / "ids.bin", "w+b") as f:
         waiting = threading.Thread(target=lambda: got.append(copiers.write(f.fileno(), ids, 0)),
                                    daemon=True)
         waiting.start()
-        while not any(frame.f_code.co_name == "_take"
-                      for frame in _frames_of(waiting)):  # until it waits for a copier
-            waiting.join(0.01)
+        assert idle.waiting.wait(60), "the write never asked for a copier"
         closing = threading.Thread(target=copiers.close)
         closing.start()
         waiting.join(60)  # at once when woken; an hour when not
@@ -162,12 +161,37 @@ def test_closing_wakes_a_thread_waiting_for_a_copier(
     assert got == [False]  # no copier: the caller writes these ids
 
 
-def _frames_of(thread: threading.Thread) -> Iterator[Any]:
-    """The frames of ``thread``'s stack, innermost first (none once it has ended)."""
-    frame = sys._current_frames().get(thread.ident or -1)
-    while frame is not None:
-        yield frame
-        frame = frame.f_back
+class _Watched:
+    """A copier queue that says when a thread is about to wait on it."""
+
+    def __init__(self, queue: Any) -> None:
+        self.queue, self.waiting = queue, threading.Event()
+
+    def get(self, timeout: float | None = None) -> Any:
+        self.waiting.set()
+        return self.queue.get(timeout=timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.queue, name)
+
+
+def test_a_file_it_cannot_send_is_left_to_the_caller_and_the_copier_stays(
+    arenas: list[Arena | None], copiers: Copiers, tmp_path: Path
+) -> None:
+    """A descriptor that is no open file cannot go with the order: that write is the
+    caller's (whose own write then says why), and the copier, which never got the order,
+    stays in service and still ends when told (not after the wait for a stuck one)."""
+    ids = on_arena(arenas[0], np.arange(PAGE, dtype=np.uint16))
+    never_open = resource.getrlimit(resource.RLIMIT_NOFILE)[1]  # descriptors stop below it
+    assert not copiers.write(never_open, ids, 0)
+    assert copiers.count == 2
+    path = tmp_path / "ids.bin"
+    with open(path, "w+b") as f:
+        assert copiers.write(f.fileno(), ids, 0) and copiers.write(f.fileno(), ids, ids.nbytes)
+    assert path.read_bytes() == ids.tobytes() * 2
+    procs = list(copiers._procs)
+    copiers.close()
+    assert [p.exitcode for p in procs] == [0, 0]  # told to stop, not killed
 
 
 def test_one_copier_per_eight_workers() -> None:
