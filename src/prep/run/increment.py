@@ -18,9 +18,11 @@ import logging
 import os
 import shutil
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from prep.cores import available_cores
 from prep.errors import IntegrityError
 from prep.formats import ShardFormat
 from prep.fsio import file_sha256
@@ -166,12 +168,17 @@ def _base_text_bytes(manifest: Manifest, split: str) -> int:
     return _text_bytes(manifest.totals[split], manifest) or 0
 
 
-def _reuse(final: Path, building: Path, entry: ManifestFile, fmt: ShardFormat, link: bool) -> None:
+def _reuse(final: Path, building: Path, entry: ManifestFile, fmt: ShardFormat,
+           link: bool) -> list[tuple[Path, str | None]]:
     """Hard-link (sealed) or copy (to be continued) a published shard and its companions
-    into ``building``, then check every file against the manifest's SHA-256 (the linked
-    inode itself, so what is checked is what is published): raises ``ReuseRefused``."""
+    into ``building``; returns each file there with the SHA-256 the manifest gives it, for
+    :func:`_check_reused` (the linked inode itself is checked, so what is checked is what is
+    published)."""
+    expected = {entry.name: entry.sha256, **{c.name: c.sha256 for c in entry.companions}}
+    placed = []
     for name in fmt.shard_files(entry.name):
         src, dst = final / name, building / name
+        placed.append((dst, expected.get(name)))
         if link:
             try:
                 os.link(src, dst)
@@ -179,16 +186,22 @@ def _reuse(final: Path, building: Path, entry: ManifestFile, fmt: ShardFormat, l
             except OSError:  # no hard links here: a copy is as good, only slower
                 pass
         shutil.copyfile(src, dst)
-    expected = {entry.name: entry.sha256, **{c.name: c.sha256 for c in entry.companions}}
-    for name in fmt.shard_files(entry.name):
-        want = expected.get(name)
-        sha = file_sha256(building / name)
+    return placed
+
+
+def _check_reused(final: Path, placed: list[tuple[Path, str | None]]) -> None:
+    """Hash the reused files, several at once (the workers are not started yet, and the
+    hashing frees the GIL): ``ReuseRefused`` for the first, in order, that is not as the
+    manifest says."""
+    with ThreadPoolExecutor(min(len(placed), available_cores()) or 1) as pool:
+        hashes = list(pool.map(file_sha256, (path for path, _ in placed)))
+    for (path, want), sha in zip(placed, hashes, strict=True):
         if sha != want:
             listed = f"the manifest's {want[:12]}…" if want else "one the manifest lists"
             raise ReuseRefused(
-                f"{final / name}: SHA-256 {sha[:12]}… is not {listed}; the published version "
-                f"was modified (prep verify {final})",
-                path=final / name,
+                f"{final / path.name}: SHA-256 {sha[:12]}… is not {listed}; the published "
+                f"version was modified (prep verify {final})",
+                path=final / path.name,
             )
 
 
@@ -241,11 +254,14 @@ def start_increment(
     published = out.refresh_base()
 
     def populate(building: Path) -> None:
+        shards = {split: sorted((f for f in m.files if f.split == split), key=order)
+                  for split in writers}
+        placed = [file for entries in shards.values() for n, entry in enumerate(entries)
+                  for file in _reuse(published, building, entry, fmt,
+                                     link=n < len(entries) - 1)]
+        _check_reused(published, placed)
         for split, w in writers.items():
-            *sealed, last = sorted((f for f in m.files if f.split == split), key=order)
-            for entry in sealed:
-                _reuse(published, building, entry, fmt, link=True)
-            _reuse(published, building, last, fmt, link=False)
+            *sealed, last = shards[split]
             try:
                 verified = fmt.continue_sealed(building, last, m, vocab)
             except IntegrityError as e:  # its bytes are the manifest's, yet inconsistent
