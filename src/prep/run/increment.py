@@ -22,7 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from prep.cores import available_cores
 from prep.errors import IntegrityError
 from prep.formats import ShardFormat
 from prep.fsio import file_sha256
@@ -193,7 +192,7 @@ def _check_reused(final: Path, placed: list[tuple[Path, str | None]]) -> None:
     """Hash the reused files, several at once (the workers are not started yet, and the
     hashing frees the GIL): ``ReuseRefused`` for the first, in order, that is not as the
     manifest says."""
-    with ThreadPoolExecutor(min(len(placed), available_cores()) or 1) as pool:
+    with ThreadPoolExecutor(min(len(placed), os.cpu_count() or 1) or 1) as pool:
         hashes = list(pool.map(file_sha256, (path for path, _ in placed)))
     for (path, want), sha in zip(placed, hashes, strict=True):
         if sha != want:
