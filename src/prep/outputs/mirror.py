@@ -98,7 +98,7 @@ class Jobs:
         if self.failed is not None:
             raise self.failed
 
-    def oldest(self, done_only: bool) -> Future[Any] | None:
+    def _oldest(self, done_only: bool) -> Future[Any] | None:
         """Take the oldest job off the queue (only a finished one with ``done_only``)."""
         with self._lock:
             if not self._pending or (done_only and not self._pending[0].done()):
@@ -107,14 +107,14 @@ class Jobs:
 
     def take_done(self) -> None:
         """Forget the finished jobs at the head of the queue; raise a failure."""
-        while (job := self.oldest(done_only=True)) is not None:
+        while (job := self._oldest(done_only=True)) is not None:
             job.result()
         self.check()
 
     def drain(self, below: int = 1, waiting: Callable[[int], None] = lambda n: None) -> None:
         """Wait for the oldest jobs until fewer than ``below`` are queued (``waiting`` is
         told how many before a wait); raise the first failure."""
-        while len(self._pending) >= below and (job := self.oldest(done_only=False)):
+        while len(self._pending) >= below and (job := self._oldest(done_only=False)):
             if not job.done():
                 waiting(len(self._pending) + 1)
             job.result()

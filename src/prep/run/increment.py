@@ -192,7 +192,7 @@ def _check_reused(final: Path, placed: list[tuple[Path, str | None]]) -> None:
     """Hash the reused files, several at once (the workers are not started yet, and the
     hashing frees the GIL): ``ReuseRefused`` for the first, in order, that is not as the
     manifest says."""
-    with ThreadPoolExecutor(min(len(placed), os.cpu_count() or 1) or 1) as pool:
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         hashes = list(pool.map(file_sha256, (path for path, _ in placed)))
     for (path, want), sha in zip(placed, hashes, strict=True):
         if sha != want:
@@ -255,9 +255,11 @@ def start_increment(
     def populate(building: Path) -> None:
         shards = {split: sorted((f for f in m.files if f.split == split), key=order)
                   for split in writers}
-        placed = [file for entries in shards.values() for n, entry in enumerate(entries)
-                  for file in _reuse(published, building, entry, fmt,
-                                     link=n < len(entries) - 1)]
+        placed: list[tuple[Path, str | None]] = []
+        for *sealed, last in shards.values():
+            for entry in sealed:
+                placed += _reuse(published, building, entry, fmt, link=True)
+            placed += _reuse(published, building, last, fmt, link=False)
         _check_reused(published, placed)
         for split, w in writers.items():
             *sealed, last = shards[split]
