@@ -70,20 +70,23 @@ def test_naming_an_engine_that_cannot_reproduce_the_file_is_a_usage_error(
 
 @pytest.fixture(scope="module")
 def groups(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Four files of uneven row groups (one file empty), with empty rows."""
+    """Five files of uneven row groups (one file empty, the last one group of 3,300 rows,
+    which more than one worker cut into spans), with empty rows."""
     root = tmp_path_factory.mktemp("groups")
-    docs = numbered_docs(700)
-    for i in range(0, 700, 53):
+    docs = numbered_docs(4000)
+    for i in range(0, 4000, 53):
         docs[i] = ""
     write_parquet(root / "a.parquet", docs[:260], row_group_size=41)
     write_parquet(root / "b.parquet", [], row_group_size=10)
     write_parquet(root / "c.parquet", docs[260:263], row_group_size=1)
-    write_parquet(root / "d.parquet", docs[263:], row_group_size=100)
+    write_parquet(root / "d.parquet", docs[263:700], row_group_size=100)
+    write_parquet(root / "e.parquet", docs[700:], row_group_size=3300)
     return root
 
 
 @pytest.mark.parametrize("extra", [
     ["--max-documents", "555"],
+    ["--max-documents", "3500"],  # inside e.parquet's cut group
     ["--train-tokens", "3000"],
     [],
 ])

@@ -12,7 +12,7 @@ from conftest import write_parquet
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prep.run.tasks import RowGroupTask, row_group_tasks
+from prep.run.plan import MIN_SPAN_ROWS, RowGroupTask, row_group_tasks
 from prep.sources import resolve_local
 
 SIZES = [(120, 50), (0, 50), (7, 3), (50, 50), (1, 10)]  # (rows, row group size) per file
@@ -82,3 +82,57 @@ def test_a_continued_stream_opens_no_file_before_its_first(source: object, first
     continued = list(row_group_tasks(source, gone + files[first:], before + extra, None,
                                      (first, before)))
     assert continued == [t for t in whole if t.index >= first]
+
+
+BIG = [(3_100, 3_100), (2_600, 2_100)]  # (rows, row group size): one big group; then two
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> object:
+    root = tmp_path_factory.mktemp("big")
+    for i, (rows, group) in enumerate(BIG):
+        write_parquet(root / f"part-{i}.parquet", [str(r) for r in range(rows)],
+                      row_group_size=group)
+    return resolve_local(str(root))
+
+
+def test_a_big_row_group_is_cut_into_one_task_per_worker(big: object) -> None:
+    """One file written at once is one row group: cut, it keeps two workers busy, not one.
+    Spans are equal and never under MIN_SPAN_ROWS (3,100 rows give at most 3)."""
+    files = big.files  # type: ignore[attr-defined]
+    spans = [(t.index, t.group, t.start, t.stop) for t in row_group_tasks(big, files[:1], 0,
+                                                                          None, cut=2)]
+    assert spans == [(0, 0, 0, 1550), (0, 0, 1550, 3100)]
+    spans = [(t.start, t.stop) for t in row_group_tasks(big, files[:1], 0, None, cut=8)]
+    assert spans == [(0, 1033), (1033, 2066), (2066, 3100)]
+    assert MIN_SPAN_ROWS == 1024
+    # A group of 2,100 rows gives two spans; one of 500 stays whole.
+    spans = [(t.group, t.start, t.stop) for t in row_group_tasks(big, files, 0, None,
+                                                                 (1, 3_100), cut=4)]
+    assert spans == [(0, 0, 1050), (0, 1050, 2100), (1, 2100, 2600)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(skip=st.integers(0, 5_700), limit=st.one_of(st.none(), st.integers(1, 5_700)),
+       cut=st.integers(1, 9))
+def test_cut_tasks_cover_exactly_the_rows_to_read(big: object, skip: int, limit: int | None,
+                                                  cut: int) -> None:
+    if limit is not None and limit < skip:
+        return
+    files = big.files  # type: ignore[attr-defined]
+    tasks = list(row_group_tasks(big, files, skip, limit, cut=cut))
+    rows = [(i, r) for i, (n, _) in enumerate(BIG) for r in range(n)]
+    assert covered(tasks) == rows[skip:limit]
+    cuts: dict[tuple[int, int], list[int]] = {}
+    for t in tasks:
+        if t.group < 0:  # a file reached without rows to read: opened only
+            continue
+        group = BIG[t.index][1]
+        assert t.first == t.group * group
+        assert t.first <= t.start <= t.stop <= t.first + group
+        cuts.setdefault((t.index, t.group), []).append(t.stop - t.start)
+    assert [t.index for t in tasks if t.hash_file] == sorted({t.index for t in tasks})
+    for sizes in cuts.values():  # a group's rows to read: whole, or cut into equal spans
+        assert len(sizes) <= cut
+        if len(sizes) > 1:
+            assert min(sizes) >= MIN_SPAN_ROWS and max(sizes) - min(sizes) <= 1

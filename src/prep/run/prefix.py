@@ -19,8 +19,9 @@ from pathlib import Path
 
 from prep.errors import IntegrityError, Interrupted, PrepError
 from prep.recipe import Recipe
+from prep.run.plan import RowGroupTask, row_group_tasks
 from prep.run.recount import ReplayCounts
-from prep.run.tasks import RowGroupTask, prepared, record_digest, row_group_tasks
+from prep.run.tasks import prepared, record_digest
 from prep.sources import Source, SourceFile, identify
 from prep.split import SPLITS
 from prep.state.checkpoint import Checkpoint, StreamBase
@@ -214,6 +215,6 @@ def replay_in_workers(
     init_replay(*state)
     # arena_bytes=0: a replayed batch carries digests and counts, no buffer worth an arena
     with OrderedPool(replay_task, workers, init_replay, state, arena_bytes=0) as pool:
-        for piece in pool.map(row_group_tasks(source, files, start[1], rows, start)):
+        for piece in pool.map(row_group_tasks(source, files, start[1], rows, start, workers)):
             record_digest(files, piece.file_sha256)
             yield piece.batch

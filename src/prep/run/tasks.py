@@ -1,11 +1,10 @@
 """Reading, preparing and tokenizing in worker processes; the main process commits in order.
 
-Work is cut into tasks by position, never by timing: one task per Parquet row group (or,
-with a shuffle buffer, per batch of rows the main process read and shuffled). A worker
-reads its rows, encodes them to UTF-8, computes their splits, tokenizes the documents and
-sends back the prepared batches with their ids as one flat buffer per batch. The main
-process receives them in task order (``workers.OrderedPool``) and commits them, so the
-output is the same for every ``--workers``, ``--threads``, batch size and interruption.
+Work is cut into tasks by position (:mod:`prep.run.plan`). A worker reads its rows,
+encodes them to UTF-8, computes their splits, tokenizes the documents and sends back the
+prepared batches with their ids as one flat buffer per batch. The main process receives
+them in task order (``workers.OrderedPool``) and commits them, so the output is the same
+for every ``--workers``, ``--threads``, batch size and interruption.
 
 The first task of each file also hashes the file (the source identity); a read error
 becomes an error row at its place, raised when the main process visits it, as in
@@ -15,7 +14,6 @@ stream.md.
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -34,16 +32,9 @@ from prep.recipe import Recipe
 from prep.run.busy import parts_advice, workers_for
 from prep.run.crosscheck import CrossCheck, EngineMismatch
 from prep.run.ids import Ids, in_vocabulary, laid_or_ids, per_document, tokenize
+from prep.run.plan import ItemsTask, RowGroupTask, Task, item_tasks, row_group_tasks
 from prep.run.state import RunState
-from prep.sources import (
-    Signature,
-    Source,
-    SourceFile,
-    group_batches,
-    identify,
-    open_identified,
-    open_parquet,
-)
+from prep.sources import Source, SourceFile, group_batches, open_identified, open_parquet
 from prep.split import SPLITS
 from prep.state.checkpoint import StreamBase
 from prep.stream import Batch, Failure, Preparer, StreamItem, batches
@@ -51,32 +42,6 @@ from prep.workers import InProcess, OrderedPool
 from prep.writer import Laid
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class RowGroupTask:
-    """File rows ``start``..``stop`` of row group ``group`` (whose first row is ``first``)
-    of file ``index``; group -1 reads nothing (the file is only opened and checked).
-    ``signature``: the file as the main process identified it (``open_identified``)."""
-
-    index: int
-    local: str
-    signature: Signature | None
-    group: int
-    first: int
-    start: int
-    stop: int
-    hash_file: bool
-
-
-@dataclass(frozen=True)
-class ItemsTask:
-    """Stream items the main process read (a shuffled stream)."""
-
-    items: list[StreamItem]
-
-
-Task = RowGroupTask | ItemsTask
 
 
 @dataclass
@@ -256,49 +221,6 @@ def _cross_check(check: CrossCheck | None, batch: Batch, ids: Ids
     return delta, error
 
 
-def row_group_tasks(source: Source, files: list[SourceFile], skip: int, limit: int | None,
-                    begin: tuple[int, int] = (0, 0)) -> Iterator[RowGroupTask]:
-    """Tasks for the stream's rows after the first ``skip`` and before ``limit``, planned
-    from the Parquet footers. Every file reached gets a task even without rows to read (its
-    worker opens it, so a missing column is still reported); a file whose footer cannot be
-    read gets one, whose worker reports why. ``begin``: a continued stream's first file and
-    the rows before it (a published dataset's files and rows, which are not opened)."""
-    first_file, row = begin
-    for index, f in enumerate(files[first_file:], start=first_file):
-        if limit is not None and row >= limit:
-            return
-        local = source.local_path(f)  # for a Hub source: downloaded here, read there
-        signature, sizes = identify(source, f)
-        sizes = sizes or [1]  # unreadable: one task, whose worker says why
-        total = sum(sizes)
-        if total and row + total <= skip:  # committed before the resume point
-            row += total
-            continue
-        spans, first = [], 0
-        for group, n in enumerate(sizes):
-            lo = max(skip, row + first)
-            hi = row + first + n if limit is None else min(limit, row + first + n)
-            if lo < hi:
-                spans.append((group, first, lo - row, hi - row))
-            first += n
-        for k, (group, first, start, stop) in enumerate(spans or [(-1, 0, 0, 0)]):
-            yield RowGroupTask(index, str(local), signature, group, first, start, stop,
-                               hash_file=k == 0)
-        row += total
-
-
-def item_tasks(stream: Iterator[StreamItem], size: int) -> Iterator[ItemsTask]:
-    """Tasks of ``size`` stream items read by the main process (a shuffled stream); the
-    last one ends at a Failure."""
-    while True:
-        items = list(itertools.islice(stream, size))
-        if not items:
-            return
-        yield ItemsTask(items)
-        if isinstance(items[-1], Failure):
-            return
-
-
 def text_bytes(piece: Piece) -> int:
     """The UTF-8 bytes of the documents in a piece: what ``--recycle-workers`` counts."""
     return sum(piece.batch.doc_sizes)
@@ -370,10 +292,12 @@ def open_workers(state: RunState, stream: Iterator[StreamItem],
     opts, recipe = state.opts, state.recipe
     spec, engine = choose_engine(opts.engine, state.encoder, opts.threads)
     state.engine = spec.engine
+    workers = state.workers = workers_for(opts.workers, opts.threads, opts.recycle_workers,
+                                          sum(f.size for f in state.files))
     tasks: Iterable[Task]
     if recipe.shuffle_buffer == 0:
         tasks = row_group_tasks(state.source, state.files, state.cursor.rows_visited,
-                                recipe.max_documents, StreamBase.start(state.base))
+                                recipe.max_documents, StreamBase.start(state.base), workers)
     else:
         tasks = item_tasks(stream, opts.batch_size)
     out = str(state.out)
@@ -382,8 +306,6 @@ def open_workers(state: RunState, stream: Iterator[StreamItem],
     writer = state.writers[SPLITS[0]]
     settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size, out,
                                  writer.fmt.dtype_name(writer.vocab_size))
-    workers = state.workers = workers_for(opts.workers, opts.threads, opts.recycle_workers,
-                                          sum(f.size for f in state.files))
     advice = parts_advice(workers, argv, out, recipe.part) if spec.engine == GIGATOKEN else None
     if advice is not None:
         logger.info("%s", advice)
