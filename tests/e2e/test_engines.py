@@ -70,23 +70,24 @@ def test_naming_an_engine_that_cannot_reproduce_the_file_is_a_usage_error(
 
 @pytest.fixture(scope="module")
 def groups(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Five files of uneven row groups (one file empty, the last one group of 3,300 rows,
-    which more than one worker cut into spans), with empty rows."""
+    """Five files of uneven row groups (one file empty, the last one group of 9,300 rows,
+    which more than one worker cut into spans, some starting past the group's first record
+    batch of 4,096 rows), with empty rows."""
     root = tmp_path_factory.mktemp("groups")
-    docs = numbered_docs(4000)
-    for i in range(0, 4000, 53):
+    docs = numbered_docs(10_000)
+    for i in range(0, 10_000, 53):
         docs[i] = ""
     write_parquet(root / "a.parquet", docs[:260], row_group_size=41)
     write_parquet(root / "b.parquet", [], row_group_size=10)
     write_parquet(root / "c.parquet", docs[260:263], row_group_size=1)
     write_parquet(root / "d.parquet", docs[263:700], row_group_size=100)
-    write_parquet(root / "e.parquet", docs[700:], row_group_size=3300)
+    write_parquet(root / "e.parquet", docs[700:], row_group_size=9300)
     return root
 
 
 @pytest.mark.parametrize("extra", [
     ["--max-documents", "555"],
-    ["--max-documents", "3500"],  # inside e.parquet's cut group
+    ["--max-documents", "7500"],  # inside e.parquet's cut group
     ["--train-tokens", "3000"],
     [],
 ])

@@ -6,10 +6,14 @@ from __future__ import annotations
 import os
 import random
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 import harness as h
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from conftest import dir_bytes
 from harness import World
 
 # The runs killed after random delays are paced: 36,000 documents in batches of 8 take at
@@ -237,3 +241,34 @@ def _group_alive(group: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_a_cut_row_group_stopped_in_any_span_resumes_to_the_same_bytes(
+    w: World, tmp_path: Path
+) -> None:
+    """One file of 12,000 rows in a single row group, which a run cuts into one span per
+    worker (``prep.run.plan``). Each run is stopped (SIGTERM, exit 75) inside another span
+    and resumed with another number of workers, which cuts the rest differently (2 workers:
+    spans of 6,000 rows; then 3, from row ~3,000; then 4, from row ~7,000); the bytes are
+    those of a run that never cut it (one worker)."""
+    texts = tuple(t for f in w.files for t in f)[:12_000]
+    src = tmp_path / "src"
+    src.mkdir()
+    pq.write_table(pa.table({"text": list(texts)}), src / "part-00000.parquet",
+                   row_group_size=12_000)
+    big = World(tmp_path, replace(w.corpus, shuffle_buffer=0), src, w.tokenizer, (texts,))
+    expected = h.build(big, tmp_path / "uncut", "--workers", "1")
+    out = tmp_path / "out"
+    pace = h.paced(0.002)  # 1,500 batches of 8: >= 3 s; >= 0.375 s after the last mark
+    args: list[object] = big.args(out, *h.FAST, "--workers", "2")
+    for mark, workers in ((3_000, 3), (7_000, 4), (10_500, 2)):
+        proc = h.spawn(args, faults=pace)
+        assert h.reached(proc, lambda m=mark: h.rows_committed(out) >= m), proc.finish()
+        proc.send_signal(signal.SIGTERM)
+        code, err = proc.finish()
+        assert code == 75, err
+        args = ["--out", out, "--resume", *h.FAST, "--workers", str(workers)]
+    done = h.run(args)
+    assert done.returncode == 0, done.stderr
+    assert dir_bytes(out) == expected
+    assert h.provenance(out)["resumes"] == 3

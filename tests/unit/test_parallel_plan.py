@@ -136,3 +136,7 @@ def test_cut_tasks_cover_exactly_the_rows_to_read(big: object, skip: int, limit:
         assert len(sizes) <= cut
         if len(sizes) > 1:
             assert min(sizes) >= MIN_SPAN_ROWS and max(sizes) - min(sizes) <= 1
+    # A stream continued at the second file (a refresh) is cut as the whole one is there.
+    if skip >= BIG[0][0]:
+        continued = list(row_group_tasks(big, files, skip, limit, (1, BIG[0][0]), cut=cut))
+        assert continued == [t for t in tasks if t.index >= 1]

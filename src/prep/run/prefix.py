@@ -1,8 +1,8 @@
 """Replaying the committed prefix on resume: the rows a checkpoint says were committed are
 read again (never tokenized), fed to the prefix digest and recounted, and must match.
 
-An unshuffled stream is read by worker processes, one task per Parquet row group as in a
-run (``prep.run.tasks``), each checking that it reads the file the main process identified;
+An unshuffled stream is read by worker processes, in the tasks a run plans
+(``prep.run.plan``), each checking that it reads the file the main process identified;
 the main process only hashes and counts, in order. A shuffled stream is read here (the
 shuffle needs the whole stream in one place).
 """

@@ -18,9 +18,9 @@ seen even when the writer restores the mtime; the one blind spot is a write with
 filesystem's timestamp granularity of the hash (a few milliseconds on Linux before 6.13's
 fine-grained timestamps) that also keeps the size.
 
-Worker processes open a file by path, one row group each, so the main process fixes the
-file's signature once, through its own descriptor, before any worker reads it
-(``parquet.identify``), and every worker checks that it opened that very file
+Worker processes open a file by path, each for its rows of one row group, so the main
+process fixes the file's signature once, through its own descriptor, before any worker
+reads it (``parquet.identify``), and every worker checks that it opened that very file
 (:func:`open_identified`), before hashing it, after hashing it and after every record batch.
 """
 
