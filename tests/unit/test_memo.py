@@ -17,8 +17,9 @@ from conftest import FIXTURES
 from parity_corpus import trained_bpe
 
 from prep.encoders import load_encoder, tokenizer_fingerprint
-from prep.encoders.engine import choose_engine
+from prep.encoders.engine import EngineChoice, choose_engine
 from prep.encoders.memo import ACCEPTED, TokenizerMemo, _digest
+from prep.errors import UsageError
 
 
 @pytest.fixture(autouse=True)
@@ -208,3 +209,18 @@ def test_the_engine_is_built_from_the_compact_json_kept_beside_the_memo(
     monkeypatch.setattr(engine_module, "load_gigatoken", counting)
     assert choose_engine("auto", load(path), None)[0].engine == "gigatoken"
     assert probed == [True] and kept.read_bytes() == compact
+
+
+def test_the_engine_chosen_in_a_thread_is_the_one_chosen_in_place(cache: Path) -> None:
+    """A new run chooses its engine in a thread while it sets up (EngineChoice): the same
+    spec and ids as choosing in place, and a refusal raised where the run asks for it."""
+    path = FIXTURES / "gpt2" / "tokenizer.json"
+    choice = EngineChoice("auto", load(path), None)
+    spec, engine = choice.result()
+    in_place, reference = choose_engine("auto", load(path), None)
+    assert spec == in_place and spec.engine == "gigatoken"
+    assert_same_ids(engine, reference)
+    refused = EngineChoice("gigatoken", load(FIXTURES / "cl100k" / "tokenizer.json"), None)
+    refused.join()  # done, yet nothing raised until the run asks
+    with pytest.raises(UsageError, match="--engine gigatoken cannot reproduce"):
+        refused.result()

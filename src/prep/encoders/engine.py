@@ -13,6 +13,7 @@ worker process builds the chosen engine from an :class:`EngineSpec` (``build_enc
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,3 +160,36 @@ def choose_engine(requested: str, encoder: Any, threads: int | None) -> tuple[En
         logger.info("engine: hf (gigatoken cannot reproduce %s exactly: %s)", identity.spec, e)
         return hf, encoder
     return EngineSpec(GIGATOKEN, identity, json_path, threads), engine
+
+
+class EngineChoice:
+    """:func:`choose_engine` in a thread of its own, started as soon as a new run has its
+    tokenizer: building the fast engine (0.1-0.2 s, most of it holding the GIL) overlaps
+    the run's set-up, which mostly waits on the disk, the network or hashing that frees the
+    GIL (staging and its first checkpoint, a bucket's first remote checkpoint, a refresh's
+    check of the shards it reuses). :meth:`result` gives what ``choose_engine`` returned,
+    or raises what it raised, where the run needs the engine; nothing else changes."""
+
+    def __init__(self, requested: str, encoder: Any, threads: int | None) -> None:
+        self._outcome: tuple[EngineSpec, Any] | BaseException | None = None
+        self._thread = threading.Thread(target=self._choose, args=(requested, encoder, threads),
+                                        name="prep-engine", daemon=True)
+        self._thread.start()
+
+    def _choose(self, requested: str, encoder: Any, threads: int | None) -> None:
+        try:
+            self._outcome = choose_engine(requested, encoder, threads)
+        except BaseException as e:  # raised in the run's thread, by result()
+            self._outcome = e
+
+    def result(self) -> tuple[EngineSpec, Any]:
+        self._thread.join()
+        if isinstance(self._outcome, BaseException):
+            raise self._outcome
+        assert self._outcome is not None
+        return self._outcome
+
+    def join(self) -> None:
+        """Wait for the choice without taking it (a run that fails before it needs the
+        engine: the choice's memo is not left half-written when the process exits)."""
+        self._thread.join()

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from prep.encoders.engine import EngineChoice
 from prep.outputs import Output
 from prep.recipe import Recipe, RunOptions
 from prep.run.inputs import Inputs
@@ -46,6 +47,7 @@ def start(
     state = RunState(
         out, recipe, opts, source, encoder, fmt, facts, output_versions(), writers, files
     )
+    state.choice = EngineChoice(opts.engine, encoder, opts.threads)
 
     def populate(building: Path) -> None:
         for w in writers.values():

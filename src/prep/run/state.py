@@ -84,6 +84,7 @@ class RunState:
     base: StreamBase | None = None  # the published stream an incremental refresh continues
     committed_rows: int = 0  # rows of the last checkpoint this process wrote
     engine: str | None = None  # how the ids were computed (provenance only)
+    choice: Any = None  # a new run's engine, chosen in a thread (EngineChoice)
     workers: int | None = None  # worker processes of this process's last stream (provenance)
     crosscheck: Any = None  # the run-time cross-check of a fast engine, if any
     main_cpu: float | None = None  # CPU seconds of this process while committing
@@ -150,6 +151,9 @@ class RunState:
         return self.rolled() > rolled and all(w.seals_done() for w in self.writers.values())
 
     def close(self) -> None:
-        """Close every open shard without sealing (error paths)."""
+        """Close every open shard without sealing (error paths); wait for the engine's
+        choice if one is under way."""
+        if self.choice is not None:
+            self.choice.join()
         for w in self.writers.values():
             w.close()

@@ -290,7 +290,9 @@ def open_workers(state: RunState, stream: Iterator[StreamItem],
     More workers than one run keeps busy are said at once, with the ``--part`` commands
     (built from the run's ``argv``) that would keep them busy."""
     opts, recipe = state.opts, state.recipe
-    spec, engine = choose_engine(opts.engine, state.encoder, opts.threads)
+    choice = state.choice  # a new run started choosing at once
+    spec, engine = (choice.result() if choice is not None
+                    else choose_engine(opts.engine, state.encoder, opts.threads))
     state.engine = spec.engine
     workers = state.workers = workers_for(opts.workers, opts.threads, opts.recycle_workers,
                                           sum(f.size for f in state.files))
