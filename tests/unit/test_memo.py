@@ -9,13 +9,16 @@ import hashlib
 import json
 import logging
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, numbered_docs, write_parquet
 from parity_corpus import trained_bpe
 
+import prep.run.tasks
+from prep.cli import run_prepare
 from prep.encoders import load_encoder, tokenizer_fingerprint
 from prep.encoders.engine import EngineChoice, choose_engine
 from prep.encoders.memo import ACCEPTED, TokenizerMemo, _digest
@@ -224,3 +227,38 @@ def test_the_engine_chosen_in_a_thread_is_the_one_chosen_in_place(cache: Path) -
     refused.join()  # done, yet nothing raised until the run asks
     with pytest.raises(UsageError, match="--engine gigatoken cannot reproduce"):
         refused.result()
+
+
+@pytest.mark.parametrize("refresh", [False, True])
+def test_the_engine_thread_has_ended_before_any_worker_is_forked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refresh: bool) -> None:
+    """A fresh run and a refresh choose the engine in a thread; it must be over when the
+    worker pool forks (a fork beside a running thread can copy a held lock)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    write_parquet(src / "a.parquet", numbered_docs(300))
+    args = ["--source", str(src), "--tokenizer", str(FIXTURES / "gpt2" / "tokenizer.json"),
+            "--out", str(tmp_path / "out"), "--workers", "1", "--quiet"]
+    if refresh:
+        assert run_prepare(args) == 0
+        write_parquet(src / "b.parquet", numbered_docs(300, 300))
+        args.append("--refresh")
+    seen: list[list[str]] = []
+    pool = prep.run.tasks._pool
+
+    def watched(*a: Any, **kw: Any) -> Any:
+        seen.append([t.name for t in threading.enumerate()])
+        return pool(*a, **kw)
+
+    started: list[EngineChoice] = []
+    init = EngineChoice.__init__
+
+    def counted(self: EngineChoice, *a: Any) -> None:
+        started.append(self)
+        init(self, *a)
+
+    monkeypatch.setattr(prep.run.tasks, "_pool", watched)
+    monkeypatch.setattr(EngineChoice, "__init__", counted)
+    assert run_prepare(args) == 0
+    assert len(started) == 1 and len(seen) == 1
+    assert "prep-engine" not in seen[0]
