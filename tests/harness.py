@@ -97,12 +97,16 @@ class Corpus:
     # --workers of every run (args()) in the World; 0: not given, so that a source this
     # small is tokenized in the main process (prep.run.busy.IN_PROCESS_BYTES)
     workers: int = 0
+    row_group: int = 100  # rows per Parquet row group of the World's files
 
 
 # KILL: a run of ~1.5 s with FAST options, so that random kills land everywhere.
 # SMALL: quick runs for exact-call crashes and refusals (still ~20 rollovers).
 # SOAK: a longer run (tests/faults/test_soak.py), with empty rows among the documents.
 KILL = Corpus(n_docs=36_000, n_files=6, max_file_tokens=20_000, shuffle_buffer=100)
+# CUT: KILL's documents in three files of one row group each, unshuffled: a run with
+# workers cuts each group into spans (prep.run.plan); its reference run has none (in-process).
+CUT = Corpus(n_docs=36_000, n_files=3, max_file_tokens=20_000, row_group=12_000)
 SMALL = Corpus(n_docs=12_000, n_files=4, max_file_tokens=8_000, shuffle_buffer=100)
 SOAK = Corpus(n_docs=200_000, n_files=10, max_file_tokens=60_000, empty_every=97,
               shuffle_buffer=100)
@@ -114,12 +118,12 @@ def ops_corpus(n_files: int, per_file: int) -> Corpus:
                   vocab_size=300, dataset="ops")
 
 
-def write_plain(path: Path, texts: Sequence[str]) -> Path:
+def write_plain(path: Path, texts: Sequence[str], row_group: int = 100) -> Path:
     """An uncompressed, dictionary-free Parquet file: editing one character of one text
     gives a valid file of exactly the same size."""
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table({"text": list(texts)}), path, compression="none",
-                   use_dictionary=False, write_statistics=False, row_group_size=100)
+                   use_dictionary=False, write_statistics=False, row_group_size=row_group)
     return path
 
 
@@ -202,7 +206,7 @@ def make_world(root: Path, corpus: Corpus, *, reference: bool = False) -> World:
     per = -(-corpus.n_docs // corpus.n_files)
     files = tuple(tuple(docs[i * per : (i + 1) * per]) for i in range(corpus.n_files))
     for i, texts in enumerate(files):
-        write_plain(root / "src" / f"part-{i:05d}.parquet", texts)
+        write_plain(root / "src" / f"part-{i:05d}.parquet", texts, corpus.row_group)
     kw = {} if corpus.vocab_size is None else {"vocab_size": corpus.vocab_size}
     factories.bpe_tokenizer(root / "tok", docs[: corpus.tokenizer_docs], **kw)
     w = World(root, corpus, root / "src", root / "tok", files)

@@ -30,15 +30,25 @@ def w(tmp_path_factory: pytest.TempPathFactory) -> World:
     return h.world(tmp_path_factory)
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize(("seed", "cut"), [(1, False), (2, False), (3, True)],
+                         ids=["seed-1", "seed-2", "cut-row-groups"])
 def test_sigkill_at_random_moments_then_resume_alone_is_identical(
-    w: World, tmp_path: Path, seed: int
+    w: World, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, seed: int, cut: bool
 ) -> None:
     """Kills after seeded random delays land anywhere: start-up, verification, replay, the
-    stream, rollovers, finishing, publishing. Each restart is `--out DIR --resume` alone."""
+    stream, rollovers, finishing, publishing. Each restart is `--out DIR --resume` alone.
+
+    ``cut``: the same documents in three files of one 12,000-row group each, unshuffled
+    (``harness.CUT``), each group cut into one span per worker: the kills land inside spans,
+    between them and between files, and every restart takes another number of workers
+    (3, 4, 2, ...), so what is left is cut anew; the reference run cut nothing (it
+    tokenized in one process)."""
+    if cut:
+        w = h.world(tmp_path_factory, h.CUT)
+    workers = (lambda k: ("--workers", str(2 + k % 3))) if cut else (lambda k: ())
     rng = random.Random(seed)
     out = tmp_path / "out"
-    first = h.spawn(w.fresh_args(out), faults=PACE)
+    first = h.spawn(w.fresh_args(out, *workers(0)), faults=PACE)
     # `--out DIR --resume` alone needs a staging directory to take the recipe from.
     assert h.reached(first, lambda: h.read_checkpoint(out) is not None)
     assert h.kill_after(first, rng.uniform(0.0, 0.4)), "the first run ended before its kill"
@@ -46,7 +56,7 @@ def test_sigkill_at_random_moments_then_resume_alone_is_identical(
     kills, resumed = 1, 0
     while kills < 7:
         resumed += h.staging_of(out).is_dir()
-        proc = h.spawn(["--out", out, "--resume", *h.FAST], faults=PACE)
+        proc = h.spawn(["--out", out, "--resume", *h.FAST, *workers(kills)], faults=PACE)
         killed = h.kill_after(proc, rng.uniform(0.05, 0.7))
         code, err = proc.finish()
         if not killed:
@@ -56,7 +66,7 @@ def test_sigkill_at_random_moments_then_resume_alone_is_identical(
         kills += 1
     assert kills >= 3, "too few kills landed before the run finished"
     if not out.exists():
-        done = h.run(["--out", out, "--resume", *h.FAST])
+        done = h.run(["--out", out, "--resume", *h.FAST, *workers(kills)])
         assert done.returncode == 0, done.stderr
         resumed += 1
     h.assert_identical(w, out)
@@ -272,3 +282,4 @@ def test_a_cut_row_group_stopped_in_any_span_resumes_to_the_same_bytes(
     assert done.returncode == 0, done.stderr
     assert dir_bytes(out) == expected
     assert h.provenance(out)["resumes"] == 3
+
