@@ -22,7 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from prep.encoders.engine import EngineChoice
 from prep.errors import IntegrityError
 from prep.formats import ShardFormat
 from prep.fsio import file_sha256
@@ -245,7 +244,6 @@ def start_increment(
     state = RunState(
         out, recipe, opts, source, encoder, fmt, facts, output_versions(), writers, files
     )
-    state.choice = EngineChoice(opts.engine, encoder, opts.threads)
     state.cursor, state.base = cursor, base
 
     def order(f: ManifestFile) -> int:

@@ -47,7 +47,6 @@ def start(
     state = RunState(
         out, recipe, opts, source, encoder, fmt, facts, output_versions(), writers, files
     )
-    state.choice = EngineChoice(opts.engine, encoder, opts.threads)
 
     def populate(building: Path) -> None:
         for w in writers.values():
@@ -64,7 +63,10 @@ def start(
 
 def stage(state: RunState, populate: Callable[[Path], None]) -> None:
     """Create the staging directory with ``populate(building)`` (its first files and
-    checkpoint), then point the writers at it; on any failure the run's files are closed."""
+    checkpoint), then point the writers at it; on any failure the run's files are closed.
+    The engine is chosen meanwhile, in a thread (:class:`EngineChoice`): staging mostly
+    waits on the disk, the network or hashing that frees the GIL."""
+    state.choice = EngineChoice(state.opts.engine, state.encoder, state.opts.threads)
     try:
         state.out.create_staging(populate)
     except BaseException:

@@ -17,6 +17,7 @@ from typing import Any
 
 from prep.copyout import Copiers
 from prep.encoders import Encoder
+from prep.encoders.engine import EngineChoice
 from prep.formats import ShardFormat, get_format
 from prep.outputs import Output
 from prep.recipe import Recipe, RunOptions
@@ -84,7 +85,7 @@ class RunState:
     base: StreamBase | None = None  # the published stream an incremental refresh continues
     committed_rows: int = 0  # rows of the last checkpoint this process wrote
     engine: str | None = None  # how the ids were computed (provenance only)
-    choice: Any = None  # a new run's engine, chosen in a thread (EngineChoice)
+    choice: EngineChoice | None = None  # a new run's engine, chosen while it stages
     workers: int | None = None  # worker processes of this process's last stream (provenance)
     crosscheck: Any = None  # the run-time cross-check of a fast engine, if any
     main_cpu: float | None = None  # CPU seconds of this process while committing

@@ -290,7 +290,7 @@ def open_workers(state: RunState, stream: Iterator[StreamItem],
     More workers than one run keeps busy are said at once, with the ``--part`` commands
     (built from the run's ``argv``) that would keep them busy."""
     opts, recipe = state.opts, state.recipe
-    choice = state.choice  # a new run started choosing at once
+    choice = state.choice  # a new run chose while it staged; a resume chooses here
     spec, engine = (choice.result() if choice is not None
                     else choose_engine(opts.engine, state.encoder, opts.threads))
     state.engine = spec.engine
