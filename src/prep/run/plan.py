@@ -61,14 +61,14 @@ def row_group_tasks(source: Source, files: list[SourceFile], skip: int, limit: i
         if total and row + total <= skip:  # committed before the resume point
             row += total
             continue
-        spans, first = [], 0
+        spans: list[tuple[int, int, int, int]] = []
+        first = 0
         for group, n in enumerate(sizes):
             lo = max(skip, row + first)
             hi = row + first + n if limit is None else min(limit, row + first + n)
             if lo < hi:
-                spans.append((group, first, lo - row, hi - row))
+                spans += _cut(group, first, lo - row, hi - row, cut)
             first += n
-        spans = [cut_span for span in spans for cut_span in _cut(*span, cut)]
         for k, (group, first, start, stop) in enumerate(spans or [(-1, 0, 0, 0)]):
             yield RowGroupTask(index, str(local), signature, group, first, start, stop,
                                hash_file=k == 0)
