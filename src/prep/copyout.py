@@ -135,16 +135,16 @@ class Copiers:
         try:
             socket.send_fds(sock, [_ORDER.pack(*place, ids.nbytes, offset)], [fd])
         except OSError as e:
-            if e.errno not in _GONE:  # the order never left (``fd`` is no file): not its end
+            if e.errno in _GONE:  # it died: this batch and the next are written here
+                self._lose(sock)
+            else:  # the order never left (``fd`` is no file): not the copier's end
                 self._give_back(sock)
-                return False
+            return False
+        try:
+            answer = sock.recv(_ANSWER.size)
+        except OSError:
             answer = b""
-        else:
-            try:
-                answer = sock.recv(_ANSWER.size)
-            except OSError:
-                answer = b""
-        if len(answer) != _ANSWER.size:  # it died: this batch and the next are written here
+        if len(answer) != _ANSWER.size:  # it died while writing
             self._lose(sock)
             return False
         self._give_back(sock)
