@@ -6,14 +6,10 @@ from __future__ import annotations
 import os
 import random
 import signal
-from dataclasses import replace
 from pathlib import Path
 
 import harness as h
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from conftest import dir_bytes
 from harness import World
 
 # The runs killed after random delays are paced: 36,000 documents in batches of 8 take at
@@ -254,25 +250,18 @@ def _group_alive(group: int) -> bool:
 
 
 def test_a_cut_row_group_stopped_in_any_span_resumes_to_the_same_bytes(
-    w: World, tmp_path: Path
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
-    """One file of 12,000 rows in a single row group, which a run cuts into one span per
-    worker (``prep.run.plan``). Each run is stopped (SIGTERM, exit 75) inside another span
-    and resumed with another number of workers, which cuts the rest differently (2 workers:
-    spans of 6,000 rows; then 3, from row ~3,000; then 4, from row ~7,000); the bytes are
-    those of a run that never cut it (one worker)."""
-    texts = tuple(t for f in w.files for t in f)[:12_000]
-    src = tmp_path / "src"
-    src.mkdir()
-    pq.write_table(pa.table({"text": list(texts)}), src / "part-00000.parquet",
-                   row_group_size=12_000)
-    big = World(tmp_path, replace(w.corpus, shuffle_buffer=0), src, w.tokenizer, (texts,))
-    expected = h.build(big, tmp_path / "uncut", "--workers", "1")
+    """Files of one 12,000-row group each (``harness.CUT``), which a run cuts into one span
+    per worker (``prep.run.plan``). Each run is stopped (SIGTERM, exit 75) inside another
+    span of the first file and resumed with another number of workers, which cuts the rest
+    differently (2 workers: spans of 6,000 rows; then 3, from row ~3,000; then 4, from row
+    ~7,000); the bytes are those of the reference run, which cut nothing (one process)."""
+    w = h.world(tmp_path_factory, h.CUT)
     out = tmp_path / "out"
-    pace = h.paced(0.002)  # 1,500 batches of 8: >= 3 s; >= 0.375 s after the last mark
-    args: list[object] = big.args(out, *h.FAST, "--workers", "2")
+    args: list[object] = w.fresh_args(out, "--workers", "2")
     for mark, workers in ((3_000, 3), (7_000, 4), (10_500, 2)):
-        proc = h.spawn(args, faults=pace)
+        proc = h.spawn(args, faults=PACE)  # >= 1.5 s of the 36,000 rows after the last mark
         assert h.reached(proc, lambda m=mark: h.rows_committed(out) >= m), proc.finish()
         proc.send_signal(signal.SIGTERM)
         code, err = proc.finish()
@@ -280,6 +269,6 @@ def test_a_cut_row_group_stopped_in_any_span_resumes_to_the_same_bytes(
         args = ["--out", out, "--resume", *h.FAST, "--workers", str(workers)]
     done = h.run(args)
     assert done.returncode == 0, done.stderr
-    assert dir_bytes(out) == expected
+    h.assert_identical(w, out)
     assert h.provenance(out)["resumes"] == 3
 
