@@ -1,5 +1,5 @@
 """The compiled parts of prep: the BPE trainer (src/prep/tokenizer/_bpe.c) and the prefix
-digest's chain (src/prep/hashchain/_chain.c, over OpenSSL's SHA-256).
+digest's chain (src/prep/stream/chain/_chain.c, over OpenSSL's SHA-256).
 
 Optional: where no C compiler (or no OpenSSL headers) is found the build goes on without them
 and prep uses their pure-Python twins (the same results, slower); `prep train-tokenizer`
@@ -16,8 +16,8 @@ setup(
             optional=True,
         ),
         Extension(
-            "prep.hashchain._chain",
-            ["src/prep/hashchain/_chain.c"],
+            "prep.stream.chain._chain",
+            ["src/prep/stream/chain/_chain.c"],
             libraries=["crypto"],
             extra_compile_args=["-O2"],
             optional=True,

@@ -44,7 +44,7 @@ sys.path[:0] = [str(BENCH), str(REPO / "tests"), str(REPO / "src")]
 from memory import reusable_corpus  # noqa: E402
 from parity_corpus import parity_texts, parity_tokenizers  # noqa: E402
 
-from prep.encoders.flat import FlatIds  # noqa: E402
+from prep.encoders.flatids import FlatIds  # noqa: E402
 from prep.encoders.gigatoken import added_texts, load_gigatoken  # noqa: E402
 from prep.tokenizer.files import byte_to_unicode  # noqa: E402
 

@@ -36,7 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from memory import prepare_command, reusable_corpus
 
-from prep.tokenstream import TokenStream
+from prep.readers.tokenstream import TokenStream
 
 
 def prepare(corpus: Path, out: Path, *extra: str) -> None:

@@ -11,8 +11,8 @@ small Parquet files (``--rows`` rows each). The benchmark:
 2. times ``python scripts/prepare.py ... --refresh`` (unchanged) as a child process,
    ``--reps`` times: wall time, what cron sees (interpreter start, imports, the check);
 3. times the check alone: ``--reps`` fresh children each run
-   ``prep.cli.run_prepare([... "--refresh", "--quiet"])`` and print their own clock around
-   the imports (``prep.cli`` and ``prep.pipeline``, which pull in pyarrow, numpy,
+   ``prep.cli.commands.run_prepare([... "--refresh", "--quiet"])`` and print their own clock around
+   the imports (``prep.cli.commands`` and ``prep.run.lifecycle``, which pull in pyarrow, numpy,
    tokenizers) and around the call, separating start-up and import cost from the check;
 4. the same in-process timing after every source file's mtime moved (content unchanged):
    each file is then hashed. The published version keeps its recorded fingerprints, so
@@ -55,9 +55,9 @@ TAIL_LINES = 20
 IN_PROCESS = r"""
 import json, sys, time
 t0 = time.perf_counter()
-import prep.cli, prep.pipeline
+import prep.cli.commands, prep.run.lifecycle
 t1 = time.perf_counter()
-code = prep.cli.run_prepare(sys.argv[1:])
+code = prep.cli.commands.run_prepare(sys.argv[1:])
 t2 = time.perf_counter()
 print(json.dumps({"import_s": t1 - t0, "call_s": t2 - t1, "code": code}))
 """

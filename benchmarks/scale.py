@@ -112,7 +112,9 @@ def main() -> int:
                               "--part", f"{i}/{a.parts}")
         parts.append(run_timed(cmd, runs / f"part-{i}.log"))
     log("merge")
-    prep = [sys.executable, "-c", "import sys; from prep.cli import main; sys.exit(main())"]
+    prep = [
+        sys.executable, "-c", "import sys; from prep.cli.commands import main; sys.exit(main())"
+    ]
     merge = run_timed([*prep, "merge", str(runs / "merged")], runs / "merge.log")
     same = all(stream_digest(runs / "single", s) == stream_digest(runs / "merged", s)
                for s in ("train", "val"))

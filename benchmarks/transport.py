@@ -1,11 +1,11 @@
 """What receiving worker results costs the main process: ids through the pipe or the arena.
 
-Two forked workers (``prep.workers.OrderedPool``) each send batches shaped like prep's: a
+Two forked workers (``prep.procs.pool.OrderedPool``) each send batches shaped like prep's: a
 uint16 id buffer of ``--ids`` ids (default 700,000, about what a 512-document batch of
 GPT-2 ids weighs on the benchmark corpus) and 512 document lengths. The main process
 receives them and drops them, as the committing loop does after each batch's flush. Runs
 alternate between ``arena_bytes=0`` (every buffer through the result queue's pipe) and the
-default arena (``prep.arena``), ``--reps`` times each, and report the main process's CPU
+default arena (``prep.procs.arena``), ``--reps`` times each, and report the main process's CPU
 seconds per GB of ids received (``time.process_time``: all its threads).
 
     python benchmarks/transport.py [--batches 300] [--ids 700000] [--reps 5]
@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from prep.arena import DEFAULT_BYTES
-from prep.workers import OrderedPool
+from prep.procs.arena import DEFAULT_BYTES
+from prep.procs.pool import OrderedPool
 
 IDS = 700_000
 

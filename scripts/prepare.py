@@ -13,7 +13,7 @@ if __name__ == "__main__":
         from prep.startup import guard, imported, leave
 
     guard()  # before the heavy imports: a SIGTERM during them still ends with exit 75
-    from prep.cli import run_prepare
+    from prep.cli.commands import run_prepare
 
     imported()
     leave(run_prepare(sys.argv[1:]))  # flushed, then exits: nothing at exit can hang it

@@ -112,7 +112,7 @@ class CliResult:
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
     """Run ``prep`` in-process: ``cli("prepare", "--out", ...)`` -> CliResult."""
-    from prep.cli import main
+    from prep.cli.commands import main
 
     def run(*args: object) -> CliResult:
         capsys.readouterr()

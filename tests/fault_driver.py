@@ -1,4 +1,4 @@
-"""Run ``prep.cli.run_prepare(argv)`` (or ``prep merge``) in this process with faults
+"""Run ``prep.cli.commands.run_prepare(argv)`` (or ``prep merge``) in this process with faults
 injected at their import sites. Started through ``tests/harness.py`` by the fault tests
 (tests/faults) and the operations tests (tests/ops).
 
@@ -88,7 +88,7 @@ _log_watchers: list[_LogSeen] = []
 def _watch_logs(watcher: _LogSeen) -> None:
     """Show ``watcher`` every record of prep's loggers (``prep`` and ``prep.*``): a filter
     on the ``prep`` logger itself would see only what is logged on it, not what its
-    children (``prep.outputs.mirror``...) pass up to its handlers."""
+    children (``prep.outputs.bucket.mirror``...) pass up to its handlers."""
     if not _log_watchers:
         calling = logging.Logger.callHandlers
 
@@ -222,8 +222,8 @@ def main() -> int:
     _carry_stacks()
     for fault in spec if isinstance(spec, list) else [spec]:
         install(fault)
-    from prep.cli import main as prep_main
-    from prep.cli import run_prepare
+    from prep.cli.commands import main as prep_main
+    from prep.cli.commands import run_prepare
 
     if sys.argv[1:2] in (["merge"], ["train-tokenizer"]):  # the other commands a fault may target
         return prep_main(sys.argv[1:])

@@ -95,7 +95,7 @@ class Corpus:
     dataset: str = "fixed"
     format: str = "llmc"  # --format of every run in the World
     # --workers of every run (args()) in the World; 0: not given, so that a source this
-    # small is tokenized in the main process (prep.run.busy.IN_PROCESS_BYTES)
+    # small is tokenized in the main process (prep.run.work.sizing.IN_PROCESS_BYTES)
     workers: int = 0
     row_group: int = 100  # rows per Parquet row group of the World's files
 
@@ -105,7 +105,7 @@ class Corpus:
 # SOAK: a longer run (tests/faults/test_soak.py), with empty rows among the documents.
 KILL = Corpus(n_docs=36_000, n_files=6, max_file_tokens=20_000, shuffle_buffer=100)
 # CUT: KILL's documents in three files of one row group each, unshuffled: a run with
-# workers cuts each group into spans (prep.run.plan); its reference run has none (in-process).
+# workers cuts each group into spans (prep.run.work.cuts); its reference run has none (in-process).
 CUT = Corpus(n_docs=36_000, n_files=3, max_file_tokens=20_000, row_group=12_000)
 SMALL = Corpus(n_docs=12_000, n_files=4, max_file_tokens=8_000, shuffle_buffer=100)
 SOAK = Corpus(n_docs=200_000, n_files=10, max_file_tokens=60_000, empty_every=97,
@@ -128,7 +128,7 @@ def write_plain(path: Path, texts: Sequence[str], row_group: int = 100) -> Path:
 
 
 def write_copied(directory: Path, n_docs: int, n_files: int) -> tuple[tuple[str, ...], ...]:
-    """A corpus whose batches go to the copiers (``prep.copyout``): documents of eight
+    """A corpus whose batches go to the copiers (``prep.procs.copiers``): documents of eight
     numbered lines (~500 characters, ~140 ids with a 300-id BPE: a batch of 1,024 holds
     ~290 KB of ids, past the arena's 64 KiB), one row group per file, so that a batch holds
     ``--batch-size`` rows (a task is a row group; ``write_plain``'s groups of 100 would cap
@@ -577,7 +577,7 @@ def no_traceback(stderr: str) -> None:
 
 def build(w: World, out: Path, *extra: object) -> dict[str, bytes]:
     """An uninterrupted in-process run; returns its ``dir_bytes``."""
-    from prep.cli import run_prepare
+    from prep.cli.commands import run_prepare
 
     code = run_prepare(w.args(out, "--quiet", *extra))
     assert code == 0, f"reference build of {out} exited {code}"

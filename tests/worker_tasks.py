@@ -61,14 +61,14 @@ HOG_BYTES = 64 << 20
 
 def resident(_: object) -> Iterator[tuple[int, int]]:
     """(this worker's pid, its resident bytes now), holding nothing more."""
-    from prep.workers import resident_bytes
+    from prep.procs.pool import resident_bytes
 
     yield os.getpid(), resident_bytes()
 
 
 def hog(_: object) -> Iterator[tuple[int, int]]:
     """Keep 64 MiB more (written, so resident), then yield (pid, resident bytes)."""
-    from prep.workers import resident_bytes
+    from prep.procs.pool import resident_bytes
 
     HELD.append(b"\x01" * HOG_BYTES)
     yield os.getpid(), resident_bytes()

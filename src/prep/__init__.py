@@ -4,9 +4,11 @@ Every public name is loaded on first use (PEP 562), so ``import prep`` imports n
 this file: each entry point's first statement is the signal guard (``prep.startup``), and
 Python imports this package before any module of it, so whatever this file imported would
 run before the guard, in the window where a SIGTERM still kills the process by the signal.
-``tests/e2e/test_early_signals.py`` holds it to that."""
+``tests/ops/test_startup_signals.py`` holds it to that."""
 
 from __future__ import annotations
+
+from prep._version import __version__ as __version__
 
 TYPE_CHECKING = False  # not from typing, which costs milliseconds before the guard
 
@@ -30,7 +32,6 @@ __all__ = [
     "read_bin",
     "write_bin",
 ]
-__version__ = "0.1.0"
 
 # Each public name and the module that defines it.
 _HOMES = {
@@ -43,7 +44,7 @@ _HOMES = {
     "RunOptions": "prep.recipe",
     "Manifest": "prep.state.manifest",
     "prepare": "prep.api",
-    "TokenStream": "prep.tokenstream",
+    "TokenStream": "prep.readers.tokenstream",
     "Tokenizer": "prep.tokenizer.model",
     "BinHeader": "prep.formats.llmc",
     "read_bin": "prep.formats.llmc",
@@ -66,10 +67,10 @@ if TYPE_CHECKING:
         UsageError,
     )
     from prep.formats.llmc import BinHeader, read_bin, write_bin
+    from prep.readers.tokenstream import TokenStream
     from prep.recipe import Recipe, RunOptions
     from prep.state.manifest import Manifest
     from prep.tokenizer.model import Tokenizer
-    from prep.tokenstream import TokenStream
 
 
 def __getattr__(name: str) -> Any:

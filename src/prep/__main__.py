@@ -12,7 +12,7 @@ def main() -> None:
     from prep.startup import guard, imported, leave
 
     guard()
-    from prep.cli import main as cli_main
+    from prep.cli.commands import main as cli_main
 
     imported()
     leave(cli_main())

@@ -23,16 +23,15 @@ from typing import Any
 
 from huggingface_hub import constants
 
-from prep.argtypes import location
 from prep.encoders import canonical_tokenizer, set_threads
 from prep.encoders.engine import check_engine
 from prep.errors import UsageError
-from prep.outputs import resolve_output
+from prep.outputs import location, resolve_output
 from prep.partition import Part
-from prep.pipeline import Outcome, run
 from prep.progress import LineReporter, Reporter, Snapshot, silent
 from prep.recipe import DEFAULTS, RECIPE_FIELDS, REQUIRED, Recipe, RunOptions, validate
 from prep.redact import environment_secrets, redact_argv
+from prep.run.lifecycle import Outcome, run
 from prep.sources import canonical_source
 from prep.state.manifest import Manifest
 
@@ -148,7 +147,7 @@ def _for_part(
     """A part (``part="I/N"``) writes ``DIR.parts/I-of-N``; its dataset name defaults to
     ``DIR``'s, so that every part of one run records the same name. ``out`` as a run
     takes it: a local path, or a URI as typed."""
-    where = location(out) if isinstance(out, str) else Path(out)
+    where = location(out)
     if typed.get("part") is None:
         return typed, where
     part = Part.parse(typed["part"])

@@ -1,7 +1,7 @@
 """The error hierarchy: one base, a few kinds, each carrying the exit code the CLI maps it to.
 
 Every message answers what failed, where (file, row, shard) and how to fix it. Library code
-raises these; only ``prep.cli`` turns them into a message and an exit code.
+raises these; only ``prep.cli.commands`` turns them into a message and an exit code.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ documented exit 75. :func:`guard` is therefore the first statement of every entr
 this module and ``prep/__init__.py`` import only the standard library, so nothing of prep's
 runs before it. Until a command takes the signals over, nothing has been touched (no lock,
 no staging, no file): a signal then ends the process at once, with exit 75 and a line saying
-so, whatever the command. A command that writes takes them over (``prep.cli``) before it
+so, whatever the command. A command that writes takes them over (``prep.cli.commands``) before it
 touches anything, and from then on a signal is a stop request it acts on at its next safe
 point. :func:`settle` and :func:`leave` cover the other end: once the command has returned, a
 signal while the process exits must not turn a finished job into death by the signal, and

@@ -125,10 +125,10 @@ def test_recycled_workers_write_the_same_bytes(cli, tmp_path: Path, corpus, trig
     recipe = ["--source", src, "--tokenizer", tok, "--val-fraction", "0.2", "--dataset", "r",
               "--batch-size", 16]
     assert cli("prepare", "--out", tmp_path / "kept", *recipe, "--workers", 2).code == 0
-    workers_log = logging.getLogger("prep.workers")  # "prep" does not propagate in a run
+    workers_log = logging.getLogger("prep.procs.pool")  # "prep" does not propagate in a run
     workers_log.addHandler(caplog.handler)
     try:
-        with caplog.at_level(logging.DEBUG, logger="prep.workers"):
+        with caplog.at_level(logging.DEBUG, logger="prep.procs.pool"):
             r = cli("prepare", "--out", tmp_path / "recycled", *recipe, *trigger,
                     "--workers", workers)
     finally:

@@ -40,7 +40,7 @@ IDS = ["-".join((v[0], *v[1][1:])) for v in VARIANTS]
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from prep.cli import main
+    from prep.cli.commands import main
 
     root = tmp_path_factory.mktemp("formats")
     src = make_corpus(root / "src", [numbered_docs(80), numbered_docs(70, start=80)])

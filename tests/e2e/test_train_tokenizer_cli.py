@@ -11,7 +11,7 @@ import bpe_reference as ref
 import pytest
 from conftest import split_bins, write_parquet
 
-from prep import cli
+from prep.cli import commands as cli
 from prep.tokenizer.files import merges_of
 
 DOCS = ["the cat sat on the mat", "the mat is flat", "aaaa bbbb aaaa", "naïve café"]

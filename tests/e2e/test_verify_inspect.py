@@ -35,7 +35,7 @@ SEP = 0
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A published byte-level dataset with several files in each split."""
-    from prep.cli import main
+    from prep.cli.commands import main
 
     root = tmp_path_factory.mktemp("verify")
     src = make_corpus(root / "src", [numbered_docs(70), numbered_docs(50, start=70)])

@@ -1,4 +1,4 @@
-"""Copier processes (``prep.copyout``) in real runs. Batches here are large enough (each
+"""Copier processes (``prep.procs.copiers``) in real runs. Batches here are large enough (each
 batch's ids well past the arena's 64 KiB) that the copiers write the shards: the bytes are
 those of a run whose spawned workers have no arena, so no copier (the main process writes
 every id); a run killed just after handing a write to a copier, or whose copier cannot
@@ -61,7 +61,7 @@ def test_killed_just_after_handing_a_write_to_a_copier_then_resumed(
     w: World, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    kill = {"target": "prep.copyout.socket.send_fds", "nth": 3, "action": "kill"}
+    kill = {"target": "prep.procs.copiers.socket.send_fds", "nth": 3, "action": "kill"}
     first = h.spawn(w.args(out, "--workers", "1", *CHECKPOINT_EVERY_BATCH), faults=kill)
     code, err = first.finish()
     assert code == -signal.SIGKILL, err
@@ -77,7 +77,9 @@ def test_a_copier_that_cannot_write_stops_the_run_with_its_error(
     w: World, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    full = {"target": "prep.copyout.pwrite_all", "nth": 2, "when": "before", "action": "enospc"}
+    full = {
+        "target": "prep.procs.copiers.pwrite_all", "nth": 2, "when": "before", "action": "enospc"
+    }
     first = h.run(w.args(out, "--workers", "1", *CHECKPOINT_EVERY_BATCH), faults=full)
     assert first.returncode != 0
     h.no_traceback(first.stderr)

@@ -57,9 +57,9 @@ def kill(target: str, when: str = "after", nth: int = 1, **filters: Any) -> dict
 
 KILLS = {
     "while linking the published shards": (kill("prep.run.increment._reuse", nth=3), "old"),
-    "after the first checkpoint": (kill("prep.run.state.RunState.checkpoint", nth=1), "old"),
+    "after the first checkpoint": (kill("prep.run.committed.RunState.checkpoint", nth=1), "old"),
     "between checkpoints of new rows": (
-        kill("prep.run.state.RunState.checkpoint", nth=40), "old"),
+        kill("prep.run.committed.RunState.checkpoint", nth=40), "old"),
     "while sealing": (kill("prep.formats.idfile.IdFileWriter.seal", nth=2), "old"),
     "before the exchange": (kill("prep.outputs.local.exchange", "before"), "old"),
     "after the exchange": (kill("prep.outputs.local.exchange", "after"), "new"),
@@ -105,7 +105,7 @@ def test_incremental_refresh_killed_at_random_moments(g: h.Versions, tmp_path: P
     # checkpoints stay below the ~190 batches of the new rows, so each of them is reached.
     points = [
         kill("prep.run.increment._reuse", nth=rng.randint(1, shards)),
-        *(kill("prep.run.state.RunState.checkpoint", nth=rng.randint(1, 50)) for _ in range(3)),
+        *(kill("prep.run.committed.RunState.checkpoint", nth=rng.randint(1, 50)) for _ in range(3)),
         kill("prep.formats.idfile.IdFileWriter.seal", nth=1),
         kill("prep.outputs.local.exchange", rng.choice(["before", "after"])),
     ]

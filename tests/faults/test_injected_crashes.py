@@ -54,7 +54,7 @@ CASES = [
                  id="after-seventh-rollover-seal"),
     pytest.param(kill(FSYNC, "before", within=["seal", "_roll"], nth=3), STAGING, False,
                  id="rollover-seal-header-written-not-fsynced"),
-    pytest.param(kill("prep.formats.flat.IdFileWriter", within="_roll", nth=4), STAGING, False,
+    pytest.param(kill("prep.formats.onefile.IdFileWriter", within="_roll", nth=4), STAGING, False,
                  id="next-file-created-after-rollover"),
     # finishing
     pytest.param(kill(FSYNC, "before", within=["seal", "finish"]), STAGING, False,
@@ -137,7 +137,7 @@ def test_kill_at_an_exact_call_then_resume_is_identical(
 SECOND = [
     pytest.param(kill("pathlib.Path.unlink", within="apply_restore", arg_contains=".bin"),
                  id="after-removing-a-file-written-after-the-checkpoint"),
-    pytest.param(kill("prep.formats.flat.IdFileWriter", within="apply_restore"),
+    pytest.param(kill("prep.formats.onefile.IdFileWriter", within="apply_restore"),
                  id="after-truncating-the-open-file"),
     pytest.param(kill(REPLACE, arg_contains=CKPT), id="after-the-first-checkpoint-of-the-resume"),
 ]  # fmt: skip
@@ -150,7 +150,7 @@ def test_kill_while_resuming_then_resume_again(
     """A crash right after a rollover leaves a file the checkpoint does not name and an open
     file longer than committed; a resume killed while cleaning them up is resumed again."""
     out = tmp_path / "out"
-    first = kill("prep.formats.flat.IdFileWriter", within="_roll", nth=3)
+    first = kill("prep.formats.onefile.IdFileWriter", within="_roll", nth=3)
     killed_run(
         w, out, first, tmp_path / "fired-1", fast=False, args=["--out", out, *w.recipe(), *h.FAST]
     )

@@ -176,7 +176,7 @@ def test_a_second_sigint_aborts_and_resume_is_identical(w: World, tmp_path: Path
     out = tmp_path / "out"
     mark = tmp_path / "fired"
     slow_batch = {
-        "target": "prep.run.state.RunState.checkpoint",
+        "target": "prep.run.committed.RunState.checkpoint",
         "when": "before",
         "action": "sleep",
         "seconds": 60,
@@ -253,7 +253,7 @@ def test_a_cut_row_group_stopped_in_any_span_resumes_to_the_same_bytes(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
     """Files of one 12,000-row group each (``harness.CUT``), which a run cuts into one span
-    per worker (``prep.run.plan``). Each run is stopped (SIGTERM, exit 75) inside another
+    per worker (``prep.run.work.cuts``). Each run is stopped (SIGTERM, exit 75) inside another
     span of the first file and resumed with another number of workers, which cuts the rest
     differently (2 workers: spans of 6,000 rows; then 3, from row ~3,000; then 4, from row
     ~7,000); the bytes are those of the reference run, which cut nothing (one process)."""

@@ -102,8 +102,8 @@ def test_same_bytes_whatever_workers_and_batch_size(corpus, reference, tmp_path)
 
 @pytest.mark.parametrize(
     "target",
-    ["prep.run.state.RunState.checkpoint",  # counting the corpus (the prepare run's commit)
-     "prep.tokenizer.checkpoint.MergeCheckpoint.save"],  # merging
+    ["prep.run.committed.RunState.checkpoint",  # counting the corpus (the prepare run's commit)
+     "prep.tokenizer.snapshot.MergeCheckpoint.save"],  # merging
 )
 def test_sigkill_in_each_phase_then_resume_gives_the_same_bytes(corpus, reference, tmp_path,
                                                                  target):
@@ -122,9 +122,9 @@ def test_sigkill_in_each_phase_then_resume_gives_the_same_bytes(corpus, referenc
 
 @pytest.mark.parametrize(
     ("target", "said"),
-    [("prep.run.state.RunState.checkpoint", "while counting the corpus, stopped on request; "
+    [("prep.run.committed.RunState.checkpoint", "while counting the corpus, stopped on request; "
       "checkpoint at row "),
-     ("prep.tokenizer.checkpoint.MergeCheckpoint.save", "stopped after 192 merges, "
+     ("prep.tokenizer.snapshot.MergeCheckpoint.save", "stopped after 192 merges, "
       "checkpointed; rerun the same command with --resume")],
 )
 def test_sigterm_in_each_phase_exits_75_and_resumes(corpus, reference, tmp_path, target, said):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.hub.client import HubOptions
+from prep.hub.calls import HubOptions
 
 from .fakehub import FakeHub
 from .helpers import COMMON, CORPUS, DATASET, EXTRAS, GIT_FILE, prepare, write_local

@@ -31,8 +31,8 @@ COMMON = (*SETTINGS, "--tokenizer", "byte")  # the byte tokenizer, named explici
 
 # A retry policy for subprocesses: the module constants, patched before the CLI runs.
 FAST_RETRY = (
-    "import sys, prep.hub.client as h; h.RETRY_ATTEMPTS = 3; h.RETRY_BASE_DELAY = 0.01\n"
-    "from prep.cli import run_prepare; sys.exit(run_prepare(sys.argv[1:]))"
+    "import sys, prep.hub.calls as h; h.RETRY_ATTEMPTS = 3; h.RETRY_BASE_DELAY = 0.01\n"
+    "from prep.cli.commands import run_prepare; sys.exit(run_prepare(sys.argv[1:]))"
 )
 
 

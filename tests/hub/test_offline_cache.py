@@ -1,4 +1,4 @@
-"""Offline mode in-process (prep.hub.cache and the HubSource that reads the cache): Hub
+"""Offline mode in-process (prep.hub.offline and the HubSource that reads the cache): Hub
 sources and tokenizers resolved from a cache that the real ``hf download`` filled from the
 loopback Hub, read while the Hub answers nothing (every test clears its log and checks it
 stays empty)."""
@@ -15,8 +15,8 @@ from conftest import GPT2_DIR
 
 from prep.encoders import load_encoder
 from prep.errors import InputError, IntegrityError
-from prep.hub.cache import cached_tokenizer
-from prep.hub.client import HubOptions
+from prep.hub.calls import HubOptions
+from prep.hub.offline import cached_tokenizer
 from prep.sources import iter_batches
 from prep.sources.hub import resolve_hub_source
 

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from prep.errors import InputError, IntegrityError, TransientError, UsageError
-from prep.hub.client import HubOptions
+from prep.hub.calls import HubOptions
 from prep.hub.paths import (
     glob_regex,
     listing_root,

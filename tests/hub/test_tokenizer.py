@@ -8,7 +8,7 @@ from conftest import GPT2_DIR
 
 from prep.encoders import load_encoder
 from prep.errors import InputError
-from prep.hub.client import HubOptions
+from prep.hub.calls import HubOptions
 from prep.hub.files import download_tokenizer
 
 from .fakehub import FakeHub

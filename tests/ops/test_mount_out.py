@@ -122,7 +122,7 @@ def test_a_live_then_killed_run_is_inspected_and_resumed_by_the_printed_command(
     where.mkdir()
     proc = spawn([*recipe(corpus), "--out", mount, "--batch-size", "1",
                   "--checkpoint-interval", "1e-9"],
-                 faults=[gate("prep.run.state.RunState.checkpoint", where, nth=2)])
+                 faults=[gate("prep.run.committed.RunState.checkpoint", where, nth=2)])
     try:
         wait_for((where / "reached").exists, "a checkpoint", proc)
         assert (mount / STAGING / "checkpoint.json").is_file()

@@ -272,7 +272,7 @@ def kill_refresh_mid_build(w: World, out: Path, tmp_path: Path, nth: int) -> int
     g = tmp_path / "g1"
     g.mkdir()
     first = spawn(w.args(out, "--refresh", *FAST), tmp_path / "first.log",
-                  [gate("prep.run.state.RunState.checkpoint", g, nth=nth)])
+                  [gate("prep.run.committed.RunState.checkpoint", g, nth=nth)])
     wait_for((g / "reached").exists, "the refresh to be mid-build", first)
     assert tree(out) == v1, "DIR changed during the refresh build"
     first.popen.send_signal(signal.SIGKILL)
@@ -294,7 +294,7 @@ def test_refresh_killed_mid_build_resumes_and_old_version_stays_untouched(
     g = tmp_path / "g2"
     g.mkdir()
     rerun = spawn(w.args(out, "--refresh", "--resume", *FAST), tmp_path / "rerun.log",
-                  [gate("prep.run.state.RunState.checkpoint", g, nth=3)])
+                  [gate("prep.run.committed.RunState.checkpoint", g, nth=3)])
     wait_for((g / "reached").exists, "the rerun to be mid-build", rerun)
     assert tree(out) == v1, "DIR changed while the rerun was building"
     release(g)

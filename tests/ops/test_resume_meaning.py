@@ -39,7 +39,7 @@ def killed_mid_run(args: list[object], cwd: Path, log: Path) -> None:
     where = log.with_suffix(".gate")
     where.mkdir()
     proc = spawn([*args, *EVERY_BATCH], log,
-                 [gate("prep.run.state.RunState.checkpoint", where, nth=3)], cwd=cwd)
+                 [gate("prep.run.committed.RunState.checkpoint", where, nth=3)], cwd=cwd)
     wait_for(lambda: (where / "reached").exists(), "the third checkpoint", proc)
     os.kill(proc.pid, signal.SIGKILL)
     code, _ = proc.finish()

@@ -58,7 +58,7 @@ def test_the_token_is_in_no_file_and_no_output(
     where = tmp_path / "gate"
     where.mkdir()
     first = spawn(args, tmp_path / "logs" / "first.log",
-                  [gate("prep.run.state.RunState.checkpoint", where, nth=2)])
+                  [gate("prep.run.committed.RunState.checkpoint", where, nth=2)])
     wait_for((where / "reached").exists, "a checkpoint", first)
     first.popen.send_signal(signal.SIGTERM)
     release(where)

@@ -68,7 +68,7 @@ def test_a_file_changed_while_read_fails_the_run(
     proc = spawn(
         w.args(out, "--batch-size", 8, "--checkpoint-interval", 0.000001, "--workers", workers),
         tmp_path / "run.log",
-        [gate("prep.run.state.RunState.checkpoint", where, nth=3)],
+        [gate("prep.run.committed.RunState.checkpoint", where, nth=3)],
     )
     wait_for((where / "reached").exists, "the third checkpoint", proc)
     assert rows_committed(out) >= 16

@@ -64,7 +64,7 @@ IGNORED_INT = ("sh", "-c", 'trap "" INT; exec "$@"', "sh")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small corpus, and a two-part dataset ``parts`` whose ``parts.parts`` the merge
     cases copy (as hard links, each to a name of its own)."""
-    from prep.cli import main
+    from prep.cli.commands import main
 
     root = tmp_path_factory.mktemp("signals")
     for i in range(2):
@@ -178,7 +178,7 @@ def signal_at_summary(argv: list[str], out: Path, sig: signal.Signals, ignored_i
 def test_every_command_that_writes_is_covered() -> None:
     """A new command that writes (``train-tokenizer``) goes through the same guard and
     ``cli.STOP``, and gets its cases here: add it to ``ENTRIES``."""
-    from prep.cli import _COMMANDS
+    from prep.cli.commands import _COMMANDS
 
     covered = {e.split()[-1] for e in ENTRIES}
     assert set(_COMMANDS) - READ_ONLY <= covered

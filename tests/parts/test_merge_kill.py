@@ -27,7 +27,7 @@ SITES = [
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """Three published parts (kept pristine) and the tree of their uninterrupted merge."""
-    from prep.cli import main
+    from prep.cli.commands import main
 
     root = tmp_path_factory.mktemp("mergekill")
     corpus = uneven_corpus(root / "c")
@@ -57,7 +57,7 @@ def test_killed_merge_reruns_to_the_same_dataset(
     killed = run(["merge", out], faults=[fault], mark=mark)
     assert killed.returncode == -9, killed.stderr
     assert mark.exists()  # the fault fired where it was meant to
-    from prep.cli import main
+    from prep.cli.commands import main
 
     assert main(["merge", str(out)]) == 0
     assert _published(out) == expected

@@ -25,11 +25,11 @@ import pyarrow.parquet  # noqa: F401
 import tokenizers  # noqa: F401
 
 import prep.api
-import prep.cli
+import prep.cli.commands
 import prep.encoders.gigatoken
 import prep.merge
-import prep.pipeline
-import prep.run.tasks
+import prep.run.lifecycle
+import prep.run.work.tasks
 from prep.startup import guard, imported, settle
 
 if threading.active_count() != 1:  # a fork would copy a lock some thread holds
@@ -45,7 +45,8 @@ def child(argv: list[str], stderr: str) -> int:
     try:
         guard()
         imported()  # as the entry points do once their imports are done (all are, here)
-        code = prep.cli.run_prepare(argv[1:]) if argv[0] == "prepare" else prep.cli.main(argv)
+        commands = prep.cli.commands
+        code = commands.run_prepare(argv[1:]) if argv[0] == "prepare" else commands.main(argv)
         settle()
     except BaseException:
         traceback.print_exc()

@@ -12,7 +12,7 @@ mount time and the operations since, in inode terms (see :mod:`crashstates`)::
 
 Inodes are the recorder's own numbers, never reused, so an unlinked file that stays open
 is still itself. Nothing escapes the log: prep writes files with ``write(2)`` only (its one
-writable mapping is anonymous memory, ``prep.arena``); a ``sendfile`` copy reaches this
+writable mapping is anonymous memory, ``prep.procs.arena``); a ``sendfile`` copy reaches this
 filesystem as writes; ``fallocate`` and ``copy_file_range`` are not offered, so the kernel
 falls back to writes. Unlinked open files are removed at once (``hard_remove``), never
 hidden under a ``.fuse_hidden`` name that the log would have to explain.

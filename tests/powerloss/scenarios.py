@@ -115,7 +115,7 @@ def mount_out(w: h.World, work: Path) -> Scenario:
 
 
 def copiers(w: h.World, work: Path) -> Scenario:
-    """Batches large enough that copier processes (``prep.copyout``) write the shards' ids
+    """Batches large enough that copier processes (``prep.procs.copiers``) write the shards' ids
     (``harness.write_copied``), where the world's batches hold a few KB (written by the
     committing process itself); the world's tokenizer."""
     src = work / "copied-src"

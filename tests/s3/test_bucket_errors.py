@@ -80,7 +80,7 @@ def test_malformed_uri_is_a_usage_error(prepare) -> None:  # type: ignore[no-unt
 def test_gcs_without_credentials(prepare, monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
                                  tmp_path: Path) -> None:
     assert canonical_source("gs://some-bucket/corpus/") == "gs://some-bucket/corpus"
-    monkeypatch.setattr("prep.buckets.client.GCS_RETRY_SECONDS", 1.0)
+    monkeypatch.setattr("prep.buckets.connect.GCS_RETRY_SECONDS", 1.0)
     monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
     closed = f"127.0.0.1:{free_ports(1)[0]}"
     err = prepare("gs://some-bucket/corpus/", HOME=str(tmp_path), CLOUDSDK_CONFIG=str(tmp_path),

@@ -74,7 +74,7 @@ def test_readers_take_a_bucket_dataset_and_refuse_an_incomplete_one(
         world: World, aws: S3Server, published: tuple[str, Done, Path], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     from prep import TokenStream
-    from prep.cli import main
+    from prep.cli.commands import main
 
     uri = published[0]
     assert main(["verify", uri]) == 0 and f"{uri}: OK" in capsys.readouterr().out
@@ -157,7 +157,7 @@ def test_no_write_permission_a_wrong_endpoint_and_no_credentials(
 
     # gs:// has no local server: without credentials (and its metadata server sent to a
     # closed port), refused before anything is written.
-    monkeypatch.setattr("prep.buckets.client.GCS_RETRY_SECONDS", 1.0)
+    monkeypatch.setattr("prep.buckets.connect.GCS_RETRY_SECONDS", 1.0)
     monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
     closed = f"127.0.0.1:{free_ports(1)[0]}"
     for name, value in (("HOME", str(tmp_path)), ("CLOUDSDK_CONFIG", str(tmp_path)),
@@ -173,7 +173,7 @@ def test_no_write_permission_a_wrong_endpoint_and_no_credentials(
 
 
 
-KILL_AFTER_UPLOAD = {"target": "prep.outputs.mirror.Mirror._upload_shard", "nth": 3,
+KILL_AFTER_UPLOAD = {"target": "prep.outputs.bucket.mirror.Mirror._upload_shard", "nth": 3,
                      "action": "kill"}
 
 
@@ -187,7 +187,7 @@ def test_killed_during_an_upload_resumes_from_the_bucket_alone(
     # and the upload not completed; killed there. Paced (batches of 64 documents, a
     # fraction of a shard, 0.05 s after each), so that shards are still being sealed, and
     # their uploads started, long after that checkpoint.
-    sending = {**gate("prep.outputs.remote.copy_hashed", tmp_path), "within": "_upload_shard",
+    sending = {**gate("prep.outputs.bucket.store.copy_hashed", tmp_path), "within": "_upload_shard",
                "after_log": "remote checkpoint 3 "}
     first = spawn([*world.args(uri, "--batch-size", 64), "--staging", tmp_path / "a"],  # type: ignore[arg-type]
                   faults=[sending, paced(0.05)])
@@ -237,7 +237,7 @@ def test_sigterm_leaves_the_bucket_at_its_last_commit(world: World, aws: S3Serve
     writes its remote checkpoint, then exits 75; a replacement loses nothing."""
     uri, where = new_uri(s3_bucket), tmp_path / "gate"
     where.mkdir()
-    parked = gate("prep.outputs.mirror.Mirror._upload_shard", where, nth=2, when="before")
+    parked = gate("prep.outputs.bucket.mirror.Mirror._upload_shard", where, nth=2, when="before")
     # Paced (batches of 64 documents, 0.02 s after each): the stream is far from its end
     # when the signal comes (unpaced, its last batch could be the current one: published).
     proc = spawn([*world.args(uri, "--batch-size", 64), "--staging", tmp_path / "a"],  # type: ignore[arg-type]
@@ -266,7 +266,7 @@ def test_a_second_machine_takes_the_run_over(world: World, aws: S3Server, s3_buc
     checkpoint, and what is published is one run's bytes."""
     uri, where = new_uri(s3_bucket), tmp_path / "gate"
     where.mkdir()
-    parked = gate("prep.outputs.mirror.Mirror._checkpoint", where, nth=3, when="before")
+    parked = gate("prep.outputs.bucket.mirror.Mirror._checkpoint", where, nth=3, when="before")
     # Paced (0.05 s after each batch), so that the remote checkpoints keep up with the
     # shards sealed: a writer that falls behind passes over the older ones, and a run over
     # before its third would never reach the gate.
@@ -286,8 +286,8 @@ def test_a_second_machine_takes_the_run_over(world: World, aws: S3Server, s3_buc
 
 
 @pytest.mark.parametrize("parked_at", [
-    "prep.outputs.prefix.BucketPrefix.publish",  # before publish starts
-    "prep.outputs.mirror.Mirror.uploaded",  # while publish waits for the last uploads
+    "prep.outputs.bucket.layout.BucketPrefix.publish",  # before publish starts
+    "prep.outputs.bucket.mirror.Mirror.uploaded",  # while publish waits for the last uploads
 ])
 def test_a_run_taken_over_does_not_publish(world: World, aws: S3Server, s3_bucket: str,
                                           tmp_path: Path, parked_at: str) -> None:

@@ -17,13 +17,13 @@ from s3server import S3Server, running_server
 
 BUCKET = "prep-faults"
 # Retries short enough for a test: the first after 0.1 s, then every 0.5 s at most, for 3 s
-# in all (``prep.outputs.remote``'s constants, set before the run starts).
-PATIENT = [{"target": f"prep.outputs.remote.{name}", "action": "set", "value": value}
+# in all (``prep.outputs.bucket.store``'s constants, set before the run starts).
+PATIENT = [{"target": f"prep.outputs.bucket.store.{name}", "action": "set", "value": value}
            for name, value in (("RETRY_FIRST_DELAY", 0.1), ("RETRY_MAX_DELAY", 0.5))]
 # PATIENT retries for the default 300 s, long enough for any restart; QUICK for 3 s. Every
 # run here has AWS_MAX_ATTEMPTS=1: pyarrow's client tries each request once, so the
 # retries are prep's own (its SDK's back off for seconds first).
-QUICK = [*PATIENT, {"target": "prep.outputs.remote.RETRY_SECONDS", "action": "set",
+QUICK = [*PATIENT, {"target": "prep.outputs.bucket.store.RETRY_SECONDS", "action": "set",
                     "value": 3.0}]
 
 
@@ -53,7 +53,7 @@ def aws(server: S3Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> S3
 def parked(where: Path) -> dict[str, object]:
     """Park the run in its second shard upload, before it sends a byte."""
     where.mkdir(exist_ok=True)
-    return gate("prep.outputs.mirror.Mirror._upload_shard", where, nth=2, when="before")
+    return gate("prep.outputs.bucket.mirror.Mirror._upload_shard", where, nth=2, when="before")
 
 
 def test_server_killed_and_restarted_mid_runs(world: World, aws: S3Server,

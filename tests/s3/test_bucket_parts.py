@@ -20,8 +20,8 @@ pytest.importorskip("ray", reason="the ray extra is not installed: pip install -
 # The merging process must not move a shard's bytes: it dies if it uploads anything, or
 # downloads a shard (it reads the parts' manifests and provenance only).
 NO_SHARD_TRAFFIC = [
-    {"target": "prep.outputs.remote.Remote.upload", "within": "merge", "action": "kill"},
-    {"target": "prep.outputs.remote.Remote.download", "within": "merge",
+    {"target": "prep.outputs.bucket.store.Remote.upload", "within": "merge", "action": "kill"},
+    {"target": "prep.outputs.bucket.store.Remote.download", "within": "merge",
      "arg_contains": ".bin", "action": "kill"},
 ]
 
@@ -62,11 +62,11 @@ def test_ray_parts_into_a_bucket_merged_by_server_side_copies(
     fs = s3_server.filesystem()
     fs.delete_file(f"{uri[5:]}/_MANIFEST.json")
     fs.delete_file(f"{uri[5:]}/{sorted(n for n in expected if n.startswith('train'))[-1]}")
-    kill = {"target": "prep.outputs.remote.Remote.copy", "nth": 2, "action": "kill"}
+    kill = {"target": "prep.outputs.bucket.store.Remote.copy", "nth": 2, "action": "kill"}
     killed = run(["merge", uri], faults=kill)
     assert killed.returncode == -9, killed.stderr
     assert "_MANIFEST.json" not in objects(s3_server, uri)
-    from prep.cli import main
+    from prep.cli.commands import main
 
     assert main(["merge", uri]) == 0
     assert dataset_bytes(s3_server, uri) == expected

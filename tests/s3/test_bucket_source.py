@@ -32,7 +32,7 @@ from harness import (
 )
 from s3server import S3Server
 
-from prep.buckets.cache import READ_AHEAD
+from prep.buckets.copies import READ_AHEAD
 from prep.sources import canonical_source, resolve_source
 from prep.sources.bucket import BucketSource
 

@@ -1,4 +1,4 @@
-"""The remote checkpoints of a run (prep.outputs.mirror.Mirror) against the real server, in
+"""The remote checkpoints of a run (prep.outputs.bucket.mirror.Mirror) against the real server, in
 process: while the writer is busy, the checkpoints asked for queue up; when its turn comes
 it writes the newest one whose uploads are done, and only that one."""
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import pyarrow.fs as pafs
 from s3server import S3Server
 
-from prep.buckets.client import Store
+from prep.buckets.connect import Store
 from prep.buckets.uri import BucketPath
-from prep.outputs.mirror import MAX_QUEUED, Mirror, shard_files
-from prep.outputs.remote import Remote
+from prep.outputs.bucket.mirror import MAX_QUEUED, Mirror, shard_files
+from prep.outputs.bucket.store import Remote
 from prep.state import checkpoint as ckpt
 from prep.state.checkpoint import sealed_content
 

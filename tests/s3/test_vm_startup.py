@@ -100,7 +100,7 @@ def test_a_replacement_vm_finishes_what_a_killed_one_started(
     # of 64 documents), the stream is then far from its end, and the run cannot publish
     # meanwhile: its commits soon wait for the parked writer (at most MAX_QUEUED jobs).
     # Unpaced, the second could be the last commit's, which a publish may drop.
-    park = {"target": "prep.outputs.mirror.Mirror._checkpoint", "action": "gate",
+    park = {"target": "prep.outputs.bucket.mirror.Mirror._checkpoint", "action": "gate",
             "nth": 2, "when": "after", "reached": str(gate / "reached"),
             "release": str(gate / "release")}
     first, log = vm.boot(tmp_path / "disk-1", [park, paced(0.05)])

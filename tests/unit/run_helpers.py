@@ -13,12 +13,12 @@ from conftest import make_corpus, numbered_docs
 from prep.formats import get_format
 from prep.outputs import LocalDir, resolve_output
 from prep.recipe import Recipe, RunOptions
-from prep.run.ids import laid_or_ids, tokenize
+from prep.run.committed import RunState
 from prep.run.inputs import fresh_inputs
 from prep.run.loop import commit_batch
 from prep.run.start import start
-from prep.run.state import RunState
-from prep.stream import Preparer, StreamItem, batches
+from prep.run.work.tokenize import laid_or_ids, tokenize
+from prep.stream.order import Preparer, StreamItem, batches
 
 FMT = get_format()
 BATCH = 16

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 import worker_tasks as wt
 
-from prep.arena import MIN_BYTES, PAGE, Arena
-from prep.workers import OrderedPool, WorkerDied
+from prep.procs.arena import MIN_BYTES, PAGE, Arena
+from prep.procs.pool import OrderedPool, WorkerDied
 
 TESTS = Path(__file__).resolve().parent.parent
 
@@ -123,8 +123,8 @@ import collections, sys
 sys.path[:0] = {[str(TESTS), str(TESTS.parent / "src")]!r}
 import numpy as np
 import worker_tasks as wt
-from prep.arena import PAGE
-from prep.workers import OrderedPool
+from prep.procs.arena import PAGE
+from prep.procs.pool import OrderedPool
 held = collections.deque(maxlen=6)  # the consumer keeps results as a read-ahead would
 want = (r for task in range(240) for r in wt.blocks(task))
 with OrderedPool(wt.blocks, workers=2, arena_bytes=4 * PAGE, depth=2) as pool:
@@ -207,7 +207,7 @@ def test_without_address_space_for_an_arena_results_come_through_the_pipe() -> N
 import resource, sys
 sys.path[:0] = {[str(TESTS), str(TESTS.parent / "src")]!r}
 import worker_tasks as wt
-from prep.workers import OrderedPool
+from prep.procs.pool import OrderedPool
 with open("/proc/self/status") as f:
     size = next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize"))
 resource.setrlimit(resource.RLIMIT_AS, (size + (256 << 20), resource.RLIM_INFINITY))

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prep.argtypes import closest_option, format_count, parse_count
+from prep.cli.values import closest_option, format_count, parse_count
 
 # Written out by hand (the three spellings of one hundred million, and more).
 SPELLINGS = [

@@ -1,5 +1,5 @@
 """How many workers a run starts, and the start line of a run with more workers than it
-keeps busy (``prep.run.busy``): the arithmetic, and a command line prep's own parser reads
+keeps busy (``prep.run.work.sizing``): the arithmetic, and a command line prep's own parser reads
 back as the user's options with one part and its workers each."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 import shlex
 
-from prep.cli import prepare_parser
-from prep.run.busy import IN_PROCESS_BYTES, parts_advice, workers_for
-from prep.workers import default_workers
+from prep.cli.commands import prepare_parser
+from prep.procs.pool import default_workers
+from prep.run.work.sizing import IN_PROCESS_BYTES, parts_advice, workers_for
 
 ARGV = ["--source", "my corpus/", "--tokenizer", "gpt2", "--out", "tok/big", "--workers=64",
         "--max-file-tokens", "1M", "--resume"]

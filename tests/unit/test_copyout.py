@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from prep.arena import PAGE, Arena
-from prep.copyout import Copiers, _stop, copiers_for
+from prep.procs.arena import PAGE, Arena
+from prep.procs.copiers import Copiers, _stop, copiers_for
 
 FORK = multiprocessing.get_context("fork")
 
@@ -111,7 +111,7 @@ def test_a_killed_copier_leaves_its_writes_to_the_caller(
         (pid,) = copiers.pids()
         os.kill(pid, signal.SIGKILL)
         path = tmp_path / "ids.bin"
-        with caplog.at_level(logging.WARNING, "prep.copyout"), open(path, "w+b") as f:
+        with caplog.at_level(logging.WARNING, "prep.procs.copiers"), open(path, "w+b") as f:
             assert not copiers.write(f.fileno(), ids, 0)
             assert not copiers.write(f.fileno(), ids, 0)  # none left: at once
         assert copiers.count == 0
@@ -139,7 +139,7 @@ def test_closing_wakes_a_thread_waiting_for_a_copier(
     write is left to its caller at once, not after a poll of the queue (made an hour long
     here: the wait used to last until it ran out, half a second at the end of every run
     that met it)."""
-    monkeypatch.setattr("prep.copyout.POLL_SECONDS", 3600.0)
+    monkeypatch.setattr("prep.procs.copiers.POLL_SECONDS", 3600.0)
     copiers = Copiers(FORK, arenas, 1)
     held = copiers._take()
     assert held is not None

@@ -1,4 +1,4 @@
-"""The cores a process may use (``prep.cores``): its affinity, capped by its cgroup's CPU
+"""The cores a process may use (``prep.procs.cores``): its affinity, capped by its cgroup's CPU
 quota, the tightest of its cgroup and their ancestors', in cgroup v2's and v1's own file
 formats (written here as the kernel writes them); ``os.cpu_count()`` is never the answer
 when either says less."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from prep.cores import available_cores, cgroup_quota
+from prep.procs.cores import available_cores, cgroup_quota
 
 AFFINITY = len(os.sched_getaffinity(0))
 
@@ -62,7 +62,7 @@ def test_unreadable_cgroup_files_mean_no_quota(tmp_path: Path) -> None:
 
 def test_a_process_pinned_to_one_cpu_has_one_core() -> None:
     """A real affinity, set by util-linux's taskset."""
-    probe = "from prep.cores import available_cores; print(available_cores())"
+    probe = "from prep.procs.cores import available_cores; print(available_cores())"
     out = subprocess.run(["taskset", "-c", str(min(os.sched_getaffinity(0))), sys.executable,
                           "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "1"

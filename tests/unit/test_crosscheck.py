@@ -13,9 +13,9 @@ from conftest import GPT2_DIR, bpe_tokenizer, numbered_docs
 from prep.encoders.engine import Reference
 from prep.encoders.gigatoken import load_gigatoken
 from prep.recipe import Recipe
-from prep.run.crosscheck import MAX_BYTES, RATE, CrossCheck, EngineMismatch, sampled
+from prep.run.work.crosscheck import MAX_BYTES, RATE, CrossCheck, EngineMismatch, sampled
 from prep.sources import SourceFile
-from prep.stream import Batch, Preparer
+from prep.stream.order import Batch, Preparer
 
 GPT2 = str(GPT2_DIR / "tokenizer.json")
 

@@ -21,7 +21,7 @@ import gc, os
 from prep.startup import guard, imported
 guard()
 off = not gc.isenabled()
-from prep.cli import run_prepare
+from prep.cli.commands import run_prepare
 imported()
 print(os.environ.get("OPENBLAS_NUM_THREADS"), len(os.listdir("/proc/self/task")),
       off and gc.isenabled() and gc.get_freeze_count() > 10_000)

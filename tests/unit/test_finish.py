@@ -18,7 +18,7 @@ from prep.run.finish import finish, manifest_source
 from prep.run.loop import execute
 from prep.state.identity import FileIdentity, SourceIdentity
 from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, read_manifest
-from prep.stream import Cursor
+from prep.stream.order import Cursor
 
 
 def never() -> bool:

@@ -1,4 +1,4 @@
-"""The prefix digest's chain over a batch (``prep.hashchain``): the compiled links and the
+"""The prefix digest's chain over a batch (``prep.stream.chain``): the compiled links and the
 Python ones are the definition, ``c = SHA-256(c || d)`` per 32-byte row digest, written
 here again with hashlib as the oracle."""
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prep import hashchain
-from prep.stream import Cursor, row_digest
+from prep.stream import chain as hashchain
+from prep.stream.order import Cursor, row_digest
 
 IMPLEMENTATIONS = [pytest.param(hashchain._python, id="python")]
 if hashchain.COMPILED is not None:

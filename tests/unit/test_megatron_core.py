@@ -37,7 +37,7 @@ def test_indexed_dataset_reads_prepared_output(tmp_path: Path, dtype: str) -> No
     from conftest import GPT2_DIR, make_corpus, numbered_docs
     from format_readers import read_megatron_docs, split_files
 
-    from prep.cli import main
+    from prep.cli.commands import main
 
     src = make_corpus(tmp_path / "src", [numbered_docs(60)])
     out = tmp_path / "out"

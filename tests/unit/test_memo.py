@@ -17,8 +17,8 @@ import pytest
 from conftest import FIXTURES, numbered_docs, write_parquet
 from parity_corpus import trained_bpe
 
-import prep.run.tasks
-from prep.cli import run_prepare
+import prep.run.work.tasks
+from prep.cli.commands import run_prepare
 from prep.encoders import load_encoder, tokenizer_fingerprint
 from prep.encoders.engine import EngineChoice, choose_engine
 from prep.encoders.memo import ACCEPTED, TokenizerMemo, _digest
@@ -244,7 +244,7 @@ def test_the_engine_thread_has_ended_before_any_worker_is_forked(
         write_parquet(src / "b.parquet", numbered_docs(300, 300))
         args.append("--refresh")
     seen: list[list[str]] = []
-    pool = prep.run.tasks._pool
+    pool = prep.run.work.tasks._pool
 
     def watched(*a: Any, **kw: Any) -> Any:
         seen.append([t.name for t in threading.enumerate()])
@@ -257,7 +257,7 @@ def test_the_engine_thread_has_ended_before_any_worker_is_forked(
         started.append(self)
         init(self, *a)
 
-    monkeypatch.setattr(prep.run.tasks, "_pool", watched)
+    monkeypatch.setattr(prep.run.work.tasks, "_pool", watched)
     monkeypatch.setattr(EngineChoice, "__init__", counted)
     assert run_prepare(args) == 0
     assert len(started) == 1 and len(seen) == 1

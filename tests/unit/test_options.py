@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from prep.cli.options import GROUPS, command_error, prepare_parser
 from prep.encoders.engine import CHOICES as ENGINES
 from prep.executors import EXECUTORS
 from prep.formats import DTYPES, FORMAT_NAMES
-from prep.options import GROUPS, command_error, prepare_parser
 from prep.recipe import Recipe, RunOptions
 
 PROG = "prep prepare"

@@ -12,7 +12,7 @@ from conftest import write_parquet
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prep.run.plan import MIN_SPAN_ROWS, RowGroupTask, row_group_tasks
+from prep.run.work.cuts import MIN_SPAN_ROWS, RowGroupTask, row_group_tasks
 from prep.sources import resolve_local
 
 SIZES = [(120, 50), (0, 50), (7, 3), (50, 50), (1, 10)]  # (rows, row group size) per file

@@ -1,4 +1,4 @@
-"""``prep.run.recount``: the checks resume makes of a checkpoint's claims, on shards a real
+"""``prep.run.resume.claims``: the checks resume makes of a checkpoint's claims, on shards a real
 writer made. Documents have known lengths (document k's ids are all k + 1, the separator is
 0), so the expected first and last document and every cut come from the inputs, not from
 prep: the cut rule is simulated here from the README."""
@@ -14,8 +14,8 @@ import pytest
 
 from prep.errors import IntegrityError
 from prep.formats import ShardFormat, get_format
-from prep.run.recount import Shard, check_cuts, shards_of
-from prep.writer import SplitWriter
+from prep.run.resume.claims import Shard, check_cuts, shards_of
+from prep.stream.writer import SplitWriter
 
 FMT = get_format("llmc")
 SEP = 0

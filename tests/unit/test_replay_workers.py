@@ -13,10 +13,10 @@ from conftest import numbered_docs, write_parquet
 
 from prep.errors import IntegrityError
 from prep.recipe import Recipe
-from prep.run.prefix import _serial, _visit, replay_in_workers
-from prep.run.recount import ReplayCounts
+from prep.run.resume.claims import ReplayCounts
+from prep.run.resume.replay import _serial, _visit, replay_in_workers
 from prep.sources import Source, resolve_local
-from prep.stream import Cursor, Preparer, open_stream
+from prep.stream.order import Cursor, Preparer, open_stream
 
 RECIPE = Recipe(source="x", tokenizer="byte", val_fraction=0.3)
 

@@ -1,4 +1,4 @@
-"""The restore plan (``prep.run.restore``): every check reads only, the plan says exactly
+"""The restore plan (``prep.run.resume.restore``): every check reads only, the plan says exactly
 what applying it will change, and applying it continues to the bytes of a run that never
 stopped."""
 
@@ -11,10 +11,10 @@ from run_helpers import FMT, Setup, killed, setup, started, tree
 
 from prep.errors import IntegrityError, Interrupted
 from prep.run.loop import execute
-from prep.run.restore import apply_restore, plan_restore, replay
+from prep.run.resume.restore import apply_restore, plan_restore, replay
 from prep.state import checkpoint as ckpt
 from prep.state.manifest import MANIFEST_NAME
-from prep.stream import Preparer
+from prep.stream.order import Preparer
 
 
 def plan(s: Setup, typed: dict[str, object] | None = None):  # type: ignore[no-untyped-def]

@@ -1,4 +1,4 @@
-"""A batch's ids in the worker (``prep.run.ids``): ids outside the vocabulary are found
+"""A batch's ids in the worker (``prep.run.work.tokenize``): ids outside the vocabulary are found
 there, before they are narrowed to uint16 (which would make 70,000 look like 4,464), and
 the batch then commits row by row up to the document that holds one, whose error names its
 file and row."""
@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from prep.encoders.flat import FlatIds
+from prep.encoders.flatids import FlatIds
 from prep.errors import InputError
-from prep.run.ids import in_vocabulary
-from prep.stream import Batch
+from prep.run.work.tokenize import in_vocabulary
+from prep.stream.order import Batch
 
 
 def batch_of(n: int) -> Batch:

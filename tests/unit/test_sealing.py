@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from prep.formats import get_format
-from prep.writer import SplitWriter
+from prep.stream.writer import SplitWriter
 
 
 def writer(directory: Path, fmt: str, limit: int = 10) -> SplitWriter:

@@ -23,7 +23,7 @@ from prep.errors import InputError
 from prep.recipe import Recipe
 from prep.sources import SourceFile, resolve_local
 from prep.split import TRAIN, VAL
-from prep.stream import (
+from prep.stream.order import (
     DOC,
     EMPTY,
     ERROR,

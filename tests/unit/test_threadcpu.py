@@ -1,4 +1,4 @@
-"""Each thread's CPU over a stretch of work (``prep.threadcpu``): a thread that works shows
+"""Each thread's CPU over a stretch of work (``prep.procs.threadcpu``): a thread that works shows
 its own seconds, one that ended keeps what the last sample saw, and the threads plus
 ``other`` add up to the process's CPU."""
 
@@ -8,7 +8,7 @@ import hashlib
 import threading
 import time
 
-from prep.threadcpu import OTHER, ThreadCpu
+from prep.procs.threadcpu import OTHER, ThreadCpu
 
 
 def work(started: threading.Event, release: threading.Event) -> None:

@@ -15,12 +15,12 @@ from conftest import make_corpus, numbered_docs
 from format_readers import split_files, split_stream
 
 from prep.errors import FormatError, IntegrityError, UsageError
-from prep.tokenstream import TokenStream
+from prep.readers.tokenstream import TokenStream
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from prep.cli import main
+    from prep.cli.commands import main
 
     root = tmp_path_factory.mktemp("ts")
     src = make_corpus(root / "src", [numbered_docs(90), numbered_docs(60, start=90)])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import worker_tasks as wt
 
-from prep.workers import InProcess, OrderedPool, WorkerDied
+from prep.procs.pool import InProcess, OrderedPool, WorkerDied
 
 TESTS = Path(__file__).resolve().parent.parent
 
@@ -185,7 +185,7 @@ CHILD = """
 import sys, time
 sys.path[:0] = {paths!r}
 import worker_tasks as wt
-from prep.workers import OrderedPool
+from prep.procs.pool import OrderedPool
 pool = OrderedPool(wt.slow_echo, workers=2, retire_after={retire})
 seen = {{p for _, p in pool.map([(0, 0.3), (1, 0.3)])}}
 assert not seen & set(pool.pids()) if {retire} else seen == set(pool.pids())

@@ -24,7 +24,7 @@ from prep.encoders import load_encoder
 from prep.errors import InputError
 from prep.formats import get_format
 from prep.state.shards import SplitState
-from prep.writer import SplitWriter, lay_out_splits, needs_rollover
+from prep.stream.writer import SplitWriter, lay_out_splits, needs_rollover
 
 FMT = get_format("llmc")
 

@@ -167,7 +167,7 @@ def download(fs: pafs.FileSystem, uri: str, pin: ObjectPin, dest: Path,
              stopping: Callable[[], bool] = lambda: False) -> str:
     """Copy the pinned version to ``dest`` (a temp file beside it, renamed once whole) and
     return its SHA-256, computed from the bytes as they arrive. Not fsynced: ``dest`` is a
-    copy in one process's private cache (:mod:`prep.buckets.cache`), which a crash throws
+    copy in one process's private cache (:mod:`prep.buckets.copies`), which a crash throws
     away with the process.
 
     Raises :class:`ObjectChanged` when the object is not the pinned version before, during

@@ -85,9 +85,9 @@ def _locate(
     A Hub tokenizer comes from the local cache when ``offline``, or when ``revision`` pins
     a commit (a resume) whose files are all cached; else from the Hub."""
     if spec.startswith("hf:"):
-        from prep.hub.cache import cached_tokenizer
-        from prep.hub.client import HubOptions
+        from prep.hub.calls import HubOptions
         from prep.hub.files import download_tokenizer
+        from prep.hub.offline import cached_tokenizer
 
         if offline or revision is not None:
             opts = HubOptions(offline=True)

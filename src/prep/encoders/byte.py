@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prep.encoders.flat import FlatIds
+from prep.encoders.flatids import FlatIds
 from prep.state.identity import TokenizerIdentity
 
 BYTE = "byte"

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from prep.encoders.byte import BYTE, ByteEncoder
-from prep.encoders.flat import FlatIds
+from prep.encoders.flatids import FlatIds
 from prep.encoders.gigatoken import ENGINE as GIGATOKEN
 from prep.encoders.gigatoken import Declined, compact_json, load_gigatoken, plan, planned_json
 from prep.encoders.hf import HFEncoder, batch_encode, configured

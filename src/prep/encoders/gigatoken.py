@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from prep.encoders.flat import FlatIds
+from prep.encoders.flatids import FlatIds
 
 ENGINE = "gigatoken"
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prep.encoders.flat import FlatIds
+from prep.encoders.flatids import FlatIds
 from prep.encoders.memo import TokenizerMemo
 from prep.encoders.separator import choose_separator
 from prep.encoders.vocab_bytes import BYTE_FILE

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from prep.encoders.flat import FlatIds, Unencodable
+from prep.encoders.flatids import FlatIds, Unencodable
 from prep.encoders.separator import choose_separator
 from prep.errors import InputError
 from prep.state.identity import TokenizerIdentity

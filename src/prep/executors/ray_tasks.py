@@ -2,7 +2,7 @@
 
 It connects to ``RAY_ADDRESS`` when set (a real cluster: run the driver on the head node or
 through ``ray job submit``), and otherwise starts a local Ray with this machine's cores.
-A task runs the part in the worker's process (``prep.cli.run_prepare``), so a killed worker
+A task runs the part in the worker's process (``prep.cli.commands.run_prepare``), so a killed worker
 or a preempted node loses only what came after the part's last checkpoint: Ray runs the
 task again (``max_retries``) and the part resumes. A part that stopped resumably (exit 75:
 SIGTERM, a busy lock) raises :class:`PartStopped`, which Ray also retries.

@@ -1,6 +1,6 @@
 """Output formats. Every format implements :class:`~prep.formats.base.ShardFormat`; the
 registry below is the only place that names one. Formats that differ only in constants are
-rows of data (:class:`~prep.formats.flat.Layout`), not classes: ``llmc``, ``llmc-llama3``
+rows of data (:class:`~prep.formats.onefile.Layout`), not classes: ``llmc``, ``llmc-llama3``
 and ``raw`` are one class over three layouts; ``megatron`` extends it with the ``.idx``."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 from prep.errors import UsageError
 from prep.formats.base import IdScan, ShardFormat, ShardWriter, VerifiedOpen
-from prep.formats.flat import FlatFormat, Layout
 from prep.formats.llmc import LLMC, LLMC_LLAMA3
 from prep.formats.megatron import MegatronFormat
+from prep.formats.onefile import FlatFormat, Layout
 
 __all__ = [
     "DEFAULT_FORMAT",

@@ -92,7 +92,7 @@ class IdScan:
     two and of the last two (of all of them, ``every``, when the check was asked to keep
     them), and the shard's first and last id (None when it is empty or no id was asked for).
     Where the separator can only be a separator, these give the documents' lengths
-    (``prep.run.recount``)."""
+    (``prep.run.resume.claims``)."""
 
     count: int = 0
     head: tuple[int, ...] = ()

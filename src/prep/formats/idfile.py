@@ -8,7 +8,7 @@ segments' digests (:mod:`prep.formats.segments`), so a checkpoint can name exact
 committed prefix; on resume the file is cut back to it. The ids are copied into the file
 at the offsets the appends gave them by background threads, so the committing thread only
 hands them over; while a run's workers are up, those threads have copier processes do it
-(``copier``, :mod:`prep.copyout`), so the copy costs the main process nothing.
+(``copier``, :mod:`prep.procs.copiers`), so the copy costs the main process nothing.
 A sync waits for every write. The whole file's SHA-256 (the
 manifest's, a plain ``sha256sum``) is computed once, when it is sealed
 (:func:`prep.formats.sealhash.sealed_sha256`).
@@ -73,7 +73,7 @@ INLINE_BYTES = 64 << 10  # fewer are written by the appending thread itself
 
 
 class Copier(Protocol):
-    """Other processes that write ids into a file for this one (:mod:`prep.copyout`):
+    """Other processes that write ids into a file for this one (:mod:`prep.procs.copiers`):
     ``count`` of them; :meth:`write` returns False when it cannot (the caller writes)."""
 
     count: int

@@ -19,7 +19,7 @@ from huggingface_hub.hf_api import RepoFile
 
 from prep.errors import InputError, IntegrityError
 from prep.fsio import Hasher, hash_file
-from prep.hub.client import HubCall, HubOptions, call_hub, pinned_listing
+from prep.hub.calls import HubCall, HubOptions, call_hub, pinned_listing
 from prep.hub.paths import parse_tokenizer_spec
 
 logger = logging.getLogger(__name__)

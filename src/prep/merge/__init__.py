@@ -29,9 +29,9 @@ from prep.formats import get_format
 from prep.merge.plan import MergePlan, PartManifest, plan_merge
 from prep.outputs import ABSENT, DATASET, Output, resolve_output
 from prep.partition import PARTS_SUFFIX, Part
+from prep.readers.verify import verify_output
 from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, Manifest, parse_manifest
 from prep.state.provenance import MergeProvenance, provenance_bytes, read_provenance_json
-from prep.verify import verify_output
 
 logger = logging.getLogger(__name__)
 

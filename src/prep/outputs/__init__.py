@@ -28,6 +28,7 @@ __all__ = [
     "Output",
     "describe_holder",
     "is_uri",
+    "location",
     "lock_holder",
     "output_of_staging",
     "published_at",
@@ -41,13 +42,19 @@ def is_uri(location: object) -> TypeGuard[str]:
     return isinstance(location, str) and "://" in location
 
 
+def location(text: str | os.PathLike[str]) -> str | Path:
+    """A place as the user typed it: a URI (``scheme://...``) kept as typed, anything else a
+    local path."""
+    return text if is_uri(text) else Path(text)
+
+
 def resolve_output(out: str | os.PathLike[str], staging: Path | None = None) -> Output:
     """The output ``--out`` names: a bucket URI (staged locally in ``staging``, or under the
     cache directory), a mount point (staging inside it), else a directory (staging beside
     it). Opens no connection. Raises ``OutputError`` when a path names no directory to
     create, ``UsageError`` for a malformed URI or ``staging`` given for a local ``--out``."""
     if is_uri(out):
-        from prep.outputs.bucket import BucketOutput  # pyarrow's S3 client only when used
+        from prep.outputs.bucket.output import BucketOutput  # pyarrow's S3 client only when used
 
         return BucketOutput.parse(out, staging)
     final = Path(os.path.abspath(out))
@@ -80,7 +87,7 @@ def output_of_staging(staging: Path) -> Output:
     if staging.name == STAGING_INSIDE and is_mount_point(staging.parent):
         return resolve_output(staging.parent)
     final = staging.with_name(staging.name.removesuffix(".incomplete"))
-    from prep.outputs.bucket import recorded_uri
+    from prep.outputs.bucket.output import recorded_uri
 
     uri = recorded_uri(final)
     if uri is not None:

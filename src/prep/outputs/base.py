@@ -16,7 +16,7 @@ a reader never takes a half-published dataset for one. A refresh (``--refresh``)
 new version in staging and swaps it in whole; a kind that cannot swap refuses it with its
 reason (:meth:`Output.check_swap`).
 
-The lifecycle (:mod:`prep.pipeline`), the run (:mod:`prep.run`), ``inspect`` and ``merge``
+The lifecycle (:mod:`prep.run.lifecycle`), the run (:mod:`prep.run`), ``inspect`` and ``merge``
 call these methods and never ask which kind they hold; a new kind is one module here and
 one line in :func:`prep.outputs.resolve_output`.
 """

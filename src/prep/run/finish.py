@@ -9,7 +9,7 @@ import time
 from prep.errors import InputError
 from prep.partition import Part
 from prep.recipe import Recipe
-from prep.run.state import RunState
+from prep.run.committed import RunState
 from prep.sources import hash_and_check
 from prep.state.identity import FileIdentity, SourceIdentity
 from prep.state.manifest import (
@@ -22,8 +22,8 @@ from prep.state.manifest import (
 )
 from prep.state.parts import PartOf
 from prep.state.provenance import Provenance, write_provenance
-from prep.stream import Cursor, ordered_files
-from prep.stream import read_order as stream_files
+from prep.stream.order import Cursor, ordered_files
+from prep.stream.order import read_order as stream_files
 
 
 def seal(state: RunState) -> dict[str, SplitTotals]:

@@ -27,17 +27,17 @@ from prep.formats import ShardFormat
 from prep.fsio import file_sha256
 from prep.outputs import Output
 from prep.recipe import Recipe, RunOptions
+from prep.run.committed import RunState, make_writers, output_format
 from prep.run.inputs import Inputs
-from prep.run.prefix import base_cursor
+from prep.run.resume.replay import base_cursor
 from prep.run.start import run_facts, stage, start
-from prep.run.state import RunState, make_writers, output_format
 from prep.sources import Source, hash_and_check
 from prep.state.changes import output_versions, trusted, version_changes
 from prep.state.checkpoint import StreamBase
 from prep.state.manifest import CONTINUABLE_VERSIONS, Manifest, ManifestFile, SplitSummary
 from prep.state.provenance import RefreshNote, read_packages
 from prep.state.shards import EMPTY_CHAIN, FileRecord, OpenFile, SplitState
-from prep.stream import StreamItem, open_stream
+from prep.stream.order import StreamItem, open_stream
 
 logger = logging.getLogger(__name__)
 

@@ -1,9 +1,9 @@
 """Read -> tokenize -> commit, with checkpoints between batches.
 
 Reading, preparing (UTF-8, split hashes) and tokenizing run in worker processes
-(:mod:`prep.run.tasks`); this process receives their batches in stream order and commits
+(:mod:`prep.run.work.tasks`); this process receives their batches in stream order and commits
 them (prefix digest, separators, rollover, writes), after the run-time cross-check of a
-fast engine (:mod:`prep.run.crosscheck`). Only the committing thread changes the run's
+fast engine (:mod:`prep.run.work.crosscheck`). Only the committing thread changes the run's
 state, in stream order, so the output does not depend on ``--workers``.
 """
 
@@ -16,16 +16,16 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from prep.errors import InputError, Interrupted, PrepError
+from prep.procs.threadcpu import ThreadCpu
 from prep.progress import Reporter, Snapshot, silent
+from prep.run.committed import RunState
 from prep.run.finish import finish
-from prep.run.ids import per_document
-from prep.run.state import RunState
-from prep.run.tasks import open_workers
+from prep.run.work.tasks import open_workers
+from prep.run.work.tokenize import per_document
 from prep.split import SPLITS, TRAIN
 from prep.state.checkpoint import StreamBase
 from prep.state.manifest import Manifest
-from prep.stream import DOC, EMPTY, Batch, StreamItem
-from prep.threadcpu import ThreadCpu
+from prep.stream.order import DOC, EMPTY, Batch, StreamItem
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ SAMPLE_EVERY = 8  # batches between readings of the threads' clocks (a thread th
 def commit_batch(state: RunState, batch: Batch, ids: Any) -> bool:
     """Visit the batch's rows in order; True when ``--train-tokens`` is reached. ``ids``:
     the documents laid out per split by a worker (``Laid`` per split, see
-    :func:`prep.writer.lay_out_splits`), or their ids (:class:`FlatIds`, or one array per
+    :func:`prep.stream.writer.lay_out_splits`), or their ids (:class:`FlatIds`, or one array per
     document ending with the ``InputError`` of a document that cannot be encoded) for a
     batch committed row by row."""
     if isinstance(ids, tuple):

@@ -14,13 +14,13 @@ from pathlib import Path
 from prep.encoders.engine import EngineChoice
 from prep.outputs import Output
 from prep.recipe import Recipe, RunOptions
+from prep.run.committed import RunState, make_writers, output_format
 from prep.run.inputs import Inputs
-from prep.run.state import RunState, make_writers, output_format
 from prep.sources import Source
 from prep.state.changes import output_versions
 from prep.state.checkpoint import RunFacts
 from prep.state.provenance import RefreshNote
-from prep.stream import StreamItem, open_stream
+from prep.stream.order import StreamItem, open_stream
 
 logger = logging.getLogger(__name__)
 

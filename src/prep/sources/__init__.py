@@ -61,7 +61,7 @@ def resolve_source(
 
         return resolve_bucket_source(spec, pinned)
     if spec.startswith("hf://"):
-        from prep.hub.client import HubOptions
+        from prep.hub.calls import HubOptions
         from prep.sources.hub import resolve_hub_source
 
         options = HubOptions(offline=offline)

@@ -7,7 +7,7 @@ The listing is pinned when the run starts: each object's size, ETag and version 
 ``fingerprint``. A resume takes the listing from the checkpoint (nothing is listed again)
 and asks every object for its headers first: one that moved is refused before anything is
 changed. A file is read from a local copy downloaded as the stream nears it, checked against
-its pin before and after and hashed as it arrives (:mod:`prep.buckets.cache`: where the
+its pin before and after and hashed as it arrives (:mod:`prep.buckets.copies`: where the
 copies live, how many, when they go).
 """
 
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from prep.buckets.cache import ObjectCache
-from prep.buckets.client import STORE_ERRORS, Store, open_store, store_error
+from prep.buckets.connect import STORE_ERRORS, Store, open_store, store_error
+from prep.buckets.copies import ObjectCache
 from prep.buckets.objects import (
     ObjectChanged,
     ObjectPin,

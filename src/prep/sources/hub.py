@@ -8,7 +8,7 @@ resume never drifts to a newer one. The files are the repository's ``*.parquet``
 repository root.
 
 The listing comes from one of three places: the Hub (a fresh run); the local cache alone
-(``HubOptions.offline``: :mod:`prep.hub.cache`); or the checkpoint (a resume: the commit
+(``HubOptions.offline``: :mod:`prep.hub.offline`); or the checkpoint (a resume: the commit
 and files it recorded, so a resume never needs the network to list, and can never see a
 changed listing). A file is read from the cache when it is there, checked against the
 recorded size and hash; only a file the cache lacks is downloaded (offline: refused with the
@@ -26,7 +26,9 @@ from typing import ClassVar
 from huggingface_hub import HfApi
 
 from prep.errors import InputError, IntegrityError
-from prep.hub.cache import (
+from prep.hub.calls import HubCall, HubOptions, pinned_listing
+from prep.hub.files import Expected, expected_of, fetch_verified, mismatch
+from prep.hub.offline import (
     CachedCommit,
     cache_dir,
     cached_file,
@@ -34,8 +36,6 @@ from prep.hub.cache import (
     missing_error,
     open_commit,
 )
-from prep.hub.client import HubCall, HubOptions, pinned_listing
-from prep.hub.files import Expected, expected_of, fetch_verified, mismatch
 from prep.hub.paths import HubRef, dataset_uri, listing_root, parse_dataset_uri, select_paths
 from prep.sources.base import Source, SourceFile
 from prep.state.identity import SourceIdentity

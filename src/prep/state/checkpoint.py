@@ -8,7 +8,7 @@ Format 2 carries ``digest``: the SHA-256 of the rest of its content in canonical
 (sorted keys, no spaces, UTF-8). Any edit or corruption of the file is refused on load.
 The digest is no signature (whoever edits the file can recompute it), so resume also
 recomputes every count it can from the shards and source rows it reads
-(``prep.run.recount``).
+(``prep.run.resume.claims``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Two phases, each with checkpoints, over one staging directory (``DIR.incomplete`
    prefix digest).
 2. **Merging** (BPE). The trainer (:mod:`prep.tokenizer.bpe`) runs from the corpus; every
    ``--checkpoint-interval`` the merges so far and the sequence they leave
-   (:class:`~prep.tokenizer.checkpoint.MergeCheckpoint`) are written atomically, so a
+   (:class:`~prep.tokenizer.snapshot.MergeCheckpoint`) are written atomically, so a
    resume continues from them. The byte strategy reads the corpus's distinct bytes instead.
 
 Then the outputs (``tokenizer.json`` or ``byte_vocabulary.json``, ``generation_config.json``
@@ -44,15 +44,15 @@ from prep.recipe import RunOptions
 from prep.sources import canonical_source
 from prep.state.manifest import Manifest
 from prep.tokenizer import bpe
-from prep.tokenizer.checkpoint import MergeCheckpoint
 from prep.tokenizer.files import (
     GENERATION_CONFIG,
     TOKENIZER_FILE,
     generation_config,
     tokenizer_json,
 )
-from prep.tokenizer.manifest import TRAINING_FILE, training_json
-from prep.tokenizer.recipe import TrainRecipe
+from prep.tokenizer.record import TRAINING_FILE, training_json
+from prep.tokenizer.settings import TrainRecipe
+from prep.tokenizer.snapshot import MergeCheckpoint
 
 logger = logging.getLogger(__name__)
 

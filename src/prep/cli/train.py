@@ -1,0 +1,105 @@
+"""``prep train-tokenizer``'s grammar: its options, with the defaults taken from
+:class:`~prep.tokenizer.settings.TrainRecipe` and prepare's :class:`~prep.recipe.RunOptions`,
+and the split of a parsed namespace into recipe settings and run options."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from prep.cli.options import EXIT_CODES, Parser, count, fraction, seconds
+from prep.recipe import RunOptions
+from prep.tokenizer.model import DEFAULT_MIN_FREQUENCY, DEFAULT_VOCABULARY, METHODS
+from prep.tokenizer.settings import RECIPE_FIELDS, TrainRecipe
+
+EXAMPLES = """\
+examples:
+  a 32,000-id BPE tokenizer from local Parquet files (val documents held out):
+    {prog} --source data/fineweb/ --vocab-size 32000 --special-token '<|endoftext|>' \\
+        --out tokenizers/fineweb-32k
+  then tokenize with it (its first special token is the separator):
+    prep prepare --source data/fineweb/ --tokenizer tokenizers/fineweb-32k --out tokens/fw
+  continue after an interruption (same command, with --resume):
+    {prog} --source data/fineweb/ --vocab-size 32000 --special-token '<|endoftext|>' \\
+        --out tokenizers/fineweb-32k --resume"""
+
+
+
+# The one source of the help's defaults: the recipe's fields and prepare's run options.
+D = {f.name: f.default for f in dataclasses.fields(TrainRecipe)}
+R = {f.name: f.default for f in dataclasses.fields(RunOptions)}
+
+
+
+def parser(prog: str = "prep train-tokenizer") -> Parser:
+    """The ``train-tokenizer`` grammar; options not typed are left out of the namespace."""
+    p = Parser(
+        prog=prog,
+        usage=f"{prog} --source SRC --out DIR [options]",
+        description="Train a byte or BPE tokenizer on the train split of a Parquet corpus, "
+        "exactly\n(docs/tokenizer.md), resumably and reproducibly.",
+        epilog=EXAMPLES.format(prog=prog) + "\n\n" + EXIT_CODES,
+        argument_default=argparse.SUPPRESS,
+    )
+    p.add_argument("--source", metavar="SRC", help="what prep prepare --source accepts")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR",
+                   help="the tokenizer directory to create")
+    p.add_argument("--method", choices=METHODS, help="bpe (default) or byte")
+    p.add_argument("--vocab-size", type=count(1), metavar="N",
+                   help=f"BPE: at most N ids, the 256 bytes included (default: "
+                   f"{DEFAULT_VOCABULARY})")
+    p.add_argument("--min-pair-frequency", type=count(1), metavar="N",
+                   help=f"BPE: merge only pairs seen at least N times (default: "
+                   f"{DEFAULT_MIN_FREQUENCY})")
+    p.add_argument("--special-token", action="append", dest="special_tokens", metavar="TEXT",
+                   help="append a special token after the learned ids (repeatable); the "
+                   "first is the separator prepare uses")
+    p.add_argument("--text-column", metavar="NAME",
+                   help=f"the text column (default: {D['text_column']})")
+    p.add_argument("--split-column", metavar="NAME",
+                   help="take each row's split (train or val) from this column")
+    p.add_argument("--val-fraction", type=fraction, metavar="F",
+                   help=f"fraction held out as val, as prepare splits (default: "
+                   f"{D['val_fraction']})")
+    p.add_argument("--seed", type=count(0),
+                   help=f"seed of the split hash (default: {D['seed']})")
+    p.add_argument("--max-documents", type=count(1), metavar="N",
+                   help="stop after N source rows (default: all)")
+    p.add_argument("--train-bytes", type=count(1), metavar="N",
+                   help="stop after the train document that reaches N bytes of text "
+                   "(default: all); bounds memory")
+    _run_options(p)
+    return p
+
+
+def _run_options(p: Parser) -> None:
+    p.add_argument("--workers", type=count(1), metavar="N",
+                   help="worker processes reading the corpus (default: one per core)")
+    p.add_argument("--batch-size", type=count(1), metavar="N",
+                   help=f"documents per batch while reading (default: {R['batch_size']})")
+    p.add_argument("--checkpoint-interval", type=seconds(False), metavar="S",
+                   help=f"seconds between checkpoints, in each phase (default: "
+                   f"{R['checkpoint_interval']:g})")
+    p.add_argument("--resume", action="store_true",
+                   help="continue DIR.incomplete/ (or start, or find DIR complete)")
+    p.add_argument("--wait-lock", type=seconds(True), metavar="S",
+                   help=f"wait up to S seconds for another run's DIR.lock (default: "
+                   f"{R['wait_lock']:g})")
+    p.add_argument("--log-interval", type=seconds(False), metavar="S",
+                   help=f"seconds between progress lines (default: {R['log_interval']:g})")
+    p.add_argument("--quiet", action="store_true", help="only errors and the summary line")
+    p.add_argument("--offline", action="store_true",
+                   help="hf:// sources from the local Hugging Face cache only")
+    p.add_argument("--token", metavar="TOKEN",
+                   help="Hugging Face access token (default: HF_TOKEN); never recorded")
+
+
+def split_namespace(ns: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(recipe settings typed, run options typed)."""
+    given = vars(ns)
+    if "special_tokens" in given:
+        given["special_tokens"] = tuple(given["special_tokens"])
+    return ({k: v for k, v in given.items() if k in RECIPE_FIELDS},
+            {k: v for k, v in given.items() if k not in RECIPE_FIELDS})

@@ -1,0 +1,66 @@
+"""Command-line values: counts written the way people write them, and the closest option to
+a misspelled one. Pure functions; the CLI turns their ``ValueError`` into a usage error.
+
+A count is a whole number written plainly (``100000000``), with underscores
+(``100_000_000``), in scientific notation (``1e8``) or with a decimal suffix (``100M``):
+``K`` = 10^3, ``M`` = 10^6, ``G`` or ``B`` = 10^9, ``T`` = 10^12, either case. Whatever the
+spelling, the value must be a whole number: ``1.5M`` is 1,500,000; ``1e-3`` and ``2.5``
+are refused.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
+
+SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9, "t": 10**12}
+# digits with single underscores between them, an optional fraction and exponent, a suffix
+_COUNT = re.compile(
+    r"(?P<num>\d+(?:_\d+)*(?:\.\d+(?:_\d+)*)?(?:e\+?\d+)?)(?P<suffix>[kmgbt]?)", re.IGNORECASE
+)
+FORMS = "100000000, 100_000_000, 1e8 or 100M"
+
+
+def parse_count(text: str, minimum: int = 0) -> int:
+    """The whole number ``text`` spells (see the module docstring), at least ``minimum``.
+
+    Raises ``ValueError`` with a message that quotes the text and shows the accepted forms.
+    """
+    m = _COUNT.fullmatch(text.strip())
+    if m is None:
+        if text.strip().startswith("-") and _COUNT.fullmatch(text.strip()[1:]):
+            raise ValueError(f"{text!r} is negative; give a number >= {minimum:,}")
+        raise ValueError(f"{text!r} is not a whole number; write it as {FORMS}")
+    try:
+        value = Decimal(m["num"].replace("_", "")) * SUFFIXES.get(m["suffix"].lower(), 1)
+    except InvalidOperation:  # pragma: no cover - the pattern only admits valid decimals
+        raise ValueError(f"{text!r} is not a whole number; write it as {FORMS}") from None
+    if value != value.to_integral_value():
+        exact = f"{value.normalize():f}"
+        raise ValueError(f"{text!r} is not a whole number ({exact}); write it as {FORMS}")
+    if value < minimum:
+        raise ValueError(f"{text!r} is too small; give a number >= {minimum:,}")
+    return int(value)
+
+
+def format_count(value: int) -> str:
+    """``value`` in the shortest form :func:`parse_count` reads back exactly: ``100M``,
+    ``1500K``, ``1_337`` (a default shown in help text can be typed as shown)."""
+    for suffix, scale in (("T", 10**12), ("G", 10**9), ("M", 10**6), ("K", 10**3)):
+        if value and value % scale == 0:
+            return f"{value // scale}{suffix}"
+    return f"{value:_}"
+
+
+def closest_option(typed: str, options: Iterable[str]) -> str | None:
+    """The option in ``options`` that ``typed`` most likely misspells (``--text-colum`` ->
+    ``--text-column``), or None when nothing is close. ``--opt=value`` is matched by its
+    option part."""
+    name = typed.split("=", 1)[0]
+    candidates = [o for o in options if o.startswith("--")] if name.startswith("--") else list(
+        options
+    )
+    matches = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    return matches[0] if matches else None

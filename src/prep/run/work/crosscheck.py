@@ -1,0 +1,107 @@
+"""The run-time cross-check: a fast engine's ids, re-computed by the reference on a sample.
+
+A deterministic sample of documents (chosen by file path and row, so the same documents
+whatever ``--workers``, ``--threads``, batch size or interruption) is re-encoded by
+``tokenizers`` in the worker that tokenized it, before its batch is committed. On any
+difference the run stops with exit 1, naming the document: nothing of that batch is
+committed, so ``--resume --engine hf`` continues exactly.
+
+Cost: one document in ``RATE``, each at the reference's speed (20-60x slower than
+gigatoken single-threaded), so roughly 0.5-1.5 % of tokenizing, spread over the workers
+(measured in docs/performance.md). Documents over ``MAX_BYTES`` are not sampled, so the reference's
+~100 bytes per token of working memory never applies to a huge document.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import zlib
+from typing import Any
+
+import numpy as np
+
+from prep.errors import PrepError
+from prep.stream.order import DOC, Batch
+
+logger = logging.getLogger(__name__)
+
+RATE = 4096
+MAX_BYTES = 1 << 20
+
+
+class EngineMismatch(PrepError):
+    """A fast engine's ids differ from the reference's: exit 1."""
+
+
+def sampled(path: str, row: int) -> bool:
+    """Whether the document at ``path`` row ``row`` is re-encoded (deterministic)."""
+    return (zlib.crc32(path.encode("utf-8")) + row) % RATE == 0
+
+
+class CrossCheck:
+    """Re-encodes the sampled documents of each batch with ``reference`` (a function of
+    texts and UTF-8 bytes returning ``FlatIds``) and raises ``EngineMismatch``."""
+
+    def __init__(self, engine: str, reference: Any, out: str) -> None:
+        self.engine = engine
+        self.reference = reference
+        self.out = out
+        self.docs = 0
+        self.bytes = 0
+        self.seconds = 0.0
+
+    def wants(self, batch: Batch) -> bool:
+        """Whether any document of ``batch`` is sampled (most batches have none, and need
+        not be split into documents for :meth:`check`)."""
+        return any(sampled(path, row) for path, row in batch.doc_where)
+
+    def check(self, batch: Batch, ids: list[Any]) -> None:
+        """Compare the batch's sampled documents; ``ids`` holds one array per document."""
+        t = time.thread_time()  # CPU: wall time on a shared machine says little
+        utf8 = [b for b, k in zip(batch.utf8, batch.kinds, strict=True) if k == DOC]
+        for k, (path, row) in enumerate(batch.doc_where):
+            data = utf8[k]
+            if k >= len(ids) or isinstance(ids[k], Exception) or not sampled(path, row):
+                continue
+            if data is None or len(data) > MAX_BYTES:
+                continue
+            want = self.reference([data.decode("utf-8")], [data]).ids
+            self.docs += 1
+            self.bytes += len(data)
+            if not np.array_equal(np.asarray(ids[k]), want):
+                self._mismatch(path, row, np.asarray(ids[k]), want)
+        self.seconds += time.thread_time() - t
+
+    def _mismatch(self, path: str, row: int, got: Any, want: Any) -> None:
+        n = min(len(got), len(want))
+        at = next((i for i in range(n) if got[i] != want[i]), n)
+        raise EngineMismatch(
+            f"{path} row {row}: the {self.engine} engine's ids differ from tokenizers' at "
+            f"token {at:,} of the document ({len(got):,} ids against {len(want):,}); nothing "
+            f"of its batch was committed. Continue exactly with: prep prepare --out "
+            f"{self.out} --resume --engine hf (and please report the document)",
+            path=path,
+            row=row,
+        )
+
+    def add(self, docs: int, size: int, seconds: float) -> None:
+        """Add what another process's cross-check re-encoded (the workers check; the main
+        process reports)."""
+        self.docs += docs
+        self.bytes += size
+        self.seconds += seconds
+
+    def stats(self) -> dict[str, Any]:
+        """What was re-encoded (for ``_PROVENANCE.json``)."""
+        return {"rate": RATE, "documents": self.docs, "bytes": self.bytes,
+                "cpu_seconds": round(self.seconds, 3)}
+
+    def summary(self) -> None:
+        """Log what was checked, once at the end of a run."""
+        if self.docs:
+            logger.info(
+                "cross-check: %s documents (%.1f MB) re-encoded with hf in %.2f s of CPU, no "
+                "difference",
+                f"{self.docs:,}", self.bytes / 1e6, self.seconds,
+            )
