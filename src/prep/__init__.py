@@ -8,8 +8,6 @@ run before the guard, in the window where a SIGTERM still kills the process by t
 
 from __future__ import annotations
 
-from prep._version import __version__ as __version__
-
 TYPE_CHECKING = False  # not from typing, which costs milliseconds before the guard
 
 __all__ = [
@@ -40,6 +38,7 @@ _HOMES = {
          "OutputError", "PrepError", "TransientError", "UsageError"),
         "prep.errors",
     ),
+    "__version__": "prep._version",  # its one definition, loaded on first use like the rest
     "Recipe": "prep.recipe",
     "RunOptions": "prep.recipe",
     "Manifest": "prep.state.manifest",
@@ -54,6 +53,7 @@ _HOMES = {
 if TYPE_CHECKING:
     from typing import Any
 
+    from prep._version import __version__ as __version__
     from prep.api import prepare
     from prep.errors import (
         FormatError,

@@ -32,7 +32,7 @@ def test_sigusr1_to_a_parked_run_dumps_every_process_then_it_finishes_identical(
                proc)
     dumps = proc.err().split("Current thread")[1:]
     assert len(dumps) == 5, proc.err()
-    copier = [d for d in dumps if "copyout.py" in d]  # forked: the main process's frames below
+    copier = [d for d in dumps if "copiers.py" in d]  # forked: the main process's frames below
     workers = [d for d in dumps if "in _serve" in d and d not in copier]  # the zygote's below
     zygote = [d for d in dumps if "in _zygote" in d and d not in workers + copier]
     main = [d for d in dumps if "in run_loop" in d and d not in workers + zygote + copier]
