@@ -1,4 +1,4 @@
-"""The spec's order and split rules, transcribed from stream.md and product.md for use as
+"""The spec's order and split rules, transcribed from docs/format.md (the stream) for use as
 test oracles: written from the spec text, never by calling prep. One copy, shared by the
 unit, property and end-to-end tests."""
 
@@ -14,7 +14,7 @@ T = TypeVar("T")
 
 
 def spec_file_order(files: list[T], shuffle: bool, seed: int) -> list[T]:
-    """stream.md step 2: the sorted list, or its PCG64(SeedSequence([seed, 0])) permutation."""
+    """Stream step 2: the sorted list, or its PCG64(SeedSequence([seed, 0])) permutation."""
     if not shuffle:
         return list(files)
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, 0])))
@@ -22,7 +22,7 @@ def spec_file_order(files: list[T], shuffle: bool, seed: int) -> list[T]:
 
 
 def spec_shuffle(rows: list[Any], buffer: int, seed: int) -> list[Any]:
-    """stream.md step 4: the bounded-buffer document shuffle."""
+    """Stream step 4: the bounded-buffer document shuffle."""
     if buffer <= 0:
         return list(rows)
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, 1])))
@@ -40,7 +40,7 @@ def spec_shuffle(rows: list[Any], buffer: int, seed: int) -> list[Any]:
 
 
 def spec_is_val(text: str, seed: int, fraction: float) -> bool:
-    """product.md's content-hash rule."""
+    """Stream step 6: the content-hash rule."""
     top = int.from_bytes(hashlib.sha256(f"{seed}\0{text}".encode()).digest()[:8], "big")
     return top < int(fraction * 2**64)
 

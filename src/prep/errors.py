@@ -45,7 +45,7 @@ class InputError(PrepError, ValueError):
 
 
 class FormatError(InputError):
-    """A ``.bin`` file that breaks the format (tokens-bin.md)."""
+    """A ``.bin`` file that breaks the format (docs/format.md, llmc)."""
 
 
 class OutputError(PrepError, OSError):

@@ -76,7 +76,7 @@ class Recipe:
         return cls(**data)
 
     def manifest_recipe(self) -> dict[str, Any]:
-        """The manifest's ``recipe`` object, in the order manifest.md gives."""
+        """The manifest's ``recipe`` object, in the order docs/format.md gives."""
         out: dict[str, Any] = {}
         if self.split_column is None:
             out["val_fraction"] = self.val_fraction

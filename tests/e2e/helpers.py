@@ -1,6 +1,6 @@
 """Independent oracles for the e2e tests, written from the spec, not from prep's code.
 
-Everything here re-derives what ``spec/`` pins (the llm.c header, the prefix digest, the
+Everything here re-derives what docs/format.md pins (the llm.c header, the prefix digest, the
 content-hash split, canonical JSON) with the standard library, so a test compares prep's
 output against a second implementation instead of against prep itself.
 """
@@ -28,7 +28,7 @@ def header_ints(path: Path) -> tuple[int, ...]:
 
 
 def expected_bin(ids: Sequence[int], vocab_size: int) -> bytes:
-    """The exact bytes tokens-bin.md prescribes for ``ids`` (version from V)."""
+    """The exact bytes docs/format.md prescribes for ``ids`` (version from V)."""
     version = 1 if vocab_size <= 65536 else 2
     head = struct.pack("<256i", MAGIC, version, len(ids), vocab_size, *([0] * 252))
     return head + struct.pack(f"<{len(ids)}{'H' if version == 1 else 'I'}", *ids)
@@ -57,7 +57,7 @@ def is_empty(text: str) -> bool:
 
 
 def canonical(obj: Any) -> bytes:
-    """manifest.md's canonical JSON."""
+    """docs/format.md's canonical JSON."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
@@ -97,7 +97,7 @@ def with_seps(docs: Iterable[Sequence[int]], sep: int | None, position: str = "p
 
 
 def rollover(doc_lengths: Iterable[int], max_file_tokens: int) -> list[int]:
-    """tokens-bin.md's rule: the token count of each file, given each document's length
+    """docs/format.md's rule: the token count of each file, given each document's length
     (separator included). A file is closed before a document that would push it past the
     limit, unless it is empty."""
     files = [0]

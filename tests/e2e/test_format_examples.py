@@ -1,6 +1,6 @@
 """docs/format.md's worked examples, byte for byte: "Hello world" and "Hi" with GPT-2
 (V = 50257, separator 50256 prepended) give the ids [50256, 15496, 995, 50256, 17250]
-(tokens-bin.md); each container's bytes below are written out by hand from its layout."""
+(docs/format.md); each container's bytes below are written out by hand from its layout."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The document stream and the manifest, recomputed in the test from spec/stream.md,
-spec/manifest.md and product.md: budgets, shuffles, empty rows, splits, source identity."""
+"""The document stream and the manifest, recomputed in the test from docs/format.md
+(the stream, the manifest): budgets, shuffles, empty rows, splits, source identity."""
 
 from __future__ import annotations
 
@@ -162,7 +162,7 @@ def _shuffle_corpus(root: Path) -> dict[str, list[str]]:
 
 def _reference_order(contents: dict[str, list[str]], seed: int, shuffle_files: bool,
                      buffer: int) -> tuple[list[str], list[str]]:
-    """stream.md steps 1, 2 and 4, written independently: (file order, row order)."""
+    """Stream steps 1, 2 and 4, written independently: (file order, row order)."""
     files = spec_file_order(sorted(contents), shuffle_files, seed)  # steps 1 and 2
     rows = [t for f in files for t in contents[f]]  # step 3
     return files, spec_shuffle(rows, buffer, seed)  # step 4
@@ -362,7 +362,7 @@ def test_source_spelling_does_not_change_the_corpus_identity(
     assert r.code == 0, r.err
     manifests.append(manifest(tmp_path / "budget"))
 
-    # One canonical URI whatever the spelling (issue 8 point 7; manifest.md said "as given").
+    # One canonical URI whatever the spelling (issue 8 point 7; the first spec said "as given").
     real = os.path.realpath(tmp_path / "src")
     assert [m["source"]["uri"] for m in manifests[:4]] == [real] * 3 + [f"{real}/*.parquet"]
     identities = {m["corpus_manifest_sha256"] for m in manifests}

@@ -30,7 +30,7 @@ def test_val_fraction_zero_sends_everything_to_train(cli, tmp_path: Path) -> Non
     assert m["totals"]["val"] == {"n_tokens": 0, "n_docs": 0, "n_files": 1}
     assert m["totals"]["train"]["n_docs"] == len(docs)
     assert m["recipe"]["val_fraction"] == 0.0
-    assert m["val_bytes_per_token"] is None  # manifest.md: null when val has no tokens
+    assert m["val_bytes_per_token"] is None  # docs/format.md: null when val has no tokens
     val = next(f for f in m["files"] if f["name"] == "val-00000.bin")
     assert val == {"name": "val-00000.bin", "split": "val", "n_tokens": 0, "n_docs": 0,
                    "sha256": sha256_file(out / "val-00000.bin")}

@@ -1,4 +1,4 @@
-"""The spec's worked examples (tokens-bin.md), run through the whole CLI."""
+"""The worked examples of docs/format.md (llmc), run through the whole CLI."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_byte_tokenizer_example_hi_e_acute_ok(cli, tmp_path: Path) -> None:
 
 
 def test_header_hex_dump_example_ids_1_2_3(cli, tmp_path: Path) -> None:
-    """tokens-bin.md's hex dump: ids [1, 2, 3] with V = 256 is exactly these 1030 bytes."""
+    """docs/format.md's example: ids [1, 2, 3] with V = 256 is exactly these 1030 bytes."""
     src = write_parquet(tmp_path / "src" / "a.parquet", ["\x01\x02\x03"], split=["train"])
     out = tmp_path / "out"
 

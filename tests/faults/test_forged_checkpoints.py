@@ -161,7 +161,7 @@ def last_row(w: World, cp: dict[str, Any]) -> str:
 
 
 def is_train_doc(text: str, seed: int = 1337, val_fraction: float = 0.01) -> bool:
-    """stream.md: empty after strip is skipped; else val iff the first 8 bytes of
+    """docs/format.md's stream: empty after strip is skipped; else val iff the first 8 bytes of
     SHA-256(f"{seed}\\0{text}") are below val_fraction * 2**64."""
     digest = hashlib.sha256(f"{seed}\0{text}".encode()).digest()
     return bool(text.strip()) and int.from_bytes(digest[:8], "big") >= val_fraction * 2**64

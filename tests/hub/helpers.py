@@ -48,7 +48,7 @@ def _docs(start: int, n: int) -> list[str]:
     return docs
 
 
-# Sorted read order: data/extra/part-0, data/train-00000, data/train-00001 (stream.md 1).
+# Sorted read order: data/extra/part-0, data/train-00000, data/train-00001 (docs/format.md, step 1).
 CORPUS: dict[str, bytes] = {
     "data/train-00000.parquet": parquet_bytes(_docs(0, 120)),
     "data/train-00001.parquet": parquet_bytes(_docs(120, 120)),

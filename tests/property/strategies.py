@@ -1,6 +1,6 @@
 """Hypothesis strategies and a small spec model shared by the property tests.
 
-The model is written from spec/stream.md and spec/tokens-bin.md alone (numpy's generator as
+The model is written from docs/format.md alone (numpy's generator as
 the spec names it, hashlib, plain lists); it never calls prep.
 """
 

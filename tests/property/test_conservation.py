@@ -1,4 +1,4 @@
-"""Conservation and order across rollovers (product.md guarantee 2), through the real CLI.
+"""Conservation and order across rollovers (README's guarantee 2), through the real CLI.
 
 For any corpus and any small --max-file-tokens, the published files must equal what the
 spec model in ``strategies.py`` computes from the spec text alone: the documents (texts

@@ -1,4 +1,4 @@
-"""Header round trip (tokens-bin.md): for any ids and vocabulary, ``write_bin`` writes the
+"""Header round trip (docs/format.md, llmc): for any ids and vocabulary, ``write_bin`` writes the
 bytes the spec's table describes and ``read_bin`` gives them back; any size that disagrees
 with n is refused."""
 

@@ -1,4 +1,4 @@
-"""The llm.c ``.bin`` file (spec/tokens-bin.md): exact bytes, versions, every rejected case.
+"""The llm.c ``.bin`` file (docs/format.md, llmc): exact bytes, versions, every rejected case.
 
 Expected bytes are built here with ``struct`` from the spec's tables, never with prep's own
 ``pack_header``.

@@ -1,4 +1,4 @@
-"""Encoders (stream.md step 7, product.md --tokenizer / --doc-sep-id): the byte tokenizer, Hugging
+"""Encoders (docs/format.md step 7; README: --tokenizer, --doc-sep-id): the byte tokenizer, Hugging
 Face tokenizer.json files, vocabulary size and the separator's origin."""
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ def test_llama3_worked_example_byte_for_byte() -> None:
 
 
 def test_gpt2_header_matches_the_spec_example() -> None:
-    # tokens-bin.md's worked example: ids [1, 2, 3], V = 256.
+    # docs/format.md's worked example: ids [1, 2, 3], V = 256.
     raw = header256.pack(header256.GPT2, 3, 256)
     assert raw[:16] == bytes.fromhex("88d83401" "01000000" "03000000" "00010000")
 

@@ -1,4 +1,4 @@
-"""``_MANIFEST.json`` (spec/manifest.md): key order, exact serialization, the corpus identity
+"""``_MANIFEST.json`` (docs/format.md): key order, exact serialization, the corpus identity
 hash, β, and the reader's refusals. Expected values are recomputed here from the spec text."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from prep.state.manifest import (
 )
 from prep.state.shards import FileRecord
 
-# manifest.md's tables, in order.
+# docs/format.md's key order.
 TOP_KEYS = [
     "version",
     "dataset",
@@ -315,7 +315,7 @@ def test_relative_and_absolute_source_give_the_same_corpus_hash(
     m1 = json.loads((tmp_path / "o1" / "_MANIFEST.json").read_bytes())
     m2 = json.loads((tmp_path / "o2" / "_MANIFEST.json").read_bytes())
     # Both record the canonical path (issue 8 point 7: the manifest must not depend on the
-    # spelling; manifest.md's "as given" is superseded).
+    # spelling; the first spec's "as given" is superseded).
     assert m1["source"]["uri"] == m2["source"]["uri"] == os.path.realpath(tmp_path / "data")
     assert m1["corpus_manifest_sha256"] == m2["corpus_manifest_sha256"]
 

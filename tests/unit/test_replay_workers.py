@@ -1,5 +1,5 @@
 """Resume's replay read by worker processes: the same prefix digest as hashing the rows
-one by one (hashlib, spec stream.md's chain), the same recount as the replay in this process, and
+one by one (hashlib, docs/format.md's chain), the same recount as the replay in this process, and
 the same refusals when the source changed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Local sources (stream.md step 1): resolution, ordering, and unreadable input."""
+"""Local sources (docs/format.md, stream step 1): resolution, ordering, and unreadable input."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Split assignment (product.md, --val-fraction / --split-column), against the spec's text.
+"""Split assignment (docs/format.md step 6: --val-fraction, --split-column), against its text.
 
 Oracle: a document is val iff the first 8 bytes (big-endian) of SHA-256 of
 ``f"{seed}\\0{text}"`` as UTF-8 are ``< int(F * 2**64)``.

@@ -1,4 +1,4 @@
-"""The document stream (spec/stream.md): file order, document shuffle, visiting, and the
+"""The document stream (docs/format.md, the stream): file order, document shuffle, visiting, and the
 preparation of rows (empty, error, split).
 
 Oracles are written here from the spec's text: numpy's generator as the spec names it, a

@@ -1,4 +1,4 @@
-"""Per-split writers (tokens-bin.md "How documents land in files"): separators, rollover,
+"""Per-split writers (docs/format.md, "Token files"): separators, rollover,
 file naming, counts and the β bookkeeping.
 
 Documents are self-describing: document k's ids are all ``k`` (repeated), so a dropped,
@@ -115,7 +115,7 @@ def test_separator_positions(
 
 
 def test_spec_example_bytes(tmp_path: Path) -> None:
-    # tokens-bin.md: "Hi" (train), "é" (val), "ok" (train) with the byte tokenizer.
+    # docs/format.md: "Hi" (train), "é" (val), "ok" (train) with the byte tokenizer.
     enc = load_encoder("byte", doc_sep_id=None, no_doc_sep=False, tokenizer_id=None)
     train = make_writer(tmp_path, split="train")
     val = make_writer(tmp_path, split="val")
@@ -312,7 +312,7 @@ def test_laid_out_batches_write_what_add_writes_document_by_document(
     limit: int, sep: tuple[str, int] | None,
 ) -> None:
     # Workers lay a batch out per split (lay_out_splits) and the committing process appends
-    # it whole (add_laid); the per-document add is the rule as tokens-bin.md states it.
+    # it whole (add_laid); the per-document add is the rule as docs/format.md states it.
     # Cut into any batches, with documents of both splits mixed, the files, their hashes
     # and every count must be the same.
     root = tmp_path_factory.mktemp("w")

@@ -6,7 +6,7 @@ gigatoken engine is built only when every part of the file is one it is known to
 probe set compared with the reference at load time), and otherwise it *declines* with a
 reason the caller logs before using the reference.
 
-Special-token text: stream.md step 7 makes the text of a special token ordinary text
+Special-token text: docs/format.md's stream step 7 makes the text of a special token ordinary text
 inside a document (``tokenizers`` with ``encode_special_tokens = True``), but gigatoken
 always matches the added tokens it is given. So gigatoken is built from the file *without*
 its special tokens: their text then goes through the pre-tokenizer and BPE like any text,

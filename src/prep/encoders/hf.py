@@ -1,5 +1,5 @@
 """Hugging Face ``tokenizers`` as an encoder: a ``tokenizer.json`` with
-``encode_special_tokens = True`` (stream.md step 7: special tokens' strings inside a
+``encode_special_tokens = True`` (docs/format.md, stream step 7: special tokens' strings inside a
 document are ordinary text, so the only control ids in a stream are the separators the
 writer inserts), and the separator as :mod:`~prep.encoders.separator` finds it beside it."""
 

@@ -5,7 +5,7 @@ Its file is ``byte_vocabulary.json`` (``prep train-tokenizer --method byte`` wri
 a ``tokenizer.json``: Hugging Face drops characters it does not know without a word, and a
 byte absent from the vocabulary must be refused instead. Only this encoder reads it (engine
 ``vocab-bytes``); a document holding an absent byte stops the run naming the file, row and
-byte (``run.ids.tokenize`` adds the file and row).
+byte (``run.work.tokenize`` adds the file and row).
 
 ``{"type": "prep-byte-vocabulary", "version": 1, "bytes": [...], "special_tokens": [...]}``
 """

@@ -147,7 +147,7 @@ class IdFileWriter:
     def append(self, ids: npt.NDArray[Any], doc_lengths: Sequence[int] = (),
                digest: bytes | None = None) -> None:
         """Append ids (any integer dtype) of whole documents of ``doc_lengths`` ids, each
-        within the vocabulary: the worker that tokenized them checked that (``run.ids``), so
+        within the vocabulary: the worker that tokenized them did (``run.work.tokenize``), so
         the committing thread does not read them again. ``digest``: the SHA-256 of ``ids``'
         bytes, when they are already in this file's dtype and whoever made them hashed them
         (else they are hashed here). Raises ``FormatError`` past 2**31-1 ids; nothing is

@@ -1,4 +1,4 @@
-"""llm.c's token files: ``--format llmc`` (tokens-bin.md: magic 20240520, version 1 =
+"""llm.c's token files: ``--format llmc`` (docs/format.md: magic 20240520, version 1 =
 uint16 or 2 = uint32) and ``--format llmc-llama3`` (magic 20240801, version 7, uint32: what
 llm.c's Llama-3 DataLoader reads). Both are 1024 header bytes (see
 :mod:`prep.formats.header256`) then the ids, so each is a :class:`~prep.formats.onefile.Layout`

@@ -7,7 +7,7 @@ first, and the output cannot depend on the number of workers. Each worker's resu
 holds at most ``depth`` results and each worker has at most ``ahead`` tasks queued, which
 bounds memory however large a task is. A forked worker sends the large numpy buffers of its
 results through its shared-memory ``arena.Arena`` rather than the queue's pipe, so the main
-process receives them without copying them, and its copiers (``copyout``) write them into
+process receives them without copying them, and its copiers (``copiers``) write them into
 the shards from there.
 
 Workers are forked where the platform allows (they start at once, with everything the

@@ -70,7 +70,7 @@ class ReadAhead(Generic[T]):
         the exit for good. pyarrow reads a Python file object from its own I/O threads,
         which call back into Python; once Python is finalizing, such a thread is stopped as
         it takes the GIL, its read never completes, and pyarrow's thread pool waits for it
-        forever from the exit handlers (issue 23; ``tests/unit/test_readahead.py``)."""
+        forever from the exit handlers (issue 23)."""
         self._stop.set()
         self._thread.join(timeout=JOIN_SECONDS)
 

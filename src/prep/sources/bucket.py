@@ -3,7 +3,7 @@ under the prefix, recursively), ``s3://BUCKET/GLOB`` or ``s3://BUCKET/KEY``; ``g
 same. Keys are sorted by their path under the root, as local files are.
 
 The listing is pinned when the run starts: each object's size, ETag and version id
-(:class:`prep.buckets.ObjectPin`), recorded in the checkpoint and the manifest as the file's
+(:class:`prep.buckets.objects.ObjectPin`), recorded in the checkpoint and the manifest as the file's
 ``fingerprint``. A resume takes the listing from the checkpoint (nothing is listed again)
 and asks every object for its headers first: one that moved is refused before anything is
 changed. A file is read from a local copy downloaded as the stream nears it, checked against

@@ -3,7 +3,7 @@
 
 The manifest is a plain function of the recipe, the source and tokenizer identities, the
 stream's final counts and the sealed files; it holds nothing that varies between runs. Its
-key order is manifest.md's; :meth:`Manifest.to_json` keeps it.
+key order is docs/format.md's; :meth:`Manifest.to_json` keeps it.
 """
 
 from __future__ import annotations
@@ -243,7 +243,7 @@ class Manifest:
         return read_manifest(Path(directory))
 
     def to_bytes(self) -> bytes:
-        """The manifest's exact serialization (manifest.md)."""
+        """The manifest's exact serialization (docs/format.md)."""
         return (json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 

@@ -1,4 +1,4 @@
-"""The document stream, exactly as spec/stream.md pins it.
+"""The document stream, exactly as docs/format.md ("The stream") pins it.
 
 Files in sorted order (or a seeded permutation), rows in stored order, an optional
 bounded-buffer document shuffle, then *visiting*: the consumer counts each row, feeds it to
@@ -81,7 +81,7 @@ def read_rows(
 
 
 def shuffle_docs(items: Iterable[StreamItem], buffer: int, seed: int) -> Iterator[StreamItem]:
-    """Bounded-buffer shuffle (stream.md step 4); a Failure passes straight through."""
+    """Bounded-buffer shuffle (docs/format.md, stream step 4); a Failure passes straight through."""
     if buffer <= 0:
         yield from items
         return

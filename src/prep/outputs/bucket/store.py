@@ -1,5 +1,5 @@
 """The bucket side of a bucket ``--out``: its objects, reached through ``pyarrow.fs`` with
-retries, and every failure turned into a message (:func:`prep.buckets.store_error`).
+retries, and every failure turned into a message (:func:`prep.buckets.connect.store_error`).
 
 ``--out s3://BUCKET/PREFIX/NAME`` owns two prefixes:
 

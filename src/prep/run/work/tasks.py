@@ -3,12 +3,12 @@
 Work is cut into tasks by position (:mod:`prep.run.work.cuts`). A worker reads its rows,
 encodes them to UTF-8, computes their splits, tokenizes the documents and sends back the
 prepared batches with their ids as one flat buffer per batch. The main process receives
-them in task order (``workers.OrderedPool``) and commits them, so the output is the same
+them in task order (``procs.pool.OrderedPool``) and commits them, so the output is the same
 for every ``--workers``, ``--threads``, batch size and interruption.
 
 The first task of each file also hashes the file (the source identity); a read error
 becomes an error row at its place, raised when the main process visits it, as in
-stream.md.
+the stream (docs/format.md).
 """
 
 from __future__ import annotations
