@@ -45,7 +45,7 @@ def test_bare_resume_after_a_kill_before_staging_publishes_nothing(w: World) -> 
     where = w.root / "gate"
     where.mkdir()
     proc = spawn(w.args(out), w.root / "first.log",
-                 [gate("prep.outputs.base.Output.create_staging", where, when="before")])
+                 [gate("prep.outputs.base.Staged.create_staging", where, when="before")])
     wait_for(lambda: (where / "reached").exists(), "the run to reach create_staging", proc)
     os.kill(proc.pid, signal.SIGKILL)
     code, _ = proc.finish()

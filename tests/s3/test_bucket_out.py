@@ -6,6 +6,7 @@ permission, a wrong endpoint) exit 1 saying what, where and how, and leave nothi
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import signal
@@ -286,7 +287,7 @@ def test_a_second_machine_takes_the_run_over(world: World, aws: S3Server, s3_buc
 
 
 @pytest.mark.parametrize("parked_at", [
-    "prep.outputs.bucket.layout.BucketPrefix.publish",  # before publish starts
+    "prep.outputs.bucket.run.BucketRun.publish_objects",  # before publish starts
     "prep.outputs.bucket.mirror.Mirror.uploaded",  # while publish waits for the last uploads
 ])
 def test_a_run_taken_over_does_not_publish(world: World, aws: S3Server, s3_bucket: str,
@@ -312,3 +313,34 @@ def test_a_run_taken_over_does_not_publish(world: World, aws: S3Server, s3_bucke
     no_traceback(err)
     assert objects(aws, uri) == published  # not even its _PROVENANCE.json
     assert dataset_bytes(aws, uri) == world.reference
+
+
+def _listed_prefixes(mark: Path, uri: str) -> list[str]:
+    """Which prefix each listing the run asked of the bucket was of (in order): the names
+    below ``uri``'s parent that the fault driver's record of ``Remote.listing`` shows."""
+    name = uri.rpartition("/")[2]
+    said = []
+    for line in mark.read_text().splitlines():
+        listed = ast.literal_eval(line.partition(": ")[2])[-1]
+        said.append(name + ".incomplete" if f"{name}.incomplete" in listed else name)
+    return said
+
+
+def test_a_run_lists_the_dataset_prefix_once_before_the_lock_and_once_under_it(
+        world: World, aws: S3Server, s3_bucket: str, tmp_path: Path) -> None:
+    """A fresh run asks the bucket what ``NAME/`` holds once before it takes the lock (to
+    refuse a prefix in use without leaving a lock file), once under it (another run may
+    have published meanwhile) and once when it publishes (what is uploaded already); it
+    lists ``NAME.incomplete/`` once in each of the first two looks and once before its
+    publish (has another machine taken the run over?). Counted at prep's own boundary,
+    ``Remote.listing``, through a real run against the real server."""
+    uri, mark = new_uri(s3_bucket), tmp_path / "listings"
+    record = {"target": "prep.outputs.bucket.store.Remote.listing", "action": "record",
+              "record": str(tmp_path / "record"), "when": "before"}
+    done = run(world.args(uri), faults=[record], mark=mark)
+    assert done.returncode == 0, done.stderr
+    assert dataset_bytes(aws, uri) == world.reference
+    listed = _listed_prefixes(mark, uri)
+    assert listed.count("ds") == 3, listed
+    assert listed[:4] == ["ds", "ds.incomplete", "ds", "ds.incomplete"], listed
+    assert listed[-2:] == ["ds.incomplete", "ds"], listed  # the publish: owner, then uploads

@@ -14,6 +14,7 @@ from s3server import S3Server
 
 from prep.buckets.connect import Store
 from prep.buckets.uri import BucketPath
+from prep.outputs.bucket.layout import BucketLayout
 from prep.outputs.bucket.mirror import MAX_QUEUED, Mirror, shard_files
 from prep.outputs.bucket.store import Remote
 from prep.state import checkpoint as ckpt
@@ -68,9 +69,9 @@ def test_the_writer_writes_only_the_newest_ready_checkpoint(
 
 
 def _mirror(s3_server: S3Server, s3_bucket: str, staging: Path, key: str) -> Mirror:
-    remote = Remote(BucketPath("s3", s3_bucket, key),
-                    Store("s3", "the test server", s3_server.filesystem()))
-    return Mirror(remote, staging, None, "the test")
+    remote = Remote(Store("s3", "the test server", s3_server.filesystem()))
+    return Mirror(BucketLayout(BucketPath("s3", s3_bucket, key), remote), staging, None,
+                  "the test")
 
 
 def _listed(s3_server: S3Server, prefix: str) -> list[str]:

@@ -9,7 +9,7 @@ SIGTERM, a busy lock) raises :class:`PartStopped`, which Ray also retries.
 
 Every node must see the same ``DIR.parts/``: a filesystem they all mount, or, with a bucket
 ``--out``, the same bucket (no shared filesystem then: each part stages on its node and
-uploads). The driver leaves a random token there (:meth:`prep.outputs.Output.mark_parts`)
+uploads). The driver leaves a random token there (:meth:`prep.outputs.Parted.mark_parts`)
 and each task checks it before it starts, refusing on a node that does not see it.
 """
 

@@ -1,10 +1,10 @@
 """``prep merge DIR``: join the published parts in ``DIR.parts/`` into one dataset ``DIR``.
 
 Under ``DIR``'s lock: find parts ``0..N-1`` (refusing a missing or unfinished one), check
-each (:meth:`prep.outputs.Output.check_for_merge`: a local part verified, every file
+each (:meth:`prep.outputs.Parted.check_for_merge`: a local part verified, every file
 re-hashed, parts in parallel; a part in a bucket by listing), plan the merge
 (:mod:`prep.merge.plan`), then publish it through the output
-(:meth:`~prep.outputs.Output.publish_merge`): a directory is built as ``DIR.merging/``
+(:meth:`~prep.outputs.Parted.publish_merge`): a directory is built as ``DIR.merging/``
 from hard links to the parts' files, the merged ``_MANIFEST.json`` and
 ``_PROVENANCE.json``, and renamed to ``DIR`` (never replacing one); a bucket gets
 server-side copies, the manifest last. Token data never passes through this process. A
@@ -27,7 +27,7 @@ from pathlib import Path
 from prep.errors import IntegrityError, Interrupted, OutputError
 from prep.formats import get_format
 from prep.merge.plan import MergePlan, PartManifest, plan_merge
-from prep.outputs import ABSENT, DATASET, Output, resolve_output
+from prep.outputs import ABSENT, DATASET, Output, Parted, resolve_output
 from prep.partition import PARTS_SUFFIX, Part
 from prep.readers.verify import verify_output
 from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, Manifest, parse_manifest
@@ -46,7 +46,7 @@ class MergeOutcome:
     seconds: float
 
 
-def find_parts(out: Output) -> list[str]:
+def find_parts(out: Parted) -> list[str]:
     """The names of the published parts ``I-of-N``, ``I = 0..N-1``. Raises
     ``IntegrityError`` naming every missing or unfinished part, or when parts of two
     different ``N`` exist."""
@@ -86,7 +86,7 @@ def find_parts(out: Output) -> list[str]:
     return [Part(i, count).name for i in range(count)]
 
 
-def _load_part(out: Output, name: str) -> tuple[PartManifest, object]:
+def _load_part(out: Parted, name: str) -> tuple[PartManifest, object]:
     """A part's manifest (after its check passes) and its provenance; ``IntegrityError``
     otherwise."""
     part = out.part_at(name)
@@ -109,10 +109,10 @@ def _already_published(out: Output, plan: MergePlan) -> bool:
     """True when ``DIR`` holds this very merge; False when it holds nothing, or only files
     of this merge without its manifest (a merge into a bucket that a kill interrupted:
     copied again); ``OutputError`` when it holds anything else."""
-    state = out.state()
-    if state == ABSENT:
+    holds = out.state().holds
+    if holds is ABSENT:
         return False
-    if state == DATASET:
+    if holds is DATASET:
         same = out.published_manifest().to_bytes() == plan.manifest.to_bytes()
     else:
         names = set(out.published_names())

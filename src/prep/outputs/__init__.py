@@ -1,6 +1,8 @@
 """Where a dataset goes. :func:`resolve_output` picks the kind of output for ``--out`` (a
 bucket URI, a mount point, else a directory); every kind is an
-:class:`~prep.outputs.base.Output`. A new kind of output is one module here and one line in
+:class:`~prep.outputs.base.Output`, which plays every role (:class:`Staged`, :class:`Commits`,
+:class:`Guarded`, :class:`Swappable`, :class:`Readable`, :class:`Parted`): a caller names the
+one it needs. A new kind of output is one module here and one line in
 :func:`resolve_output`."""
 
 from __future__ import annotations
@@ -11,7 +13,21 @@ from typing import TypeGuard
 
 from prep.errors import OutputError, UsageError
 from prep.fsio import is_mount_point
-from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output
+from prep.outputs.base import (
+    ABSENT,
+    DATASET,
+    EMPTY,
+    OTHER,
+    Commits,
+    Guarded,
+    Holds,
+    Output,
+    Parted,
+    Readable,
+    Seen,
+    Staged,
+    Swappable,
+)
 from prep.outputs.local import LocalDir
 from prep.outputs.lock import HeldLock, LockPaths, describe_holder, lock_holder
 from prep.outputs.mount import STAGING_INSIDE, MountPoint
@@ -21,11 +37,19 @@ __all__ = [
     "DATASET",
     "EMPTY",
     "OTHER",
+    "Commits",
+    "Guarded",
     "HeldLock",
+    "Holds",
     "LocalDir",
     "LockPaths",
     "MountPoint",
     "Output",
+    "Parted",
+    "Readable",
+    "Seen",
+    "Staged",
+    "Swappable",
     "describe_holder",
     "is_uri",
     "location",
@@ -71,8 +95,8 @@ def resolve_output(out: str | os.PathLike[str], staging: Path | None = None) -> 
     return LocalDir(final)
 
 
-def published_at(location: str | os.PathLike[str]) -> Output:
-    """The output a published dataset is read from: a bucket URI, else a directory as
+def published_at(location: str | os.PathLike[str]) -> Readable:
+    """The published dataset at ``location``, to read: a bucket URI, else a directory as
     given (any existing one, ``.`` included: reading creates nothing)."""
     if is_uri(location):
         return resolve_output(location)

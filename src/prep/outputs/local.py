@@ -33,7 +33,7 @@ from prep.fsio import (
     rename_noreplace,
     stray_temps,
 )
-from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output
+from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output, Seen
 from prep.outputs.lock import LockPaths
 from prep.partition import Part, part_out, parts_root
 from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, Manifest, read_manifest
@@ -120,19 +120,18 @@ class LocalDir(Output):
     def lock_paths(self) -> LockPaths:
         return LockPaths(self._sibling(".lock"), self.staging, str(self.final))
 
-    def state(self) -> str:
-        final = self.final
+    def state(self) -> Seen:
+        final, staged = self.final, self.staging.exists()
         if not final.exists() and not final.is_symlink():
-            return ABSENT
+            return Seen(ABSENT, staged)
         if final.is_dir() and (final / MANIFEST_NAME).is_file():
-            return DATASET
-        return EMPTY if is_empty_dir(final) else OTHER
-
-    def not_a_dataset(self) -> str:
-        final = self.final
+            return Seen(DATASET, staged)
+        if is_empty_dir(final):
+            return Seen(EMPTY, staged)
         if final.is_symlink():
-            return "a symbolic link"
-        return "a directory that is not empty" if final.is_dir() else "not a directory"
+            return Seen(OTHER, staged, "a symbolic link")
+        return Seen(OTHER, staged, "a directory that is not empty" if final.is_dir() else
+                    "not a directory")
 
     def part_out(self, part: Part) -> Path:
         return part_out(self.final, part)
@@ -208,13 +207,13 @@ class LocalDir(Output):
         rename_noreplace(self.staging, self.previous)
         fsync_dir(self.final.parent)
 
-    def recover_swap(self) -> None:
+    def recover_swap(self, seen: Seen) -> Seen:
         """Finish forward a swap that a crash interrupted (the journal says which way)."""
         final, staging, journal = self.final, self.staging, self.journal
         for stray in stray_temps(final.parent, journal.name):
             stray.unlink()  # a journal write that a crash interrupted; never took effect
         if not journal.exists():
-            return
+            return seen
         try:
             new_sha = json.loads(journal.read_bytes())["new_manifest_sha256"]
         except (OSError, ValueError, KeyError, TypeError) as e:
@@ -233,6 +232,7 @@ class LocalDir(Output):
             fsync_dir(final.parent)
         journal.unlink()
         fsync_dir(final.parent)
+        return self.state()
 
     def swap_in(self) -> None:
         """Replace ``DIR`` with the finished staging directory; keep the old as

@@ -33,7 +33,7 @@ from pathlib import Path
 from prep.errors import OutputError, PrepError
 from prep.formats import get_format
 from prep.fsio import fsync_dir, rename_noreplace
-from prep.outputs.base import DATASET, EMPTY, OTHER
+from prep.outputs.base import DATASET, EMPTY, OTHER, Seen
 from prep.outputs.local import LocalDir
 from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, read_manifest
 
@@ -133,33 +133,33 @@ class MountPoint(LocalDir):
             for n in names
         )
 
-    def state(self) -> str:
-        """``dataset`` (a manifest), ``empty`` (nothing but staging and ``lost+found``, or
+    def state(self) -> Seen:
+        """``DATASET`` (a manifest), ``EMPTY`` (nothing but staging and ``lost+found``, or
         the files an interrupted publish put there, which :meth:`recover` takes back), or
-        ``other``."""
+        ``OTHER``."""
+        staged = self.staging.exists()
         if (self.final / MANIFEST_NAME).is_file():
-            return DATASET
+            return Seen(DATASET, staged)
         names = self._content()
-        return EMPTY if not names or self._published_early(names) else OTHER
+        if not names or self._published_early(names):
+            return Seen(EMPTY, staged)
+        return Seen(OTHER, staged, "a directory that is not empty")
 
-    def not_a_dataset(self) -> str:
-        return "a directory that is not empty"
-
-    def recover(self) -> None:
+    def recover(self, seen: Seen) -> Seen:
         """Under the lock, undo what a kill or a power cut left: files an interrupted
         publish put in ``OUT`` go back to staging (to be verified and published again); in a
         published dataset, staging's links of its files and the emptied staging directory
         are removed."""
         staging, final = self.staging, self.final
         if not staging.is_dir():
-            return
+            return seen
         if (final / MANIFEST_NAME).is_file():
             if _drop_links(final, staging, sorted(os.listdir(staging))):
-                return  # not what a publish leaves: kept, as any unfinished staging
+                return seen  # not what a publish leaves: kept, as any unfinished staging
             fsync_dir(staging)
             staging.rmdir()
             fsync_dir(final)
-            return
+            return Seen(seen.holds, staged=False)
         names = self._content()
         if names and self._published_early(names):
             _move(final, staging, _drop_links(staging, final, names))
@@ -168,6 +168,7 @@ class MountPoint(LocalDir):
                 "an interrupted publish had put %d files into %s; took them back into %s",
                 len(names), final, staging,
             )
+        return seen
 
     def publish(self) -> None:
         """Put every file of staging into ``OUT`` (linked, ``OUT`` fsynced), then

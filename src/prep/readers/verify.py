@@ -14,7 +14,7 @@ from pathlib import Path
 
 from prep.errors import IntegrityError, UsageError
 from prep.formats import ShardFormat, get_format
-from prep.outputs import Output, published_at
+from prep.outputs import Readable, published_at
 from prep.split import SPLITS
 from prep.state.manifest import Manifest, ManifestFile
 
@@ -85,7 +85,7 @@ def verify_dataset(
 
 
 def verify_output(
-    out: Output, *, check_extra: bool = True, llmc_batch: tuple[int, int] | None = None
+    out: Readable, *, check_extra: bool = True, llmc_batch: tuple[int, int] | None = None
 ) -> list[str]:
     """:func:`verify_dataset` of the dataset published at ``out``."""
     try:

@@ -6,7 +6,7 @@ published version recorded. A file whose fingerprint is unchanged (a local file'
 ctime and inode; an object's ETag and version: :func:`prep.state.changes.trusted`, and
 docs/format.md for what that trusts) is not read; any other is hashed and its bytes decide;
 ``--rehash`` hashes every file. So an unchanged source costs a listing and two JSON files.
-Swapping the new version in is the output's (:meth:`prep.outputs.Output.swap_in`).
+Swapping the new version in is the output's (:meth:`prep.outputs.Swappable.swap_in`).
 """
 
 from __future__ import annotations

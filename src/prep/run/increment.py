@@ -25,7 +25,7 @@ from pathlib import Path
 from prep.errors import IntegrityError
 from prep.formats import ShardFormat
 from prep.fsio import file_sha256
-from prep.outputs import Output
+from prep.outputs import Output, Swappable
 from prep.recipe import Recipe, RunOptions
 from prep.run.committed import RunState, make_writers, output_format
 from prep.run.inputs import Inputs
@@ -113,7 +113,7 @@ def _listing_break(manifest: Manifest, source: Source, rehash: bool) -> str | No
 
 
 def plan_increment(
-    out: Output, manifest: Manifest, recipe: Recipe, source: Source, settings: list[str],
+    out: Swappable, manifest: Manifest, recipe: Recipe, source: Source, settings: list[str],
     rehash: bool = False,
 ) -> Increment | str:
     """The published version to continue, or the one-line reason for a full rebuild

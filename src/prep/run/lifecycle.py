@@ -25,7 +25,7 @@ from prep.errors import (
 )
 from prep.formats import get_format
 from prep.fsio import fsync_dir
-from prep.outputs import ABSENT, DATASET, EMPTY, HeldLock, Output, resolve_output
+from prep.outputs import ABSENT, DATASET, EMPTY, HeldLock, Output, Seen, resolve_output
 from prep.progress import Reporter, silent
 from prep.readers.verify import verify_dataset
 from prep.recipe import REQUIRED, Recipe, RunOptions
@@ -108,18 +108,20 @@ class _Lifecycle:
     early: Inputs | None = None  # a fresh start's inputs, resolved before the lock
     early_source: Source | None = None  # a refresh's source, resolved before the lock
     held: HeldLock | None = None
+    seen: Seen = field(init=False)  # one look before the lock, one under it: passed on
 
     def run(self) -> Outcome:
         out, opts = self.out, self.opts
         # Checks that need no lock come first: a refused run leaves no lock file behind.
-        out.check_out(resume=opts.resume, refresh=opts.refresh)
+        self.seen = out.state()
+        out.check_out(self.seen, resume=opts.resume, refresh=opts.refresh)
         self.resolve_early()
         with out.hold_lock(opts.wait_lock, self.stop_requested) as self.held:
-            out.recover()  # what a kill during a publish left
-            out.check_out(resume=opts.resume, refresh=opts.refresh)  # may have changed
+            self.seen = out.recover(out.state())  # what a kill during a publish left
+            out.check_out(self.seen, resume=opts.resume, refresh=opts.refresh)  # changed?
             if opts.refresh:
                 return self.refresh()
-            if out.state() == DATASET:  # with --resume: check_out let it pass
+            if self.seen.holds is DATASET:  # with --resume: check_out let it pass
                 check_complete(out, self.typed, self.opts.token, self.opts.offline)
                 if out.staging.exists():
                     logger.warning(
@@ -134,12 +136,11 @@ class _Lifecycle:
         """Before the lock: a fresh start's source and tokenizer (a refresh's source), so a
         missing file, a bad tokenizer or a missing recipe is refused without creating the
         lock file. A resume resolves nothing here: its checkpoint pins what it reads."""
-        if self.out.staging_exists():
+        if self.seen.staged:
             return
-        state = self.out.state()
-        if state in (ABSENT, EMPTY):
+        if self.seen.holds in (ABSENT, EMPTY):
             self.early = fresh_inputs(self.recipe, self.opts)
-        elif state == DATASET and self.opts.refresh:
+        elif self.seen.holds is DATASET and self.opts.refresh:
             self.early_source = resolve_source(
                 self.recipe.source, self.opts.token, offline=self.opts.offline
             )
@@ -153,7 +154,7 @@ class _Lifecycle:
         what = " and ".join(f"--{n}" for n in REQUIRED if n not in self.typed)
         what += " were" if " and " in what else " was"
         out = self.out
-        if out.state() == DATASET:  # only a refresh gets here with the dataset complete
+        if self.seen.holds is DATASET:  # only a refresh gets here with the dataset complete
             why = (
                 f"--refresh of {out}: {what} not typed; a refresh compares the typed "
                 "recipe with the published one. Type the recipe in full (--source, "
@@ -179,7 +180,7 @@ class _Lifecycle:
         """Bring staging to "ready to publish" (a verified manifest in it); returns the
         manifest."""
         out, opts = self.out, self.opts
-        if out.staging_exists():
+        if self.seen.staged:
             if not (opts.resume or opts.refresh):
                 raise OutputError(
                     f"{out.staging if out.staging.exists() else out} is left over from an "
@@ -234,7 +235,7 @@ class _Lifecycle:
             self.held.check()
         _drop_checkpoint(out)
         active = read_active_seconds(out.staging)
-        if self.opts.refresh and out.state() == DATASET:
+        if self.opts.refresh and self.seen.holds is DATASET:
             out.swap_in()
         else:
             out.publish()
@@ -245,14 +246,14 @@ class _Lifecycle:
         """Up to date: exit quickly. Otherwise build (or resume building) the new version in
         staging and swap it in; the old version stays in place, untouched, until the swap."""
         out = self.out
-        out.recover_swap()
-        if out.state() != DATASET:  # absent or empty: a first build
+        self.seen = out.recover_swap(self.seen)
+        if self.seen.holds is not DATASET:  # absent or empty: a first build
             return self.publish(self.build())
         source: Source | None = None
         note: RefreshNote | None = None
         inc: Increment | None = None
         changes: tuple[str, ...] = ()
-        if not out.staging_exists():
+        if not self.seen.staged:
             opts = self.opts
             source = self.early_source or resolve_source(
                 self.recipe.source, opts.token, offline=opts.offline

@@ -29,6 +29,7 @@ uploaded.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -38,10 +39,10 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 from prep.errors import OutputError
-from prep.outputs.bucket.store import OPEN_DIR, Remote, checkpoint_key
+from prep.outputs.bucket.layout import OPEN_DIR, BucketLayout, checkpoint_key
 from prep.state.checkpoint import Checkpoint, sealed_content
 from prep.state.manifest import ManifestFile
 from prep.state.remote import RemoteCheckpoint, Segment
@@ -51,6 +52,7 @@ logger = logging.getLogger(__name__)
 
 UPLOAD_THREADS = 4
 MAX_QUEUED = 8  # shard uploads in flight or waiting before a commit waits for the oldest
+P = ParamSpec("P")
 
 
 def owner_id() -> str:
@@ -70,25 +72,25 @@ class Jobs:
     nothing (nothing is uploaded or named after a failure)."""
 
     def __init__(self) -> None:
-        self._pending: deque[Future[Any]] = deque()
+        self._pending: deque[Future[None]] = deque()
         self._lock = threading.Lock()
         self.failed: BaseException | None = None
 
     def __len__(self) -> int:
         return len(self._pending)
 
-    def submit(self, pool: ThreadPoolExecutor, fn: Callable[..., None], *args: Any
-               ) -> Future[Any]:
-        job = pool.submit(self._guarded, fn, *args)
+    def submit(self, pool: ThreadPoolExecutor, fn: Callable[P, None], *args: P.args,
+               **kwargs: P.kwargs) -> Future[None]:
+        job = pool.submit(self._guarded, functools.partial(fn, *args, **kwargs))
         with self._lock:
             self._pending.append(job)
         return job
 
-    def _guarded(self, fn: Callable[..., None], *args: Any) -> None:
+    def _guarded(self, call: Callable[[], None]) -> None:
         if self.failed is not None:
             return
         try:
-            fn(*args)
+            call()
         except BaseException as e:
             self.failed = self.failed or e
             raise
@@ -98,7 +100,7 @@ class Jobs:
         if self.failed is not None:
             raise self.failed
 
-    def _oldest(self, done_only: bool) -> Future[Any] | None:
+    def _oldest(self, done_only: bool) -> Future[None] | None:
         """Take the oldest job off the queue (only a finished one with ``done_only``)."""
         with self._lock:
             if not self._pending or (done_only and not self._pending[0].done()):
@@ -129,9 +131,10 @@ class Mirror:
     """The uploads of one run (see the module docstring). ``known``: the remote checkpoint
     the bucket holds now (its sealed shards are uploaded, its segments reusable)."""
 
-    def __init__(self, remote: Remote, staging: Path, known: RemoteCheckpoint | None,
+    def __init__(self, layout: BucketLayout, staging: Path, known: RemoteCheckpoint | None,
                  owner: str, seq: int = 0) -> None:
-        self.remote, self.staging, self.owner = remote, staging, owner
+        self.layout, self.remote = layout, layout.remote
+        self.staging, self.owner = staging, owner
         self.sent: dict[str, str] = {}  # file name -> SHA-256, uploaded or uploading
         self.named: set[str] = set()  # the sealed files a commit named
         self._closed = False
@@ -149,10 +152,10 @@ class Mirror:
         self._uploads = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="prep-upload")
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="prep-remote-checkpoint")
         self._jobs = Jobs()  # every upload and remote checkpoint
-        self._uploading: list[Future[Any]] = []  # shard uploads not known to be done
+        self._uploading: list[Future[None]] = []  # shard uploads not known to be done
         # Remote checkpoints asked for and not written yet, oldest first: (content, open
         # shard sizes, the uploads before it).
-        self._asked: deque[tuple[dict[str, Any], dict[str, int], list[Future[Any]]]] = deque()
+        self._asked: deque[tuple[dict[str, Any], dict[str, int], list[Future[None]]]] = deque()
         self._lock = threading.Lock()
         self.last: Checkpoint | None = None  # the last commit point it was told of
 
@@ -215,14 +218,14 @@ class Mirror:
                                     list(self._uploading)))
                 self._jobs.submit(self._writer, self._write_next)
         self._jobs.drain(below=MAX_QUEUED, waiting=lambda n: logger.info(
-            "waiting for uploads to %s (%d in flight)", self.remote.dataset.uri, n))
+            "waiting for uploads to %s (%d in flight)", self.layout.uri, n))
 
     def _upload_shard(self, name: str, sha: str) -> None:
         t0 = time.monotonic()
         path = self.staging / name
-        self.remote.upload(path, self.remote.in_dataset(name), sha)
+        self.remote.upload(path, self.layout.in_dataset(name), sha)
         size = path.stat().st_size
-        where = self.remote.uri(self.remote.in_dataset(name))
+        where = self.remote.uri(self.layout.in_dataset(name))
         logger.info("uploaded %s: %s bytes in %.1f s", where, f"{size:,}", time.monotonic() - t0)
 
     def _write_next(self) -> None:
@@ -253,21 +256,21 @@ class Mirror:
             segs = self.segments.get(name, ())
             covered = sum(s.size for s in segs)
             if size > covered:
-                key = self.remote.in_incomplete(f"{OPEN_DIR}/{name}.{covered}-{size}")
+                key = self.layout.in_incomplete(f"{OPEN_DIR}/{name}.{covered}-{size}")
                 sha = self.remote.upload(self.staging / name, key, None, covered, size - covered)
                 segs = (*segs, Segment(key, covered, size - covered, sha))
             segments[name] = segs
         self.segments = segments
         record = RemoteCheckpoint(content, segments, self.owner, self.seq + 1)
-        self.remote.write(self.remote.in_incomplete(checkpoint_key(record.seq)),
+        self.remote.write(self.layout.in_incomplete(checkpoint_key(record.seq)),
                           record.to_bytes())
         self.seq, self.wrote_checkpoint = record.seq, True
         if record.seq > 2:  # the one before stays: a reader falls back to it
-            self.remote.delete([self.remote.in_incomplete(checkpoint_key(record.seq - 2))])
+            self.remote.delete([self.layout.in_incomplete(checkpoint_key(record.seq - 2))])
         rows = content["progress"]["rows_visited"]
         sealed = sum(len(s["sealed"]) for s in content["splits"].values())
         logger.info("remote checkpoint %d at row %s (%d sealed shards) in %s", record.seq,
-                    f"{rows:,}", sealed, self.remote.incomplete.uri)
+                    f"{rows:,}", sealed, self.layout.incomplete.uri)
 
     def check_owner(self) -> None:
         """Stop when another run took this output over (it wrote a remote checkpoint since
@@ -276,15 +279,15 @@ class Mirror:
         is this run's if this process wrote it (its ``owner`` names the process)."""
         if not self.wrote_checkpoint:
             return  # this run's first: it takes the output over
-        current = self.remote.newest_checkpoint()
+        current = self.layout.checkpoint()
         if current is not None and current.owner == self.owner:
             return
-        where = self.remote.incomplete.uri
+        where = self.layout.incomplete.uri
         what = (f"holds a remote checkpoint written by another run ({current.owner})"
                 if current is not None else "no longer holds this run's remote checkpoint")
         raise OutputError(
             f"{where}/ {what} since this one's last: another machine resumed (or published) "
-            f"{self.remote.dataset.uri}. This run stopped without writing its own; let the "
+            f"{self.layout.uri}. This run stopped without writing its own; let the "
             "other run finish (or stop it and rerun with --resume here)",
             path=where,
         )

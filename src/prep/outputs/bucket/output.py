@@ -5,7 +5,7 @@ Local: staging is a directory on local disk (``--staging PATH``, by default unde
 user's cache directory, see :func:`default_staging_root`), with the lock beside it; the
 commit protocol runs there unchanged, and it holds the whole dataset until publish.
 
-Remote (:mod:`prep.outputs.bucket.store` says where each object lives): every sealed shard is
+Remote (:mod:`prep.outputs.bucket.layout` says where each object lives): every sealed shard is
 uploaded to its final name in ``NAME/`` as soon as a commit names it, then a remote
 checkpoint follows (:mod:`prep.outputs.bucket.mirror`). A run that finds no local staging but a
 remote checkpoint restores staging from it (:meth:`BucketOutput.localize`): the sealed
@@ -37,18 +37,20 @@ from pathlib import Path
 from prep.buckets.connect import open_store
 from prep.buckets.uri import BucketPath, parse_bucket_uri
 from prep.errors import OutputError, UsageError
-from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output
-from prep.outputs.bucket.layout import BucketPrefix
+from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output, Seen
+from prep.outputs.bucket.layout import BucketLayout, parts_root
 from prep.outputs.bucket.run import MARKER, BucketRun
 from prep.outputs.bucket.store import Remote
 from prep.outputs.local import SHARED_CHECK, LocalDir
 from prep.outputs.lock import LockPaths
 from prep.partition import PARTS_SUFFIX, Part
 from prep.state import checkpoint as ckpt
-from prep.state.manifest import MANIFEST_NAME, Manifest
+from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, Manifest
 from prep.state.shards import FileRecord
 
 logger = logging.getLogger(__name__)
+
+COPY_LIMIT = 5 << 30  # bytes S3's CopyObject (pyarrow's copy_file) copies in one request
 
 
 def default_staging_root(where: BucketPath) -> Path:
@@ -61,11 +63,11 @@ def default_staging_root(where: BucketPath) -> Path:
     return Path(base, "prep", "staging", where.scheme, where.bucket, *below)
 
 
-def _in_use(out: BucketOutput) -> OutputError:
+def _in_use(out: BucketOutput, seen: Seen) -> OutputError:
     return OutputError(
-        f"{out}/ holds {len(out.prefix.objects()):,} objects and no {MANIFEST_NAME}, and no "
+        f"{out}/ holds {seen.instead} and no {MANIFEST_NAME}, and no "
         f"unfinished run of it was found (no remote checkpoint in "
-        f"{out.prefix.remote.incomplete.uri}/, no local staging {out.staging}); prep writes "
+        f"{out.layout.incomplete.uri}/, no local staging {out.staging}); prep writes "
         "only into an empty "
         f"prefix and never overwrites objects. Choose another --out, or delete the objects "
         f"under {out}/",
@@ -90,6 +92,30 @@ def _same_store(out: BucketOutput, part: Output) -> BucketOutput:
         raise OutputError(f"{part} is not in {out.where.scheme}:// beside {out}; a merge copies "
                           "parts within one store", path=str(part))
     return part
+
+
+def copy_merge(into: BucketLayout, files: Sequence[tuple[BucketLayout, str, str]],
+               provenance: bytes, manifest: bytes) -> None:
+    """Publish a merge into ``into`` by server-side copies (CopyObject: no byte passes
+    through this process), objects no file of it names deleted, then ``_PROVENANCE.json``,
+    then ``_MANIFEST.json``. Refuses an object over S3's 5 GiB copy limit before copying."""
+    remote = into.remote
+    for part, name, _ in files:
+        size = part.objects().get(name, 0) if remote.store.s3 else 0
+        if size > COPY_LIMIT:
+            raise OutputError(
+                f"{part.uri}/{name} is {size:,} bytes, more than the 5 GiB S3 copies "
+                "in one request; nothing was published. Build the parts with a smaller "
+                "--max-file-tokens",
+                path=f"{part.uri}/{name}",
+            )
+    for part, name, new_name in files:
+        remote.copy(part.in_dataset(name), into.in_dataset(new_name))
+    wanted = {new for _, _, new in files}
+    strays = sorted(n for n in into.objects() if n not in wanted)
+    remote.delete(into.in_dataset(n) for n in strays)
+    remote.write(into.in_dataset(PROVENANCE_NAME), provenance)
+    remote.write(into.in_dataset(MANIFEST_NAME), manifest)
 
 
 def recorded_uri(local: Path) -> str | None:
@@ -154,94 +180,51 @@ class BucketOutput(Output):
     def run(self) -> BucketRun:
         """The run's sides (opens the client at first use: resolving an output does not)."""
         if self._run is None:
-            store = open_store(self.where.scheme, self.where.bucket)
-            self._run = BucketRun(self.where.uri, self.local, BucketPrefix(Remote(self.where,
-                                                                               store)))
+            remote = Remote(open_store(self.where.scheme, self.where.bucket))
+            self._run = BucketRun(self.where.uri, self.local, BucketLayout(self.where, remote))
         return self._run
 
     @property
-    def prefix(self) -> BucketPrefix:
-        return self.run.prefix
+    def layout(self) -> BucketLayout:
+        return self.run.layout
 
-    # -- what the bucket holds -------------------------------------------------------------
+    # -- staged and published ---------------------------------------------------------------
 
     def staging_exists(self) -> bool:
-        return self.staging.exists() or self.prefix.checkpoint() is not None
+        return self.staging.exists() or self.layout.checkpoint() is not None
 
-    def state(self) -> str:
-        objects = self.prefix.objects()
+    def state(self) -> Seen:
+        """One listing of ``NAME/`` and (without local staging) one of ``NAME.incomplete/``."""
+        objects = self.layout.objects()
+        staged = self.staging_exists()
         if MANIFEST_NAME in objects:
-            return DATASET
+            return Seen(DATASET, staged)
         if not objects:
-            return ABSENT
-        return EMPTY if self.staging_exists() else OTHER
+            return Seen(ABSENT, staged)
+        return Seen(EMPTY if staged else OTHER, staged, f"{len(objects):,} objects")
 
-    def not_a_dataset(self) -> str:
-        return f"a prefix holding {len(self.prefix.objects()):,} objects"
-
-    def check_out(self, *, resume: bool, refresh: bool) -> None:
+    def check_out(self, seen: Seen, *, resume: bool, refresh: bool) -> None:
         if refresh:
             raise _no_refresh(self)
-        state = self.state()
-        if state == OTHER:
-            raise _in_use(self)
-        if state == DATASET and not resume:
+        if seen.holds is OTHER:
+            raise _in_use(self, seen)
+        if seen.holds is DATASET and not resume:
             raise OutputError(
                 f"{self} already exists (it holds {MANIFEST_NAME}); prep never overwrites a "
                 "dataset. Choose another --out, or delete its objects to rebuild it",
                 path=str(self),
             )
 
-    def refresh_base(self) -> Path:
-        raise _no_refresh(self)
-
-    def swap_in(self) -> None:
-        raise _no_refresh(self)
-
-    def part_out(self, part: Part) -> str:
-        return f"{self.where.uri}{PARTS_SUFFIX}/{part.name}"
-
-    def published_manifest(self) -> Manifest:
-        return self.prefix.manifest()
-
-    def _parts_root(self) -> BucketPath:
-        return BucketPath(self.where.scheme, self.where.bucket, self.where.key + PARTS_SUFFIX)
-
-    def parts_listing(self) -> dict[str, bool]:
-        return self.prefix.parts_listing(self._parts_root())
-
-    def part_at(self, name: str) -> BucketOutput:
-        root = self._parts_root()
-        return BucketOutput(BucketPath(root.scheme, root.bucket, f"{root.key}/{name}"))
-
-    def check_for_merge(self, verify: Callable[[], list[str]]) -> list[str]:
-        return self.prefix.listed_missing()  # re-hashing would download every shard
-
-    def publish_merge(self, files: Sequence[tuple[Output, str, str]], provenance: bytes,
-                      manifest: bytes) -> None:
-        parts = [(_same_store(self, part).prefix, name, new) for part, name, new in files]
-        self.prefix.copy_merge(parts, provenance, manifest)
-
-    def mark_parts(self, token: str | None) -> None:
-        where = f"{self._parts_root().fs_path}/{SHARED_CHECK}"
-        remote = self.prefix.remote
-        remote.delete([where]) if token is None else remote.write(where, token.encode())
-
-    def parts_mark(self) -> str | None:
-        raw = self.prefix.remote.read(f"{self._parts_root().fs_path}/{SHARED_CHECK}")
-        return None if raw is None else raw.decode()
-
-    def published_names(self) -> list[str]:
-        return sorted(self.prefix.objects())
-
-    def reading(self, files: Mapping[str, str | None], keep: Path | None = None
-                ) -> AbstractContextManager[Path]:
-        return self.prefix.reading(files, keep)
-
-    # -- the run ----------------------------------------------------------------------------
-
     def create_staging(self, populate: Callable[[Path], None]) -> None:
         self.run.create(populate)
+
+    def publish(self) -> None:
+        self.run.publish()
+
+    def recover(self, seen: Seen) -> Seen:
+        return self.run.recover(seen)
+
+    # -- the run's commits ------------------------------------------------------------------
 
     def localize(self) -> None:
         self.run.localize()
@@ -258,8 +241,51 @@ class BucketOutput(Output):
     def settle(self, graceful: bool) -> None:
         self.run.settle(graceful)
 
-    def publish(self) -> None:
-        self.run.publish()
+    # -- no swap ----------------------------------------------------------------------------
 
-    def recover(self) -> None:
-        self.run.recover()
+    def refresh_base(self) -> Path:
+        raise _no_refresh(self)
+
+    def swap_in(self) -> None:
+        raise _no_refresh(self)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def published_manifest(self) -> Manifest:
+        return self.layout.manifest()
+
+    def published_names(self) -> list[str]:
+        return sorted(self.layout.objects())
+
+    def reading(self, files: Mapping[str, str | None], keep: Path | None = None
+                ) -> AbstractContextManager[Path]:
+        return self.layout.reading(files, keep)
+
+    # -- parts and merges -------------------------------------------------------------------
+
+    def part_out(self, part: Part) -> str:
+        return f"{self.where.uri}{PARTS_SUFFIX}/{part.name}"
+
+    def parts_listing(self) -> dict[str, bool]:
+        return self.layout.parts_listing()
+
+    def part_at(self, name: str) -> BucketOutput:
+        root = parts_root(self.where)
+        return BucketOutput(BucketPath(root.scheme, root.bucket, f"{root.key}/{name}"))
+
+    def check_for_merge(self, verify: Callable[[], list[str]]) -> list[str]:
+        return self.layout.listed_missing()  # re-hashing would download every shard
+
+    def publish_merge(self, files: Sequence[tuple[Output, str, str]], provenance: bytes,
+                      manifest: bytes) -> None:
+        parts = [(_same_store(self, part).layout, name, new) for part, name, new in files]
+        copy_merge(self.layout, parts, provenance, manifest)
+
+    def mark_parts(self, token: str | None) -> None:
+        where = f"{parts_root(self.where).fs_path}/{SHARED_CHECK}"
+        remote = self.layout.remote
+        remote.delete([where]) if token is None else remote.write(where, token.encode())
+
+    def parts_mark(self) -> str | None:
+        raw = self.layout.remote.read(f"{parts_root(self.where).fs_path}/{SHARED_CHECK}")
+        return None if raw is None else raw.decode()

@@ -1,7 +1,8 @@
-"""What a bucket output does around the commit protocol, which runs in local staging: the
-first remote checkpoint when staging is created, local staging restored from the bucket
-before a resume, each commit's uploads (:class:`prep.outputs.bucket.mirror.Mirror`), the stop, the
-publish and what is left after it. :class:`prep.outputs.bucket.output.BucketOutput` delegates
+"""What a bucket output's run does around the commit protocol, which runs in local staging:
+the first remote checkpoint when staging is created, local staging restored from the bucket
+before a resume, each commit's uploads (:class:`prep.outputs.bucket.mirror.Mirror`), the stop,
+the publish (what the bucket lacks uploaded, strays deleted, the manifest last) and what is
+left after it. :class:`prep.outputs.bucket.output.BucketOutput` delegates
 here; docs/format.md, "A dataset in a bucket", has the whole picture."""
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prep.fsio import atomic_write_bytes
-from prep.outputs.bucket.layout import BucketPrefix
-from prep.outputs.bucket.mirror import Mirror, owner_id
+from prep.outputs.base import DATASET, Seen
+from prep.outputs.bucket.layout import BucketLayout
+from prep.outputs.bucket.mirror import Mirror, owner_id, shard_files
 from prep.outputs.local import LocalDir
 from prep.state import checkpoint as ckpt
-from prep.state.manifest import MANIFEST_NAME
+from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, read_manifest
 from prep.state.remote import RemoteCheckpoint
 
 logger = logging.getLogger(__name__)
@@ -59,11 +61,11 @@ def compare(known: RemoteCheckpoint | None, local: ckpt.Checkpoint | None,
 @dataclass
 class BucketRun:
     """One bucket output's local staging (``local``: a directory output never published,
-    whose staging and lock are the run's) and bucket side (``prefix``)."""
+    whose staging and lock are the run's) and bucket side (``layout``)."""
 
     uri: str
     local: LocalDir
-    prefix: BucketPrefix
+    layout: BucketLayout
     mirror: Mirror | None = None
 
     @property
@@ -75,7 +77,7 @@ class BucketRun:
         return self.local.final.with_name(self.local.name + MARKER)
 
     def _mirror(self, known: RemoteCheckpoint | None, seq: int = 0) -> Mirror:
-        self.mirror = Mirror(self.prefix.remote, self.staging, known, owner_id(), seq)
+        self.mirror = Mirror(self.layout, self.staging, known, owner_id(), seq)
         return self.mirror
 
     def create(self, populate: Callable[[Path], None]) -> None:
@@ -102,7 +104,7 @@ class BucketRun:
         on); otherwise keep it, and learn what the bucket already holds."""
         saved = self.staging / ckpt.CHECKPOINT_NAME
         local = ckpt.load(self.staging) if saved.exists() else None
-        newest = self.prefix.checkpoint()
+        newest = self.layout.checkpoint()
         known, why = compare(newest, local, self.staging.exists())
         if why is not None and known is not None:
             shutil.rmtree(self.staging, ignore_errors=True)
@@ -111,11 +113,27 @@ class BucketRun:
                 "(written by %s)", self.staging, why, self.uri,
                 f"{known.local.progress.rows_visited:,}", known.owner,
             )
-            self.local.create_staging(lambda into: self.prefix.restore_into(into, known))
+            self.local.create_staging(lambda into: self.restore_into(into, known))
             atomic_write_bytes(self.marker, self.uri.encode())
         mirror = self._mirror(known, 0 if newest is None else newest.seq)
         if why is None and known is not None and local is not None:
             mirror.trust_segments(local)
+
+    def restore_into(self, building: Path, known: RemoteCheckpoint) -> None:
+        """Local staging as the remote checkpoint left it, in ``building``: every sealed
+        file downloaded and checked against its SHA-256, each open shard rebuilt from its
+        segments (each checked), the checkpoint written back as it was."""
+        remote, cp = self.layout.remote, known.local
+        for split in cp.splits.values():
+            for rec in split.sealed:
+                for name, sha in shard_files(rec):
+                    remote.download(self.layout.in_dataset(name), building / name, sha)
+            if split.open is not None:
+                target = building / split.open.name
+                target.touch()
+                for seg in known.segments.get(split.open.name, ()):
+                    remote.download(seg.key, target, seg.sha256, append=True)
+        ckpt.save_content(building, known.checkpoint)
 
     def settle(self, graceful: bool) -> None:
         """The run stopped: on a stop request, let the uploads and remote checkpoint of the
@@ -134,34 +152,61 @@ class BucketRun:
             mirror.close(wait=graceful)
 
     def publish(self) -> None:
-        """Publish (:meth:`BucketPrefix.publish`: the manifest last), then remove the run's
+        """Publish (:meth:`publish_objects`: the manifest last), then remove the run's
         remote and local staging. Once the manifest is there, a remote checkpoint not
         written yet is of no use: it is dropped (one being written ends first, so nothing
         is written into ``NAME.incomplete/`` after its removal). A publish that fails lets
         it be written, for the resume."""
-        mirror = self.mirror or self._mirror(self.prefix.checkpoint())
+        mirror = self.mirror or self._mirror(self.layout.checkpoint())
         self.mirror = None
         try:
-            self.prefix.publish(self.staging, mirror)
+            self.publish_objects(mirror)
         except BaseException:
             mirror.close()
             raise
         mirror.close(published=True)
         self.clean_up()
 
-    def recover(self) -> None:
+    def publish_objects(self, mirror: Mirror) -> None:
+        """Upload what the bucket lacks of the dataset in staging, delete what its
+        manifest does not list, then write ``_PROVENANCE.json`` and ``_MANIFEST.json``
+        (the commit point: before it the prefix is no dataset). The remote checkpoint of
+        the last commit may still be written meanwhile: it is of no use once the manifest
+        is there, and the caller waits for it before removing ``NAME.incomplete/``."""
+        layout, remote, staging = self.layout, self.layout.remote, self.staging
+        mirror.uploaded()
+        mirror.check_owner()  # another machine took the run over: it publishes, not this
+        manifest = read_manifest(staging)
+        wanted = {n: sha for e in manifest.files for n, sha in shard_files(e)}
+        present = layout.objects()
+        missing = [(name, sha) for name, sha in sorted(wanted.items())
+                   if mirror.sent.get(name) != sha
+                   or present.get(name) != (staging / name).stat().st_size]
+        mirror.send(missing)  # again, if sent: the bucket does not hold it as staged
+        mirror.uploaded()
+        strays = sorted(n for n in present if n not in wanted and n != PROVENANCE_NAME)
+        if strays:
+            logger.info("deleting %d objects of %s no manifest entry names", len(strays),
+                        self.uri)
+            remote.delete(layout.in_dataset(n) for n in strays)
+        remote.upload(staging / PROVENANCE_NAME, layout.in_dataset(PROVENANCE_NAME), None)
+        remote.upload(staging / MANIFEST_NAME, layout.in_dataset(MANIFEST_NAME), None)
+        logger.info("published %s", self.uri)
+
+    def recover(self, seen: Seen) -> Seen:
         """A kill after the manifest was written leaves the run's remote and local
         staging: remove them (the dataset is complete; another run's staging is kept)."""
-        if MANIFEST_NAME not in self.prefix.objects():
-            return
-        if self.staging.exists() and not self.prefix.staged_is_published(self.staging):
-            return  # another run's staging: the pipeline warns about it
+        if seen.holds is not DATASET:
+            return seen
+        if self.staging.exists() and not self.layout.staged_is_published(self.staging):
+            return seen  # another run's staging: the pipeline warns about it
         self.clean_up()
+        return Seen(DATASET, staged=False)
 
     def clean_up(self) -> None:
         """Remove the run's remote and local staging, the two at once."""
         with ThreadPoolExecutor(1, thread_name_prefix="prep-clean-up") as side:
             local = side.submit(shutil.rmtree, self.staging, ignore_errors=True)
-            self.prefix.drop_incomplete()
+            self.layout.remote.delete_prefix(self.layout.incomplete.fs_path)
             local.result()
         self.marker.unlink(missing_ok=True)

@@ -1,14 +1,8 @@
-"""The bucket side of a bucket ``--out``: its objects, reached through ``pyarrow.fs`` with
-retries, and every failure turned into a message (:func:`prep.buckets.connect.store_error`).
-
-``--out s3://BUCKET/PREFIX/NAME`` owns two prefixes:
-
-- ``NAME/``: the dataset. Sealed shards are uploaded here under their final names while the
-  run goes on; ``_PROVENANCE.json`` and then ``_MANIFEST.json`` are written last, and the
-  manifest is the commit point: a prefix without it is no dataset.
-- ``NAME.incomplete/``: the unfinished run's remote state, never read as a dataset: its
-  remote checkpoints (``checkpoint-SEQ.json``, the newest and the one before) and the
-  segments of its open shards (``open/``). Deleted once the manifest is written.
+"""A bucket output's object calls, on one store: listing, reading and writing small objects,
+uploads and downloads checked against their SHA-256, server-side copies and deletes, each
+reached through ``pyarrow.fs`` by its path (``BUCKET/KEY``) with retries, and every failure
+turned into a message (:func:`prep.buckets.connect.store_error`). Where each object lives is
+:mod:`prep.outputs.bucket.layout`'s.
 
 Every call is retried while its failure is transient (a lost connection, 5xx, throttling)
 for :data:`RETRY_SECONDS`, with a delay that doubles from :data:`RETRY_FIRST_DELAY` up to
@@ -23,7 +17,6 @@ import functools
 import hashlib
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -35,33 +28,22 @@ import pyarrow.fs as pafs
 
 from prep.buckets.connect import STORE_ERRORS, Store, store_error
 from prep.buckets.objects import copy_hashed
-from prep.buckets.uri import BucketPath
 from prep.errors import IntegrityError, TransientError
-from prep.state.remote import RemoteCheckpoint
 
 logger = logging.getLogger(__name__)
 
 RETRY_SECONDS = 300.0
 RETRY_FIRST_DELAY = 1.0
 RETRY_MAX_DELAY = 30.0
-INCOMPLETE = ".incomplete"
-OPEN_DIR = "open"
-_CHECKPOINT = re.compile(r"^checkpoint-(\d+)\.json$")
-
-
-def checkpoint_key(seq: int) -> str:
-    """The name of remote checkpoint ``seq`` under ``NAME.incomplete/``."""
-    return f"checkpoint-{seq:08d}.json"
 
 T = TypeVar("T")
 
 
 @dataclass
 class Remote:
-    """The two prefixes of one bucket output (see the module docstring) on one store.
-    ``stopping`` makes a retry loop give up at once (the run is being abandoned)."""
+    """The object calls on one store. ``stopping`` makes a retry loop give up at once (the
+    run is being abandoned)."""
 
-    dataset: BucketPath
     store: Store
     stopping: threading.Event = field(default_factory=threading.Event)
     reached: bool = False  # a call succeeded: a connection failure now is transient
@@ -70,19 +52,9 @@ class Remote:
     def fs(self) -> pafs.FileSystem:
         return self.store.fs
 
-    @property
-    def incomplete(self) -> BucketPath:
-        return BucketPath(self.dataset.scheme, self.dataset.bucket, self.dataset.key + INCOMPLETE)
-
-    def in_dataset(self, name: str) -> str:
-        """``BUCKET/KEY/name``: a file of the dataset, as pyarrow names it."""
-        return f"{self.dataset.fs_path}/{name}"
-
-    def in_incomplete(self, name: str) -> str:
-        return f"{self.incomplete.fs_path}/{name}"
-
     def uri(self, fs_path: str) -> str:
-        return self.dataset.at(fs_path).uri
+        """The object at ``fs_path`` (``BUCKET/KEY``) as messages name it."""
+        return f"{self.store.scheme}://{fs_path}"
 
     def call(self, doing: str, fs_path: str, fn: Callable[[], T], *, writing: bool = False) -> T:
         """``fn()``, retried as the module docstring says; raises a ``PrepError``."""
@@ -111,17 +83,18 @@ class Remote:
             self.reached = True
             return result
 
-    def listing(self, prefix: BucketPath) -> list[pafs.FileInfo]:
-        """The objects under ``prefix/`` (none for a prefix that holds nothing)."""
+    def listing(self, prefix: str) -> list[pafs.FileInfo]:
+        """The objects under ``prefix/`` (a ``BUCKET/KEY``; none for a prefix that holds
+        nothing)."""
 
         def ls() -> list[pafs.FileInfo]:
             try:
-                infos = self.fs.get_file_info(pafs.FileSelector(prefix.fs_path, recursive=True))
+                infos = self.fs.get_file_info(pafs.FileSelector(prefix, recursive=True))
             except FileNotFoundError:
                 return []
             return [i for i in infos if i.type == pafs.FileType.File]
 
-        return self.call("listing", prefix.fs_path, ls)
+        return self.call("listing", prefix, ls)
 
     def read(self, fs_path: str) -> bytes | None:
         """A small object's bytes, or None when it does not exist."""
@@ -207,37 +180,15 @@ class Remote:
         for path in fs_paths:
             self.call("deleting", path, functools.partial(self._delete_one, path), writing=True)
 
-    def newest_checkpoint(self) -> RemoteCheckpoint | None:
-        """The newest remote checkpoint that parses and checks (None: there is none). One
-        that does not (a store showing an object half-replaced) is passed over, saying so."""
-        head = self.incomplete.fs_path + "/"
-        found = []
-        for info in self.listing(self.incomplete):
-            m = _CHECKPOINT.match(info.path[len(head):])
-            if m:
-                found.append((int(m[1]), info.path))
-        for seq, path in sorted(found, reverse=True):
-            raw = self.read(path)
-            if raw is None:
-                continue
-            try:
-                record = RemoteCheckpoint.from_bytes(raw, self.uri(path))
-            except IntegrityError as e:
-                logger.warning("%s; taking the one before it", e)
-                continue
-            if record.seq == seq:
-                return record
-        return None
-
-    def delete_prefix(self, prefix: BucketPath) -> None:
+    def delete_prefix(self, prefix: str) -> None:
         """Delete every object under ``prefix/`` (and the prefix itself where the store
         keeps directories)."""
 
         def rm() -> None:
             with contextlib.suppress(FileNotFoundError):
-                self.fs.delete_dir(prefix.fs_path)
+                self.fs.delete_dir(prefix)
 
-        self.call("deleting", prefix.fs_path, rm, writing=True)
+        self.call("deleting", prefix, rm, writing=True)
 
     def _delete_one(self, fs_path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
