@@ -39,7 +39,7 @@ MISSING = frozenset({
     "run/lifecycle.py", "run/loop.py", "run/start.py", "run/work/tasks.py",
     "sources/__init__.py", "sources/base.py", "sources/bucket.py", "sources/hub.py",
     "sources/parquet.py",
-    "state/changes.py", "state/identity.py", "state/provenance.py",
+    "state/changes.py", "state/provenance.py",
     "state/remote.py", "state/shards.py",
     "tokenizer/bpe.py", "tokenizer/files.py", "tokenizer/record.py", "tokenizer/settings.py",
     "tokenizer/snapshot.py", "tokenizer/training.py",
