@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from filelock import FileLock
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -100,6 +101,35 @@ def bpe_tokenizer(directory: Path, texts: Sequence[str], vocab_size: int = 300) 
     eos = tok.token_to_id("<|endoftext|>")
     (directory / "generation_config.json").write_text(json.dumps({"eos_token_id": eos}))
     return directory
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+               build: Callable[[Path], object]) -> Path:
+    """A directory that ``build(directory)`` fills once per test run, shared by every xdist
+    worker (the pattern pytest-xdist documents: the workers' base temporary directories
+    share a parent, and a file lock lets the first worker build while the others wait).
+    Built into a temporary sibling and renamed, so a directory that exists is complete.
+    Without xdist, it is built under this run's own base directory."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    target = root / f"built-once-{name}"
+    with FileLock(str(target) + ".lock"):
+        if not target.exists():
+            partial = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=root))
+            build(partial)
+            partial.rename(target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def parity_set(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """``parity_corpus.parity_tokenizers``: name -> tokenizer.json, the two trained ones
+    trained once per test run (the training is most of a parity module's set-up). Shared:
+    read them, never change them."""
+    from parity_corpus import parity_tokenizers
+
+    return parity_tokenizers(built_once(tmp_path_factory, "parity", parity_tokenizers),
+                             train=False)
 
 
 @dataclass

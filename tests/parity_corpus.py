@@ -87,11 +87,18 @@ def trained_bpe(directory: Path, normalized: bool = False) -> Path:
     return path
 
 
-def parity_tokenizers(tmp: Path) -> dict[str, Path]:
-    """Name -> tokenizer.json of the parity set (the trained ones are written under ``tmp``)."""
+TRAINED = {"bpe-trained": False, "nfkc-metaspace": True}  # name -> normalized
+
+
+def parity_tokenizers(tmp: Path, train: bool = True) -> dict[str, Path]:
+    """Name -> tokenizer.json of the parity set (the trained ones are written under ``tmp``;
+    with ``train=False``, the paths where an earlier call wrote them)."""
+    if train:
+        for name, normalized in TRAINED.items():
+            trained_bpe(tmp / name, normalized=normalized)
     return {
         "gpt2": FIXTURES / "gpt2" / "tokenizer.json",
-        "bpe-trained": trained_bpe(tmp / "bpe-trained"),
+        "bpe-trained": tmp / "bpe-trained" / "tokenizer.json",
         "cl100k": FIXTURES / "cl100k" / "tokenizer.json",
-        "nfkc-metaspace": trained_bpe(tmp / "nfkc-metaspace", normalized=True),
+        "nfkc-metaspace": tmp / "nfkc-metaspace" / "tokenizer.json",
     }

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import dir_bytes, numbered_docs, write_parquet
-from parity_corpus import parity_texts, parity_tokenizers
+from parity_corpus import parity_texts
 
 # Which engine --engine auto runs for each parity tokenizer, and the reason of a fallback.
 AUTO = {
@@ -22,14 +22,15 @@ AUTO = {
 
 
 @pytest.fixture(scope="module")
-def parity(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path]]:
+def parity(tmp_path_factory: pytest.TempPathFactory, parity_set: dict[str, Path]
+           ) -> tuple[Path, dict[str, Path]]:
     """The parity texts in three Parquet files of small row groups, and the tokenizers."""
     root = tmp_path_factory.mktemp("parity")
     texts = parity_texts()
     third = len(texts) // 3
     for i, part in enumerate((texts[:third], texts[third:2 * third], texts[2 * third:])):
         write_parquet(root / "src" / f"part-{i}.parquet", part, row_group_size=37)
-    return root / "src", parity_tokenizers(root / "tok")
+    return root / "src", parity_set
 
 
 def provenance(out: Path) -> dict[str, object]:

@@ -6,13 +6,12 @@ Real processes; the terminals are a real tmux pane of 80 x 24 and a real pseudo-
 The runs whose line or redraw counts are checked are paced (a sleep after every batch), so
 they last long enough on any machine: with ``--batch-size 8`` a run over 5,000 documents
 makes 625 batches of at least 1 ms, dozens of ``--log-interval 0.01`` periods; the test
-asks for four. With ``--batch-size 1`` the bar is redrawn every 0.1 s for at least 1 s
-(5,000 batches of at least 0.2 ms); the test asks for three drawings.
+asks for four. That every drawing of the bar fits the terminal's width is a property of the
+reporter, tested as a function in tests/unit/test_progress.py.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import sys
@@ -24,7 +23,6 @@ from typing import Any
 import pytest
 from conftest import PREPARE, REPO, write_parquet
 from harness import (
-    DRIVER,
     World,
     make_world,
     manifest,
@@ -34,7 +32,7 @@ from harness import (
     provenance,
     spawn,
 )
-from terminal import drawn_segments, run_in_tmux, run_with_pty_stderr, tmux_available
+from terminal import run_in_tmux, run_with_pty_stderr, tmux_available
 
 N_DOCS = 5000
 SLOW = ["--batch-size", "8"]
@@ -185,26 +183,6 @@ def test_bar_fits_a_real_80x24_terminal(world: World, tmp_path: Path) -> None:
     rows = screen.lines[screen.lines.index(bars[0]) + 1:]
     after = "".join(row.ljust(80) for row in rows[:-1]) + rows[-1]
     check_summary(after[after.rindex(f"published {out}: "):], out)
-
-
-def test_bar_is_never_wider_than_the_terminal(world: World, tmp_path: Path) -> None:
-    """The bytes written to a pseudo-terminal of 80 columns: many redraws, every one of them
-    drawn from column 0 and at most 80 columns wide, so the terminal never wraps a bar."""
-    out = tmp_path / "out"
-    paced_run = [sys.executable, DRIVER, *world.args(out, "--batch-size", 1)]
-    code, raw = run_with_pty_stderr(paced_run, REPO, env={"PREP_FAULT": json.dumps(paced(2e-4))})
-    assert code == 0, raw
-    no_traceback(raw)
-    bars = [s for s in drawn_segments(raw) if BAR.search(s)]
-    assert len(bars) >= 3, f"expected several redraws, got {raw!r}"
-    too_wide = [s for s in bars if len(s.rstrip()) > 80]
-    assert not too_wide, too_wide
-    assert all(len(s.rstrip()) >= 70 for s in bars), "the bar does not use the width"
-    assert bars[-1].startswith("100%|"), bars[-1]
-    tail = raw[raw.rindex(bars[-1].rstrip()):]
-    assert tail.count("\n") >= 1 and not BAR.search(tail.split("\n", 1)[1]), "bar after the end"
-    lines = raw.replace("\r\n", "\n").split("\n")
-    check_summary(next(line for line in reversed(lines) if line.strip()), out)
 
 
 def test_an_error_after_the_bar_starts_on_its_own_line(world: World, tmp_path: Path) -> None:

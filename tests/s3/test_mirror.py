@@ -5,11 +5,11 @@ it writes the newest one whose uploads are done, and only that one."""
 from __future__ import annotations
 
 import json
-import sys
 import threading
 from pathlib import Path
 
 import pyarrow.fs as pafs
+from run_helpers import commit, setup, started
 from s3server import S3Server
 
 from prep.buckets.connect import Store
@@ -19,9 +19,6 @@ from prep.outputs.bucket.mirror import MAX_QUEUED, Mirror, shard_files
 from prep.outputs.bucket.store import Remote
 from prep.state import checkpoint as ckpt
 from prep.state.checkpoint import sealed_content
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-from run_helpers import commit, setup, started
 
 
 def test_the_writer_writes_only_the_newest_ready_checkpoint(

@@ -18,7 +18,7 @@ import worker_tasks as wt
 
 from prep.procs.pool import InProcess, OrderedPool, WorkerDied
 
-TESTS = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parents[2]  # tests/
 
 
 def test_results_come_back_in_task_order_from_several_processes() -> None:

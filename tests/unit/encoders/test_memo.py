@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, numbered_docs, write_parquet
-from parity_corpus import trained_bpe
 
 import prep.run.work.tasks
 from prep.cli.commands import run_prepare
@@ -69,10 +68,11 @@ def warm_engine_without(monkeypatch: pytest.MonkeyPatch, module: Any, name: str,
 
 
 @pytest.fixture(scope="module")
-def eos_as_text(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A trained BPE whose separator is named by its text in tokenizer_config.json."""
-    path = trained_bpe(tmp_path_factory.mktemp("eos"))
-    (path.parent / "generation_config.json").unlink()
+def eos_as_text(tmp_path_factory: pytest.TempPathFactory, parity_set: dict[str, Path]) -> Path:
+    """A trained BPE whose separator is named by its text in tokenizer_config.json (the
+    parity set's, trained once per run, copied without its generation_config.json)."""
+    path = tmp_path_factory.mktemp("eos") / "tokenizer.json"
+    shutil.copyfile(parity_set["bpe-trained"], path)
     (path.parent / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|endoftext|>"}))
     return path
 

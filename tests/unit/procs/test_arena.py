@@ -22,7 +22,7 @@ import worker_tasks as wt
 from prep.procs.arena import MIN_BYTES, PAGE, Arena
 from prep.procs.pool import OrderedPool, WorkerDied
 
-TESTS = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parents[2]  # tests/
 
 
 def same(got: Any, want: Any) -> bool:

@@ -16,7 +16,7 @@ import pytest
 from conftest import FIXTURES, GPT2_DIR
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from parity_corpus import parity_texts, parity_tokenizers
+from parity_corpus import parity_texts
 
 from prep.encoders.gigatoken import (
     Declined,
@@ -53,8 +53,8 @@ def hf_reference(path: Path) -> Any:
 
 
 @pytest.fixture(scope="module")
-def tokenizers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return parity_tokenizers(tmp_path_factory.mktemp("parity"))
+def tokenizers(parity_set: dict[str, Path]) -> dict[str, Path]:
+    return parity_set
 
 
 def vocab_documents(ref: Any) -> list[str]:
