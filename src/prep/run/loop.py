@@ -145,8 +145,8 @@ def run_loop(
             if stop_requested():
                 state.checkpoint()
                 raise Interrupted(
-                    f"stopped on request; checkpoint at row {state.cursor.rows_visited:,}. "
-                    f"Resume with: prep prepare {' '.join(state.out.resume_args())} --resume"
+                    f"stopped on request; checkpoint at row {state.cursor.rows_visited:,}.",
+                    resume=[*state.out.resume_args(), "--resume"],
                 )
             if now - last_ckpt >= interval or (on_seal and state.sealed_since(rolled)):
                 state.checkpoint()
