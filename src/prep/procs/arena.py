@@ -129,8 +129,7 @@ class Arena:
             raise
         return Packed(data, tuple(places))
 
-    # Any: whatever the worker pickled; the pool's caller knows its type
-    def unpack(self, packed: Packed) -> Any:
+    def unpack(self, packed: Packed) -> Any:  # Any: what the worker pickled; the pool types it
         """In the main process: the object ``pack`` sent, its large arrays on the arena's
         pages (which go back to the worker once no array uses them)."""
         buffers = []
