@@ -7,6 +7,7 @@ raises these; only ``prep.cli.commands`` turns them into a message and an exit c
 from __future__ import annotations
 
 import errno
+from collections.abc import Sequence
 from pathlib import Path
 
 EXIT_OK = 0
@@ -91,9 +92,24 @@ class TransientError(PrepError, ConnectionError):
 
 class Interrupted(PrepError):
     """Stopped on request (a signal, or the API's ``stop=`` callback) after writing a
-    checkpoint: exit 75, rerun with ``--resume``."""
+    checkpoint: exit 75, rerun with ``--resume``. ``reason`` says what stopped and what was
+    kept; ``resume``, when given, holds the ``prep prepare`` arguments that continue the run,
+    and the message ends with that command (``Resume with: prep prepare ARGS``)."""
 
     exit_code = EXIT_TEMPFAIL
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        resume: Sequence[str] | None = None,
+        path: str | Path | None = None,
+        row: int | None = None,
+    ) -> None:
+        self.reason = reason
+        self.resume = None if resume is None else tuple(resume)
+        command = "" if resume is None else f" Resume with: prep prepare {' '.join(resume)}"
+        super().__init__(reason + command, path=path, row=row)
 
 
 def os_failure(

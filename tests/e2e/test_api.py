@@ -235,6 +235,9 @@ def test_a_stop_request_checkpoints_and_resume_continues(
         )
     assert e.value.exit_code == 75 and "--resume" in str(e.value)
     assert "stopped on request" in str(e.value) and "signal" not in str(e.value)
+    assert e.value.resume == ("--out", str(out), "--resume")
+    assert str(e.value) == f"{e.value.reason} Resume with: prep prepare --out {out} --resume"
+    assert e.value.reason.startswith("stopped on request; checkpoint at row ")
     # Six batches were committed. Batches never cross a Parquet row group (each row group is
     # one worker task), and the corpus has row groups of 50 rows: 16, 16, 16, 2, 16, 16.
     assert _rows_committed(out) == 16 + 16 + 16 + 2 + 16 + 16

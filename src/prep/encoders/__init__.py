@@ -1,8 +1,10 @@
 """Encoders: text to token ids, behind one small protocol.
 
-An :class:`Encoder` has an ``identity`` (what the manifest and checkpoint record) and
-``encode_batch(texts, utf8) -> list of numpy id arrays``: ids leave an encoder as numpy
-buffers, never Python lists, so a batch can cross a process boundary cheaply. One module
+An :class:`Encoder` has an ``identity`` (what the manifest and checkpoint record),
+``encode_batch(texts, utf8) -> list of numpy id arrays`` and the hot path's
+``encode_flat(texts, utf8) -> FlatIds`` (:class:`FlatEncoder`, what every engine a worker
+runs has): ids leave an encoder as numpy buffers, never Python lists, so a batch can cross
+a process boundary cheaply. One module
 per engine (:mod:`~prep.encoders.byte`, :mod:`~prep.encoders.hf`); :func:`load_encoder` is
 the only place that picks one. A new engine is a module here and a branch in
 :func:`load_encoder`; nothing else changes.
@@ -13,12 +15,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy.typing as npt
 
 from prep.encoders.byte import BYTE, EMPTY_SHA256, ByteEncoder
+from prep.encoders.flatids import FlatIds
 from prep.encoders.hf import HFEncoder, load_tokenizer_file, parse_tokenizer, resolve_json
 from prep.encoders.memo import TokenizerMemo
 from prep.encoders.separator import choose_separator
@@ -30,7 +34,10 @@ from prep.state.identity import TokenizerFingerprint, TokenizerIdentity
 __all__ = [
     "BYTE",
     "ByteEncoder",
+    "CheckedEngine",
+    "Encode",
     "Encoder",
+    "FlatEncoder",
     "HFEncoder",
     "canonical_tokenizer",
     "load_encoder",
@@ -39,7 +46,30 @@ __all__ = [
 ]
 
 
-class Encoder(Protocol):
+Encode = Callable[[list[str], list[bytes]], FlatIds]  # texts and their UTF-8 -> their ids
+
+
+class FlatEncoder(Protocol):
+    """What tokenizes a batch on the hot path: every engine a worker runs (an
+    :class:`Encoder`, or what :func:`prep.encoders.engine.build_encoder` builds)."""
+
+    def encode_flat(self, texts: list[str], utf8: list[bytes]) -> FlatIds:
+        """The texts' ids as one flat buffer and offsets; ``utf8`` holds the same texts'
+        UTF-8 bytes. Raises ``Unencodable`` for a document it refuses (any other exception:
+        the tokenizer could not encode)."""
+        ...
+
+
+@runtime_checkable
+class CheckedEngine(FlatEncoder, Protocol):
+    """An engine other than the reference: the run-time cross-check re-encodes a sample of
+    its documents with ``reference`` (the ``hf`` engine's ``encode_flat``)."""
+
+    @property
+    def reference(self) -> Encode: ...
+
+
+class Encoder(FlatEncoder, Protocol):
     identity: TokenizerIdentity
     # True when the separator id can never occur inside a document's ids, so the number of
     # separators in a shard is its number of documents (resume checks counts with it).

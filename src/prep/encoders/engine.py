@@ -56,6 +56,12 @@ class EngineSpec:
         """Whether the run-time cross-check applies (an engine other than the reference)."""
         return self.engine not in (HF, BYTE, VOCAB_BYTES)
 
+    @property
+    def commit_bound(self) -> bool:
+        """Whether the committing thread, not the workers, bounds a run of many workers
+        (the fast engine, whose figures ``prep.run.work.sizing`` holds)."""
+        return self.engine == GIGATOKEN
+
 
 class Reference:
     """The ``tokenizers`` reference for a tokenizer.json, loaded on first use (a worker on

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ class Arena:
         self._releaser = _Releaser()
         self.shared = 0  # buffers received through the arena (main process)
 
-    def pack(self, obj: Any) -> Packed:
+    def pack(self, obj: object) -> Packed:
         """In the worker: ``obj`` pickled, its large buffers copied into free pages. Raises
         what pickling raises (the pages taken for it are freed again)."""
         self._drain()
@@ -128,7 +129,7 @@ class Arena:
             raise
         return Packed(data, tuple(places))
 
-    def unpack(self, packed: Packed) -> Any:
+    def unpack(self, packed: Packed) -> Any:  # Any: what the worker pickled; the pool types it
         """In the main process: the object ``pack`` sent, its large arrays on the arena's
         pages (which go back to the worker once no array uses them)."""
         buffers = []
@@ -140,7 +141,7 @@ class Arena:
         self.shared += len(buffers)
         return pickle.loads(packed.data, buffers=buffers)
 
-    def place_of(self, array: Any) -> int | None:
+    def place_of(self, array: npt.NDArray[Any]) -> int | None:
         """Where ``array``'s bytes start in this arena's mapping (the same place in every
         process that maps it), or None when they are not all inside it."""
         at = array.__array_interface__["data"][0] - self._base
@@ -193,7 +194,7 @@ def arena_or_none(size: int) -> Arena | None:
         return None
 
 
-def pack(obj: Any, arena: Arena | None) -> Packed:
+def pack(obj: object, arena: Arena | None) -> Packed:
     """``obj`` as it crosses to the main process: through ``arena`` (see :meth:`Arena.pack`)
     or, without one, pickled whole here. Either way pickling happens in the caller, so an
     object that cannot be pickled raises in order, where a queue's feeder thread would only
@@ -203,6 +204,6 @@ def pack(obj: Any, arena: Arena | None) -> Packed:
     return Packed(pickle.dumps(obj, protocol=5), ())
 
 
-def unpack(packed: Packed, arena: Arena | None) -> Any:
+def unpack(packed: Packed, arena: Arena | None) -> Any:  # Any: as Arena.unpack's
     """What :func:`pack` was given, in the main process."""
     return pickle.loads(packed.data) if arena is None else arena.unpack(packed)

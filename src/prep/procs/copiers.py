@@ -35,11 +35,14 @@ import queue
 import socket
 import struct
 import threading
+from multiprocessing.process import BaseProcess
 from typing import Any
+
+import numpy.typing as npt
 
 from prep.fsio import pwrite_all
 from prep.procs.arena import Arena
-from prep.procs.launch import adopt
+from prep.procs.launch import Context, adopt
 
 logger = logging.getLogger(__name__)
 
@@ -93,12 +96,12 @@ class Copiers:
     """``count`` copier processes over ``arenas`` (forked now: call it where a fork is safe).
     :meth:`write` hands one array to a free copier and waits for it."""
 
-    def __init__(self, context: Any, arenas: list[Arena | None], count: int) -> None:
+    def __init__(self, context: Context, arenas: list[Arena | None], count: int) -> None:
         self._arenas = arenas
         # Free copiers' sockets; None once there will be none (closed, or every one lost):
         # it wakes a thread waiting for one, which puts it back for the next.
         self._idle: queue.SimpleQueue[socket.socket | None] = queue.SimpleQueue()
-        self._procs: list[Any] = []
+        self._procs: list[BaseProcess] = []
         self._count = threading.Lock()  # guards count, written, and closing against a put
         self._lost = False
         self._closed = False
@@ -124,7 +127,7 @@ class Copiers:
         self.cpu_seconds = 0.0  # the copiers' CPU, read when they are closed
         self.written = 0  # bytes the copiers wrote
 
-    def write(self, fd: int, ids: Any, offset: int) -> bool:
+    def write(self, fd: int, ids: npt.NDArray[Any], offset: int) -> bool:
         """Have a copier write ``ids`` (a contiguous array) at ``offset`` of ``fd``, and wait
         for it; False (nothing written) when the ids are not on an arena's pages or no copier
         is left: the caller writes them. Raises the ``OSError`` of a failed write."""
@@ -180,7 +183,7 @@ class Copiers:
                 return sock
         return None
 
-    def _place(self, ids: Any) -> tuple[int, int] | None:
+    def _place(self, ids: npt.NDArray[Any]) -> tuple[int, int] | None:
         if not ids.flags.c_contiguous or not ids.nbytes:
             return None
         for slot, arena in enumerate(self._arenas):
@@ -238,7 +241,7 @@ def process_cpu_seconds(pid: int | None) -> float:
         return 0.0
 
 
-def copiers_or_none(context: Any, arenas: list[Arena | None], workers: int) -> Copiers | None:
+def copiers_or_none(context: Context, arenas: list[Arena | None], workers: int) -> Copiers | None:
     """Copiers for ``workers`` workers' arenas, or None where there is no arena (spawned
     workers, or none could be mapped): the main process then writes everything itself."""
     if not any(a is not None for a in arenas):

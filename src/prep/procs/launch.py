@@ -31,6 +31,9 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.context import ForkContext, ForkProcess, SpawnContext
+from multiprocessing.process import BaseProcess
 from typing import Any, Protocol
 
 from prep.startup import dump_stacks_on_signal, keep_out_unneeded
@@ -38,6 +41,8 @@ from prep.startup import dump_stacks_on_signal, keep_out_unneeded
 ORPHAN_CHECK_SECONDS = 1.0
 POLL_SECONDS = 0.5
 STOP_SECONDS = 5.0
+
+Context = ForkContext | SpawnContext  # what a worker is started in
 
 
 class Handle(Protocol):
@@ -99,7 +104,7 @@ class Spawner:
     """Workers started by the main process itself, in ``context`` (spawn, or fork where
     the caller knows it is safe)."""
 
-    def __init__(self, context: Any, target: Callable[..., None], args: list[tuple[Any, ...]],
+    def __init__(self, context: Context, target: Callable[..., None], args: list[tuple[Any, ...]],
                  name: str) -> None:
         self._ctx, self._target, self._args, self._name = context, target, args, name
 
@@ -107,7 +112,7 @@ class Spawner:
         p = self._ctx.Process(target=self._target, args=(*self._args[slot], os.getpid()),
                               name=f"{self._name}-{slot}", daemon=True)
         p.start()
-        return p  # type: ignore[no-any-return]
+        return p
 
     def close(self) -> None:
         """Nothing to end: the caller ends the workers it was handed."""
@@ -145,7 +150,7 @@ class Zygote:
 
     def __init__(self, target: Callable[..., None], args: list[tuple[Any, ...]],
                  name: str) -> None:
-        ctx: Any = multiprocessing.get_context("fork")
+        ctx = multiprocessing.get_context("fork")
         self._conn, theirs = ctx.Pipe()
         # Not a daemon: multiprocessing refuses children to a daemonic process.
         self._proc = ctx.Process(target=_zygote, name=f"{name}-zygote",
@@ -170,7 +175,7 @@ class Zygote:
         self._stop()
 
 
-def _stop(proc: Any, conn: Any) -> None:
+def _stop(proc: BaseProcess, conn: Connection[int | None, int | None]) -> None:
     """End the zygote: it ends and reaps its workers first, unless it does not answer."""
     if proc.is_alive():
         try:
@@ -186,16 +191,16 @@ def _stop(proc: Any, conn: Any) -> None:
     conn.close()
 
 
-def _zygote(target: Callable[..., None], args: list[tuple[Any, ...]], conn: Any, parent: int,
-            name: str) -> None:
+def _zygote(target: Callable[..., None], args: list[tuple[Any, ...]],
+            conn: Connection[int | None, int | None], parent: int, name: str) -> None:
     """The zygote's loop: fork the worker of each slot it is sent (replacing that slot's
     previous worker, which has retired), until it is sent None; then end its workers."""
     adopt(parent, watch=False)
     # Objects inherited from here are never collected in a worker: keep the collector off
     # them, so it does not write to (and copy) every page holding one in every worker.
     gc.freeze()
-    ctx: Any = multiprocessing.get_context("fork")
-    workers: dict[int, Any] = {}
+    ctx = multiprocessing.get_context("fork")
+    workers: dict[int, ForkProcess] = {}
     while True:
         if not conn.poll(ORPHAN_CHECK_SECONDS):
             if os.getppid() != parent:

@@ -27,13 +27,14 @@ import queue
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from multiprocessing.queues import Queue
 from typing import Any, Generic, TypeVar
 
 from prep.errors import PrepError
 from prep.procs.arena import DEFAULT_BYTES, Arena, arena_or_none, pack, unpack
 from prep.procs.copiers import Copiers, copiers_or_none
 from prep.procs.cores import available_cores
-from prep.procs.launch import Handle, Launcher, Spawner, Zygote, adopt
+from prep.procs.launch import Context, Handle, Launcher, Spawner, Zygote, adopt
 from prep.procs.readahead import DONE, Raised, ReadAhead
 
 T = TypeVar("T")
@@ -49,7 +50,7 @@ DIED = (
     "--resume, with fewer --workers if memory is short"
 )
 _ITEM, _END, _ERROR = 0, 1, 2
-_MISSING: Any = object()
+_MISSING = object()
 
 
 class WorkerDied(PrepError):
@@ -83,9 +84,10 @@ class Retirement:
         return self.rss is not None and resident_bytes() > self.rss
 
 
-def _serve(fn: Callable[[Any], Iterable[Any]], init: Callable[..., None] | None,
+def _serve(fn: Callable[[T], Iterable[R]], init: Callable[..., None] | None,
            init_args: tuple[Any, ...], retire: Retirement | None,
-           tasks: Any, results: Any, arena: Arena | None, parent: int) -> None:
+           tasks: Queue[T | None], results: Queue[tuple[int, object]], arena: Arena | None,
+           parent: int) -> None:
     adopt(parent)
     try:
         if init is not None:
@@ -113,15 +115,15 @@ def _serve(fn: Callable[[Any], Iterable[Any]], init: Callable[..., None] | None,
         results.put((_END, False))
 
 
-class _Planner(ReadAhead[Any]):
+class _Planner(ReadAhead[T]):
     """Iterates the tasks in a thread, at most ``depth`` ahead; ``take`` hands them out."""
 
-    def __init__(self, tasks: Iterable[Any], depth: int) -> None:
+    def __init__(self, tasks: Iterable[T], depth: int) -> None:
         self._error: BaseException | None = None
         self._ended = False
         super().__init__(iter(tasks), max(depth, 1), name="prep-planner")
 
-    def take(self, block: bool) -> Any:
+    def take(self, block: bool) -> T | object:  # a task, or _MISSING
         """The next task; ``_MISSING`` when there is none yet (``block`` False) or none
         left. Raises what the task iterator raised once every task before it was taken."""
         if not self._ended:
@@ -177,7 +179,8 @@ class OrderedPool(Generic[T, R]):
         retire_rss: int | None = None,
     ) -> None:
         can_fork = fork and sys.platform.startswith("linux")
-        ctx: Any = multiprocessing.get_context("fork" if can_fork else "spawn")
+        ctx: Context = (multiprocessing.get_context("fork") if can_fork
+                        else multiprocessing.get_context("spawn"))
         self._ahead = ahead
         self._tasks = [ctx.Queue() for _ in range(workers)]
         self._results = [ctx.Queue(maxsize=depth) for _ in range(workers)]

@@ -13,19 +13,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from prep.encoders import Encoder
 from prep.encoders.engine import EngineChoice
 from prep.formats import ShardFormat, get_format
 from prep.outputs import Output
-from prep.procs.copiers import Copiers
 from prep.recipe import Recipe, RunOptions
 from prep.sources import Source, SourceFile
 from prep.split import SPLITS
 from prep.state import checkpoint as ckpt
 from prep.state.checkpoint import Checkpoint, Progress, RunFacts, StreamBase
 from prep.state.identity import TokenizerIdentity
+from prep.state.shards import FileRecord
 from prep.stream.order import Cursor
 from prep.stream.writer import SplitWriter
 
@@ -41,9 +40,14 @@ def output_format(recipe: Recipe, vocab_size: int) -> ShardFormat:
 
 
 def make_writers(
-    directory: Path, recipe: Recipe, identity: TokenizerIdentity, fmt: ShardFormat
+    directory: Path,
+    recipe: Recipe,
+    identity: TokenizerIdentity,
+    fmt: ShardFormat,
+    on_sealed: Callable[[FileRecord], None] | None,
 ) -> dict[str, SplitWriter]:
-    """One writer per split, in ``directory``."""
+    """One writer per split, in ``directory``; each tells ``on_sealed`` of a shard it sealed
+    (in the sealing thread)."""
     return {
         split: SplitWriter(
             directory=directory,
@@ -53,12 +57,14 @@ def make_writers(
             sep_id=identity.doc_sep_id,
             append_sep=recipe.sep_position == "append",
             max_file_tokens=recipe.max_file_tokens,
+            on_sealed=on_sealed,
         )
         for split in SPLITS
     }
 
 
-def _lock_unchecked() -> None:
+def lock_not_checked() -> None:
+    """A run that holds no lock (tests drive runs without one): nothing to check."""
     return None
 
 
@@ -66,7 +72,8 @@ def _lock_unchecked() -> None:
 class RunState:
     """Everything a run has committed or holds open, and what it needs to say so in a
     checkpoint. ``files`` is the source's read order; ``final_digest`` a finished stream's
-    digest from its checkpoint (no stream is read again then)."""
+    digest from its checkpoint (no stream is read again then). What the run measures of
+    itself for the provenance is not here (:class:`prep.run.telemetry.Measurements`)."""
 
     out: Output
     recipe: Recipe
@@ -84,17 +91,9 @@ class RunState:
     final_digest: str | None = None
     base: StreamBase | None = None  # the published stream an incremental refresh continues
     committed_rows: int = 0  # rows of the last checkpoint this process wrote
-    engine: str | None = None  # how the ids were computed (provenance only)
     choice: EngineChoice | None = None  # a new run's engine, chosen while it stages
-    workers: int | None = None  # worker processes of this process's last stream (provenance)
-    crosscheck: Any = None  # the run-time cross-check of a fast engine, if any
-    main_cpu: float | None = None  # CPU seconds of this process while committing
-    commit_thread_cpu: float | None = None  # of them, the committing thread's own
-    threads_cpu: dict[str, float] | None = None  # each thread's, by name (prep.procs.threadcpu)
-    copiers: Copiers | None = None  # that wrote the shards' ids (their CPU, once ended)
     t0: float = field(default_factory=time.monotonic)
-    check_lock: Callable[[], None] = _lock_unchecked  # raises once the lock is not ours
-
+    check_lock: Callable[[], None] = lock_not_checked  # raises once the lock is not ours
 
     @property
     def prefix_sha256(self) -> str:

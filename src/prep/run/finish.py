@@ -10,6 +10,7 @@ from prep.errors import InputError
 from prep.partition import Part
 from prep.recipe import Recipe
 from prep.run.committed import RunState
+from prep.run.telemetry import Measurements
 from prep.sources import hash_and_check
 from prep.state.identity import FileIdentity, SourceIdentity
 from prep.state.manifest import (
@@ -62,7 +63,8 @@ def empty_train(cursor: Cursor) -> InputError:
 
 
 def provenance(
-    state: RunState, totals: dict[str, SplitTotals], argv: list[str] | None
+    state: RunState, totals: dict[str, SplitTotals], argv: list[str] | None,
+    measured: Measurements,
 ) -> Provenance:
     """This run's facts, now (throughput over what this run wrote, not what it reused)."""
     note, seconds = state.facts.refresh, state.elapsed()
@@ -77,13 +79,13 @@ def provenance(
         argv=argv,
         source_mtimes_ns=state.facts.source_mtimes,
         refresh=note.report(state.cursor.rows_visited, len(state.files), seconds) if note else None,
-        engine=state.engine,
-        workers=state.workers,
-        cross_check=state.crosscheck.stats() if state.crosscheck is not None else None,
-        main_cpu_seconds=state.main_cpu,
-        commit_thread_cpu_seconds=state.commit_thread_cpu,
-        main_threads_cpu_seconds=state.threads_cpu,
-        copiers=None if state.copiers is None else state.copiers.report(),
+        engine=measured.engine,
+        workers=measured.workers,
+        cross_check=None if measured.cross_check is None else measured.cross_check.stats(),
+        main_cpu_seconds=measured.main_cpu,
+        commit_thread_cpu_seconds=measured.commit_thread_cpu,
+        main_threads_cpu_seconds=measured.threads_cpu,
+        copiers=None if measured.copiers is None else measured.copiers.report(),
     )
 
 
@@ -100,9 +102,10 @@ def part_of(state: RunState, recipe: Recipe) -> PartOf | None:
     return PartOf(part.index, part.count, listing_sha256(ident.kind, ident.revision, listing))
 
 
-def finish(state: RunState, argv: list[str] | None) -> Manifest:
+def finish(state: RunState, argv: list[str] | None, measured: Measurements) -> Manifest:
     """Seal, hash the source files never reached (they still belong to the identity),
-    write ``_PROVENANCE.json`` then ``_MANIFEST.json`` into staging; returns the manifest.
+    write ``_PROVENANCE.json`` (with what the run ``measured``) then ``_MANIFEST.json`` into
+    staging; returns the manifest.
     An empty train split removes staging and raises ``InputError``."""
     staging, recipe, identity = state.out.staging, state.recipe, state.encoder.identity
     totals = seal(state)
@@ -132,6 +135,6 @@ def finish(state: RunState, argv: list[str] | None) -> Manifest:
         source=source,
         totals=totals,
     )
-    write_provenance(staging, provenance(state, totals, argv))
+    write_provenance(staging, provenance(state, totals, argv, measured))
     write_manifest(staging, manifest)  # a manifest in staging means "ready to publish"
     return manifest

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +27,7 @@ from prep.formats import ShardFormat
 from prep.fsio import file_sha256
 from prep.outputs import Output, Swappable
 from prep.recipe import Recipe, RunOptions
-from prep.run.committed import RunState, make_writers, output_format
+from prep.run.committed import RunState, lock_not_checked, make_writers, output_format
 from prep.run.inputs import Inputs
 from prep.run.resume.replay import base_cursor
 from prep.run.start import run_facts, stage, start
@@ -229,6 +229,7 @@ def start_increment(
     inputs: Inputs,
     inc: Increment,
     note: RefreshNote,
+    check_lock: Callable[[], None] = lock_not_checked,
 ) -> tuple[RunState, Iterator[StreamItem]]:
     """Create staging from the published version (see the module docstring) with its first
     checkpoint; returns the run's state and the stream from the first new file. Raises
@@ -238,13 +239,12 @@ def start_increment(
     fmt = output_format(recipe, vocab)
     base = inc.base()
     files, stream = open_stream(source, recipe, base.files, base.rows_visited)
-    writers = make_writers(out.building, recipe, encoder.identity, fmt)
-    cursor = base_cursor(base)
+    writers = make_writers(out.building, recipe, encoder.identity, fmt, out.sealed)
     facts = run_facts(source, note)
     state = RunState(
-        out, recipe, opts, source, encoder, fmt, facts, output_versions(), writers, files
+        out, recipe, opts, source, encoder, fmt, facts, output_versions(), writers, files,
+        cursor=base_cursor(base), base=base, check_lock=check_lock,
     )
-    state.cursor, state.base = cursor, base
 
     def order(f: ManifestFile) -> int:
         parsed = fmt.parse_name(f.name)
@@ -292,14 +292,16 @@ def start_refresh(
     inputs: Inputs,
     note: RefreshNote,
     inc: Increment | None,
+    check_lock: Callable[[], None] = lock_not_checked,
 ) -> tuple[RunState, Iterator[StreamItem]]:
     """Create staging for a refresh: continuing the published version (``inc``) or, when
-    there is none or one of its shards fails its check, from scratch."""
+    there is none or one of its shards fails its check, from scratch (``check_lock``: as
+    :func:`prep.run.start.start`'s)."""
     if inc is not None:
         try:
-            return start_increment(out, recipe, opts, inputs, inc, note)
+            return start_increment(out, recipe, opts, inputs, inc, note, check_lock)
         except ReuseRefused as e:
             reason = f"a published shard cannot be reused: {e}"
             logger.warning("full rebuild: %s", reason)
             note = RefreshNote(note.previous_corpus_manifest_sha256, note.changes, fallback=reason)
-    return start(out, recipe, opts, inputs, note)
+    return start(out, recipe, opts, inputs, note, check_lock)

@@ -192,20 +192,25 @@ class _Lifecycle:
             if (out.staging / MANIFEST_NAME).exists():
                 return self.verified_ready()
             plan = plan_restore(out, opts, self.typed, self.stop_requested)
-            state, stream = apply_restore(plan, out, opts), plan.stream
+            state, stream = apply_restore(plan, out, opts, self.check_lock), plan.stream
         else:
             inputs = self.early or fresh_inputs(self.recipe, opts, source)
             if refresh is None:
-                state, stream = start(out, self.recipe, opts, inputs)
+                state, stream = start(out, self.recipe, opts, inputs, None, self.check_lock)
             else:
-                state, stream = start_refresh(out, self.recipe, opts, inputs, refresh, increment)
-        if self.held is not None:
-            state.check_lock = self.held.check
+                state, stream = start_refresh(out, self.recipe, opts, inputs, refresh, increment,
+                                              self.check_lock)
         try:
             return execute(state, stream, self.stop_requested, self.argv, self.reporter)
         except BaseException as e:
             out.settle(graceful=isinstance(e, Interrupted))
             raise
+
+    def check_lock(self) -> None:
+        """Raise once the lock this invocation holds is no longer its own (each commit
+        checks)."""
+        if self.held is not None:
+            self.held.check()
 
     def verified_ready(self) -> Manifest:
         """A staging directory a crash left after its manifest was written: verify it, and

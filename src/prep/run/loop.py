@@ -13,15 +13,15 @@ import logging
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from prep.errors import InputError, Interrupted, PrepError
 from prep.procs.threadcpu import ThreadCpu
 from prep.progress import Reporter, Snapshot, silent
 from prep.run.committed import RunState
 from prep.run.finish import finish
+from prep.run.telemetry import Measurements
 from prep.run.work.tasks import open_workers
-from prep.run.work.tokenize import per_document
+from prep.run.work.tokenize import Docs, Payload, Whole, per_document
 from prep.split import SPLITS, TRAIN
 from prep.state.checkpoint import StreamBase
 from prep.state.manifest import Manifest
@@ -34,22 +34,22 @@ SAMPLE_EVERY = 8  # batches between readings of the threads' clocks (a thread th
 # in between is counted up to its last reading; the rest of its time goes to "other")
 
 
-def commit_batch(state: RunState, batch: Batch, ids: Any) -> bool:
-    """Visit the batch's rows in order; True when ``--train-tokens`` is reached. ``ids``:
-    the documents laid out per split by a worker (``Laid`` per split, see
-    :func:`prep.stream.writer.lay_out_splits`), or their ids (:class:`FlatIds`, or one array per
-    document ending with the ``InputError`` of a document that cannot be encoded) for a
-    batch committed row by row."""
-    if isinstance(ids, tuple):
+def commit_batch(state: RunState, batch: Batch, payload: Payload) -> bool:
+    """Visit the batch's rows in order; True when ``--train-tokens`` is reached.
+    ``payload``: the documents laid out per split by a worker (:class:`Whole`, see
+    :func:`prep.stream.writer.lay_out_splits`), or their ids (:class:`RowByRow`: a
+    ``FlatIds``, or one array per document ending with the ``InputError`` of a document that
+    cannot be encoded) for a batch committed row by row."""
+    if isinstance(payload, Whole):
         state.cursor.link_all(batch.digests)
         state.cursor.empty_rows_skipped += len(batch.kinds) - len(batch.doc_splits)
-        for name, laid in zip(SPLITS, ids, strict=True):
+        for name, laid in zip(SPLITS, payload.laid, strict=True):
             state.writers[name].add_laid(laid)
         return False
-    return _commit_rows(state, batch, per_document(ids))
+    return _commit_rows(state, batch, per_document(payload.ids))
 
 
-def _commit_rows(state: RunState, batch: Batch, ids: list[Any]) -> bool:
+def _commit_rows(state: RunState, batch: Batch, ids: Docs) -> bool:
     """Visit the batch's rows one by one: raises a row's error at its place, stops at the
     token budget."""
     cursor, writers = state.cursor, state.writers
@@ -58,11 +58,12 @@ def _commit_rows(state: RunState, batch: Batch, ids: list[Any]) -> bool:
     d = 0
     for i, kind in enumerate(batch.kinds):
         if kind == DOC:
-            if isinstance(ids[d], PrepError):
-                raise ids[d]
+            doc = ids[d]
+            if isinstance(doc, PrepError):
+                raise doc
             cursor.link(batch.digest(i))
             split = batch.doc_splits[d]
-            writers[SPLITS[split]].add(ids[d], batch.doc_sizes[d])
+            writers[SPLITS[split]].add(doc, batch.doc_sizes[d])
             d += 1
             if split == TRAIN and train_budget is not None and train.n_tokens >= train_budget:
                 return True
@@ -117,24 +118,25 @@ def run_loop(
     state: RunState,
     stream: Iterator[StreamItem],
     stop_requested: StopRequested,
+    measured: Measurements,
     reporter: Reporter = silent,
     argv: list[str] | None = None,
 ) -> None:
     """Commit the stream to the end (or the train budget), checkpointing every
-    ``--checkpoint-interval`` seconds and on a stop request (then raises ``Interrupted``)."""
+    ``--checkpoint-interval`` seconds and on a stop request (then raises ``Interrupted``);
+    ``measured`` is told what the run measured of itself (for the provenance)."""
     interval = state.opts.checkpoint_interval
     last_ckpt = time.monotonic()
     on_seal = state.out.commit_on_seal
-    for w in state.writers.values():
-        w.on_sealed = state.out.sealed
     rolled = state.rolled()
     report = ProgressReport(state, reporter)
-    with open_workers(state, stream, argv) as tokenized:
+    with open_workers(state, stream, measured, argv) as workers:
+        measured.copiers = workers.copiers  # for their CPU time, once they end
         cpu0 = time.process_time()  # after loading the engine: the per-GB work only
         thread0 = time.thread_time()  # the committing thread's own share of it
         threads = ThreadCpu()  # and every other thread's, while they all live
-        for k, (batch, ids) in enumerate(tokenized, 1):
-            reached = commit_batch(state, batch, ids)
+        for k, (batch, payload) in enumerate(workers.batches, 1):
+            reached = commit_batch(state, batch, payload)
             for w in state.writers.values():
                 w.flush()  # to the page cache every batch; fsync only at checkpoints
             if reached:
@@ -143,8 +145,8 @@ def run_loop(
             if stop_requested():
                 state.checkpoint()
                 raise Interrupted(
-                    f"stopped on request; checkpoint at row {state.cursor.rows_visited:,}. "
-                    f"Resume with: prep prepare {' '.join(state.out.resume_args())} --resume"
+                    f"stopped on request; checkpoint at row {state.cursor.rows_visited:,}.",
+                    resume=[*state.out.resume_args(), "--resume"],
                 )
             if now - last_ckpt >= interval or (on_seal and state.sealed_since(rolled)):
                 state.checkpoint()
@@ -152,13 +154,13 @@ def run_loop(
             report()
             if k % SAMPLE_EVERY == 0:
                 threads.sample()
-        state.threads_cpu = threads.spent()
-    state.main_cpu = time.process_time() - cpu0
-    state.commit_thread_cpu = time.thread_time() - thread0
+        measured.threads_cpu = threads.spent()
+    measured.main_cpu = time.process_time() - cpu0
+    measured.commit_thread_cpu = time.thread_time() - thread0
     state.finished = True
     state.checkpoint()
-    if state.crosscheck is not None:
-        state.crosscheck.summary()
+    if measured.cross_check is not None:
+        measured.cross_check.summary()
     report(final=True)
 
 
@@ -181,12 +183,13 @@ def execute(
     """Run to the end of the stream (unless the run already finished), then write the
     manifest into staging (:func:`prep.run.finish.finish`); returns it. On any failure the
     open shards are closed, never sealed; bad input keeps the committed part, and says so."""
+    measured = Measurements()
     try:
         if not state.finished:
             if stream is None:
                 raise RuntimeError("an unfinished run without a stream")
-            run_loop(state, stream, stop_requested, reporter, argv)
-        return finish(state, argv)
+            run_loop(state, stream, stop_requested, measured, reporter, argv)
+        return finish(state, argv, measured)
     except InputError as e:
         state.close()
         if discard_if_empty(state):

@@ -14,7 +14,7 @@ from pathlib import Path
 from prep.encoders.engine import EngineChoice
 from prep.outputs import Output
 from prep.recipe import Recipe, RunOptions
-from prep.run.committed import RunState, make_writers, output_format
+from prep.run.committed import RunState, lock_not_checked, make_writers, output_format
 from prep.run.inputs import Inputs
 from prep.sources import Source
 from prep.state.changes import output_versions
@@ -36,16 +36,19 @@ def start(
     opts: RunOptions,
     inputs: Inputs,
     refresh: RefreshNote | None = None,
+    check_lock: Callable[[], None] = lock_not_checked,
 ) -> tuple[RunState, Iterator[StreamItem]]:
     """Create staging for a new run; returns its state and the stream from the first row.
-    ``refresh`` says what changed, for a refresh build."""
+    ``refresh`` says what changed, for a refresh build; ``check_lock`` raises once the
+    output's lock is no longer this run's (checked at every commit)."""
     source, encoder = inputs.source, inputs.encoder
     fmt = output_format(recipe, encoder.identity.vocab_size)
     facts = run_facts(source, refresh)
     files, stream = open_stream(source, recipe)
-    writers = make_writers(out.building, recipe, encoder.identity, fmt)
+    writers = make_writers(out.building, recipe, encoder.identity, fmt, out.sealed)
     state = RunState(
-        out, recipe, opts, source, encoder, fmt, facts, output_versions(), writers, files
+        out, recipe, opts, source, encoder, fmt, facts, output_versions(), writers, files,
+        check_lock=check_lock,
     )
 
     def populate(building: Path) -> None:

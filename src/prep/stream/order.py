@@ -201,6 +201,10 @@ class Batch:
     def __len__(self) -> int:
         return len(self.kinds)
 
+    def doc_utf8(self) -> list[bytes]:
+        """The DOC rows' UTF-8 bytes, in order (a DOC row always has them)."""
+        return [b for b, k in zip(self.utf8, self.kinds, strict=True) if k == DOC and b is not None]
+
     def digest(self, i: int) -> bytes:
         """Row ``i``'s digest."""
         return bytes(self.digests[i * ROW_DIGEST_BYTES : (i + 1) * ROW_DIGEST_BYTES])

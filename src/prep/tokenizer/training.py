@@ -162,9 +162,8 @@ def _count(staging: Path, recipe: TrainRecipe, run: dict[str, Any],
         prepare_outcome(staging / CORPUS, typed, {**options, "resume": True}, stop=stop,
                         reporter=reporter)
     except Interrupted as e:  # its hint names prepare; the command to rerun is this one
-        why = str(e).split(" Resume with:")[0]
-        raise Interrupted(f"while counting the corpus, {why} Rerun the same command with "
-                          "--resume to continue") from None
+        raise Interrupted(f"while counting the corpus, {e.reason} Rerun the same command "
+                          "with --resume to continue") from None
     manifest = Manifest.load(staging / CORPUS)
     train = manifest.totals["train"]  # never empty: prepare refuses that
     logger.info("corpus: %s train documents, %s bytes of text", f"{train.n_docs:,}",

@@ -16,6 +16,7 @@ from prep.errors import InputError
 from prep.recipe import Recipe
 from prep.run.finish import finish, manifest_source
 from prep.run.loop import execute
+from prep.run.telemetry import Measurements
 from prep.state.identity import FileIdentity, SourceIdentity
 from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, read_manifest
 from prep.stream.order import Cursor
@@ -83,5 +84,5 @@ def test_an_empty_train_split_is_refused_and_staging_removed(tmp_path: Path) -> 
         match=r"^the train split is empty after 40 rows \(40 empty\)"
         r": nothing to publish\. Check the source, --text-column",
     ):
-        finish(state, None)
+        finish(state, None, Measurements())
     assert not s.paths.staging.exists()

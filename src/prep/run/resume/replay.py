@@ -66,8 +66,8 @@ def replay(
         while True:
             if stop_requested():
                 raise Interrupted(
-                    "stopped on request while replaying the source; nothing was changed. "
-                    f"Resume with: prep prepare --out {final} --resume"
+                    "stopped on request while replaying the source; nothing was changed.",
+                    resume=["--out", str(final), "--resume"],
                 )
             batch = next(prepared, None)
             if batch is None:

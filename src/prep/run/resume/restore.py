@@ -22,7 +22,7 @@ from prep.fsio import file_sha256, fsync_dir, stray_temps
 from prep.outputs import Output
 from prep.procs.pool import default_workers
 from prep.recipe import Recipe, RunOptions
-from prep.run.committed import RunState, make_writers, output_format
+from prep.run.committed import RunState, lock_not_checked, make_writers, output_format
 from prep.run.inputs import Inputs, pinned_encoder, pinned_source, recorded
 from prep.run.resume.claims import (
     check_budgets,
@@ -251,22 +251,26 @@ def plan_restore(
     )
 
 
-def apply_restore(plan: RestorePlan, out: Output, opts: RunOptions) -> RunState:
+def apply_restore(plan: RestorePlan, out: Output, opts: RunOptions,
+                  check_lock: Callable[[], None] = lock_not_checked) -> RunState:
     """Change staging as the plan says (delete stray files, cut the open shards back to
-    their commit point) and return the run's state. Call only with a plan from
-    :func:`plan_restore` for the same staging."""
+    their commit point) and return the run's state (``check_lock``: as
+    :func:`prep.run.start.start`'s). Call only with a plan from :func:`plan_restore` for
+    the same staging."""
     cp, staging, fmt = plan.checkpoint, out.staging, plan.fmt
     for extra in plan.stray:
         logger.info("removing %s (written after the last checkpoint)", extra.name)
         extra.unlink()
     identity = plan.inputs.encoder.identity
-    writers = make_writers(staging, cp.recipe, identity, fmt)
+    finished = cp.progress.finished
+    # A finished run commits nothing more: the seals of its open shards at finishing are
+    # not told to the output (its publish sends what staging holds), as they never were.
+    writers = make_writers(staging, cp.recipe, identity, fmt, None if finished else out.sealed)
     for split, w in writers.items():
         verified = plan.opened.get(split)
         shard = None if verified is None else fmt.reopen(staging, verified, identity.vocab_size)
         w.restore(cp.splits[split], shard)
     fsync_dir(staging)
-    finished = cp.progress.finished
     logger.info(
         "resuming %s at row %s (%s docs; train %s tokens, val %s tokens); verified and "
         "replayed in %.2f s",
@@ -293,4 +297,5 @@ def apply_restore(plan: RestorePlan, out: Output, opts: RunOptions) -> RunState:
         fresh=False,
         final_digest=cp.progress.prefix_sha256 if finished else None,
         base=cp.progress.base,
+        check_lock=check_lock,
     )

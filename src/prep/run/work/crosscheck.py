@@ -17,12 +17,16 @@ from __future__ import annotations
 import logging
 import time
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from prep.encoders import Encode
 from prep.errors import PrepError
-from prep.stream.order import DOC, Batch
+from prep.run.work.tokenize import Docs
+from prep.stream.order import Batch
 
 logger = logging.getLogger(__name__)
 
@@ -39,58 +43,25 @@ def sampled(path: str, row: int) -> bool:
     return (zlib.crc32(path.encode("utf-8")) + row) % RATE == 0
 
 
-class CrossCheck:
-    """Re-encodes the sampled documents of each batch with ``reference`` (a function of
-    texts and UTF-8 bytes returning ``FlatIds``) and raises ``EngineMismatch``."""
+@dataclass
+class Rechecked:
+    """What cross-checks re-encoded: documents, their bytes, and the CPU seconds it took."""
 
-    def __init__(self, engine: str, reference: Any, out: str) -> None:
-        self.engine = engine
-        self.reference = reference
-        self.out = out
-        self.docs = 0
-        self.bytes = 0
-        self.seconds = 0.0
+    docs: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
 
-    def wants(self, batch: Batch) -> bool:
-        """Whether any document of ``batch`` is sampled (most batches have none, and need
-        not be split into documents for :meth:`check`)."""
-        return any(sampled(path, row) for path, row in batch.doc_where)
+    def since(self, before: Rechecked) -> Rechecked:
+        """What was re-encoded after ``before`` (an earlier copy of this tally)."""
+        return Rechecked(self.docs - before.docs, self.bytes - before.bytes,
+                         self.seconds - before.seconds)
 
-    def check(self, batch: Batch, ids: list[Any]) -> None:
-        """Compare the batch's sampled documents; ``ids`` holds one array per document."""
-        t = time.thread_time()  # CPU: wall time on a shared machine says little
-        utf8 = [b for b, k in zip(batch.utf8, batch.kinds, strict=True) if k == DOC]
-        for k, (path, row) in enumerate(batch.doc_where):
-            data = utf8[k]
-            if k >= len(ids) or isinstance(ids[k], Exception) or not sampled(path, row):
-                continue
-            if data is None or len(data) > MAX_BYTES:
-                continue
-            want = self.reference([data.decode("utf-8")], [data]).ids
-            self.docs += 1
-            self.bytes += len(data)
-            if not np.array_equal(np.asarray(ids[k]), want):
-                self._mismatch(path, row, np.asarray(ids[k]), want)
-        self.seconds += time.thread_time() - t
-
-    def _mismatch(self, path: str, row: int, got: Any, want: Any) -> None:
-        n = min(len(got), len(want))
-        at = next((i for i in range(n) if got[i] != want[i]), n)
-        raise EngineMismatch(
-            f"{path} row {row}: the {self.engine} engine's ids differ from tokenizers' at "
-            f"token {at:,} of the document ({len(got):,} ids against {len(want):,}); nothing "
-            f"of its batch was committed. Continue exactly with: prep prepare --out "
-            f"{self.out} --resume --engine hf (and please report the document)",
-            path=path,
-            row=row,
-        )
-
-    def add(self, docs: int, size: int, seconds: float) -> None:
+    def add(self, other: Rechecked) -> None:
         """Add what another process's cross-check re-encoded (the workers check; the main
         process reports)."""
-        self.docs += docs
-        self.bytes += size
-        self.seconds += seconds
+        self.docs += other.docs
+        self.bytes += other.bytes
+        self.seconds += other.seconds
 
     def stats(self) -> dict[str, Any]:
         """What was re-encoded (for ``_PROVENANCE.json``)."""
@@ -105,3 +76,50 @@ class CrossCheck:
                 "difference",
                 f"{self.docs:,}", self.bytes / 1e6, self.seconds,
             )
+
+
+class CrossCheck:
+    """Re-encodes the sampled documents of each batch with ``reference`` (a function of
+    texts and UTF-8 bytes returning ``FlatIds``) and raises ``EngineMismatch``; ``done``
+    adds up what it re-encoded."""
+
+    def __init__(self, engine: str, reference: Encode, out: str) -> None:
+        self.engine = engine
+        self.reference = reference
+        self.out = out
+        self.done = Rechecked()
+
+    def wants(self, batch: Batch) -> bool:
+        """Whether any document of ``batch`` is sampled (most batches have none, and need
+        not be split into documents for :meth:`check`)."""
+        return any(sampled(path, row) for path, row in batch.doc_where)
+
+    def check(self, batch: Batch, ids: Docs) -> None:
+        """Compare the batch's sampled documents; ``ids`` holds one array per document."""
+        t = time.thread_time()  # CPU: wall time on a shared machine says little
+        utf8 = batch.doc_utf8()
+        for k, (path, row) in enumerate(batch.doc_where):
+            data = utf8[k]
+            if k >= len(ids) or isinstance(ids[k], Exception) or not sampled(path, row):
+                continue
+            if len(data) > MAX_BYTES:
+                continue
+            want = self.reference([data.decode("utf-8")], [data]).ids
+            self.done.docs += 1
+            self.done.bytes += len(data)
+            if not np.array_equal(np.asarray(ids[k]), want):
+                self._mismatch(path, row, np.asarray(ids[k]), want)
+        self.done.seconds += time.thread_time() - t
+
+    def _mismatch(self, path: str, row: int, got: npt.NDArray[Any], want: npt.NDArray[Any]
+                  ) -> None:
+        n = min(len(got), len(want))
+        at = next((i for i in range(n) if got[i] != want[i]), n)
+        raise EngineMismatch(
+            f"{path} row {row}: the {self.engine} engine's ids differ from tokenizers' at "
+            f"token {at:,} of the document ({len(got):,} ids against {len(want):,}); nothing "
+            f"of its batch was committed. Continue exactly with: prep prepare --out "
+            f"{self.out} --resume --engine hf (and please report the document)",
+            path=path,
+            row=row,
+        )

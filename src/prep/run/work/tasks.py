@@ -16,30 +16,39 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from prep.encoders import CheckedEngine, FlatEncoder
 from prep.encoders.engine import EngineSpec, build_encoder, choose_engine
 from prep.encoders.flatids import FlatIds
-from prep.encoders.gigatoken import ENGINE as GIGATOKEN
 from prep.errors import PrepError
 from prep.procs.copiers import Copiers
 from prep.procs.pool import InProcess, OrderedPool
 from prep.procs.readahead import ReadAhead
 from prep.recipe import Recipe
 from prep.run.committed import RunState
-from prep.run.work.crosscheck import CrossCheck, EngineMismatch
+from prep.run.telemetry import Measurements
+from prep.run.work.crosscheck import CrossCheck, EngineMismatch, Rechecked
 from prep.run.work.cuts import ItemsTask, RowGroupTask, Task, item_tasks, row_group_tasks
 from prep.run.work.sizing import parts_advice, workers_for
-from prep.run.work.tokenize import Ids, in_vocabulary, laid_or_ids, per_document, tokenize
+from prep.run.work.tokenize import (
+    Ids,
+    Payload,
+    RowByRow,
+    in_vocabulary,
+    laid_or_ids,
+    per_document,
+    tokenize,
+)
 from prep.sources import Source, SourceFile, group_batches, open_identified, open_parquet
 from prep.split import SPLITS
 from prep.state.checkpoint import StreamBase
 from prep.stream.order import Batch, Failure, Preparer, StreamItem, batches
-from prep.stream.writer import Laid
+from prep.stream.writer import SplitWriter
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +60,19 @@ class Piece:
     ``file_sha256`` (file index, digest) on the first piece of a task that hashed its file."""
 
     batch: Batch
-    payload: Ids | tuple[Laid, ...]
+    payload: Payload
     file_sha256: tuple[int, str] | None = None
-    checked: tuple[int, int, float] = (0, 0, 0.0)  # cross-check: documents, bytes, seconds
+    checked: Rechecked = field(default_factory=Rechecked)  # what the cross-check re-encoded
     error: PrepError | None = None  # raised before anything of the batch is committed
+
+
+@dataclass(frozen=True)
+class Workers:
+    """A run's open worker stream: its prepared batches (shed of their texts) with their
+    payloads, in stream order; ``copiers`` write the shards' ids (None: this process does)."""
+
+    batches: Iterable[tuple[Batch, Payload]]
+    copiers: Copiers | None
 
 
 @dataclass(frozen=True)
@@ -82,7 +100,7 @@ class WorkerSettings:
 class _Worker:
     settings: WorkerSettings
     preparer: Preparer
-    encoder: Any
+    encoder: FlatEncoder
     files: list[SourceFile] = field(default_factory=list)
     check: CrossCheck | None = None
 
@@ -90,13 +108,15 @@ class _Worker:
 _state: _Worker | None = None
 
 
-def worker_of(settings: WorkerSettings, engine: Any = None) -> _Worker:
+def worker_of(settings: WorkerSettings, engine: FlatEncoder | None = None) -> _Worker:
     """A worker's state (the engine built here when not given): this process's (``_state``)
     in the main process just before forking, in a spawned worker, or for ``InProcess``."""
     files = [replace(f) for f in settings.files]
-    encoder = engine if engine is not None else build_encoder(settings.engine)
+    encoder: FlatEncoder = engine if engine is not None else build_encoder(settings.engine)
     check = None
     if settings.engine.checked:
+        if not isinstance(encoder, CheckedEngine):
+            raise TypeError(f"the {settings.engine.engine} engine names no reference")
         check = CrossCheck(settings.engine.engine, encoder.reference, settings.out)
     return _Worker(settings, Preparer(settings.recipe, files), encoder, files, check)
 
@@ -188,7 +208,7 @@ def run_task_with(w: _Worker, task: Task) -> Iterator[Piece]:
     settings = w.settings
     for batch, sha in prepared(settings.source, w.files, settings.recipe, w.preparer, task,
                                settings.batch_size):
-        yield _piece(w, batch, sha) if len(batch) else Piece(batch, FlatIds.of([]), sha)
+        yield _piece(w, batch, sha) if len(batch) else Piece(batch, RowByRow(FlatIds.of([])), sha)
 
 
 def _piece(w: _Worker, batch: Batch, sha: tuple[int, str] | None) -> Piece:
@@ -200,25 +220,25 @@ def _piece(w: _Worker, batch: Batch, sha: tuple[int, str] | None) -> Piece:
     checked, error = _cross_check(w.check, batch, ids)
     if isinstance(ids, FlatIds):
         ids = ids.as_dtype(w.settings.id_dtype)
-    payload = ids if error is not None else laid_or_ids(batch, ids, identity, w.settings.recipe)
+    payload = (RowByRow(ids) if error is not None
+               else laid_or_ids(batch, ids, identity, w.settings.recipe))
     return Piece(batch.shed(), payload, sha, checked, error)
 
 
 def _cross_check(check: CrossCheck | None, batch: Batch, ids: Ids
-                 ) -> tuple[tuple[int, int, float], PrepError | None]:
+                 ) -> tuple[Rechecked, PrepError | None]:
     """Run the cross-check on a batch here, in the worker (the reference's cost is spread
     over the workers instead of serialised in the main process): what it re-encoded, and
     the mismatch it found, if any."""
     if check is None or not check.wants(batch):
-        return (0, 0, 0.0), None
-    before = (check.docs, check.bytes, check.seconds)
+        return Rechecked(), None
+    before = replace(check.done)
     error = None
     try:
         check.check(batch, per_document(ids))
     except EngineMismatch as e:
         error = e
-    delta = (check.docs - before[0], check.bytes - before[1], check.seconds - before[2])
-    return delta, error
+    return check.done.since(before), error
 
 
 def text_bytes(piece: Piece) -> int:
@@ -226,7 +246,7 @@ def text_bytes(piece: Piece) -> int:
     return sum(piece.batch.doc_sizes)
 
 
-def _pool(settings: WorkerSettings, workers: int, engine: Any, retire: dict[str, Any]
+def _pool(settings: WorkerSettings, workers: int, engine: FlatEncoder, retire: dict[str, Any]
           ) -> OrderedPool[Task, Piece] | InProcess[Task, Piece]:
     """Forked workers that inherit ``engine`` (one tokenizer thread each: nothing to
     inherit from a thread pool), or spawned ones that build their own (``--threads`` > 1),
@@ -247,55 +267,57 @@ def _pool(settings: WorkerSettings, workers: int, engine: Any, retire: dict[str,
 
 @contextmanager
 def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
-                  files: list[SourceFile], engine: Any, check: CrossCheck | None = None,
+                  files: list[SourceFile], engine: FlatEncoder, check: Rechecked | None = None,
                   retire: dict[str, Any] | None = None,
-                  through: Callable[[Copiers | None], None] | None = None,
-                  ) -> Iterator[Iterable[tuple[Batch, Any]]]:
+                  writers: Iterable[SplitWriter] = (),
+                  ) -> Iterator[Workers]:
     """Prepared batches (shed of their texts) with their ``Piece.payload``, in stream order,
     computed by ``workers`` processes (0: this one); a batch the workers' cross-check
     refused raises here, before it is handed on (``check`` adds up what was re-encoded).
     The files a worker hashed get their digest in ``files`` (the main process's list).
-    ``through`` is given the pool's copiers (``prep.procs.copiers``), to write the shards' ids
-    with, and None before they end."""
+    While the workers are up, ``writers`` write the shards' ids through the pool's copiers
+    (``prep.procs.copiers``); this process writes them again once they end."""
 
-    def pieces() -> Iterator[tuple[Batch, Any]]:
+    def pieces() -> Iterator[tuple[Batch, Payload]]:
         for piece in pool.map(tasks):
             record_digest(files, piece.file_sha256)
             if check is not None:
-                check.add(*piece.checked)
+                check.add(piece.checked)
             if piece.error is not None:
                 raise piece.error
             yield piece.batch, piece.payload
 
     pool = _pool(settings, workers, engine, retire or {})
+    writers = list(writers)
     # Leaving early (a stop, an error, the train budget) ends the workers first: the
     # read-ahead thread, waiting on them, then sees them gone and ends at once.
     with ReadAhead(pieces(), depth=4) as ahead, pool:
-        if through is not None:
-            through(pool.copiers)
+        for w in writers:
+            w.write_through(pool.copiers)
         try:
-            yield ahead
+            yield Workers(ahead, pool.copiers)
         finally:
-            if through is not None:
-                through(None)
+            for w in writers:
+                w.write_through(None)
 
 
-def open_workers(state: RunState, stream: Iterator[StreamItem],
-                 argv: Sequence[str] | None = None) -> Any:
-    """The run's worker stream (a context manager yielding ``(batch, ids)`` in stream
-    order): the engine chosen (``--engine``), the tasks planned from the resume point, the
-    cross-check armed for an engine other than the reference, a worker retired after
-    ``--recycle-workers`` bytes of text or holding more than ``--worker-memory``. ``stream``
-    is read here only when the recipe shuffles documents (it needs the whole stream).
-    More workers than one run keeps busy are said at once, with the ``--part`` commands
-    (built from the run's ``argv``) that would keep them busy."""
+def open_workers(state: RunState, stream: Iterator[StreamItem], measured: Measurements,
+                 argv: Sequence[str] | None = None) -> AbstractContextManager[Workers]:
+    """The run's worker stream (:class:`Workers`, batches in stream order): the engine
+    chosen (``--engine``), the tasks planned from the resume point, the cross-check armed
+    for an engine other than the reference, a worker retired after ``--recycle-workers``
+    bytes of text or holding more than ``--worker-memory``. ``stream`` is read here only
+    when the recipe shuffles documents (it needs the whole stream). ``measured`` is told
+    the engine, the workers and what the cross-check re-encodes. More workers than one run
+    keeps busy are said at once, with the ``--part`` commands (built from the run's
+    ``argv``) that would keep them busy."""
     opts, recipe = state.opts, state.recipe
     choice = state.choice  # a new run chose while it staged; a resume chooses here
     spec, engine = (choice.result() if choice is not None
                     else choose_engine(opts.engine, state.encoder, opts.threads))
-    state.engine = spec.engine
-    workers = state.workers = workers_for(opts.workers, opts.threads, opts.recycle_workers,
-                                          sum(f.size for f in state.files))
+    measured.engine = spec.engine
+    workers = measured.workers = workers_for(opts.workers, opts.threads, opts.recycle_workers,
+                                             sum(f.size for f in state.files))
     tasks: Iterable[Task]
     if recipe.shuffle_buffer == 0:
         tasks = row_group_tasks(state.source, state.files, state.cursor.rows_visited,
@@ -304,19 +326,14 @@ def open_workers(state: RunState, stream: Iterator[StreamItem],
         tasks = item_tasks(stream, opts.batch_size)
     out = str(state.out)
     if spec.checked:  # the workers check; this process adds up what they re-encoded
-        state.crosscheck = CrossCheck(spec.engine, None, out)
+        measured.cross_check = Rechecked()
     writer = state.writers[SPLITS[0]]
     settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size, out,
                                  writer.fmt.dtype_name(writer.vocab_size))
-    advice = parts_advice(workers, argv, out, recipe.part) if spec.engine == GIGATOKEN else None
+    advice = parts_advice(workers, argv, out, recipe.part) if spec.commit_bound else None
     if advice is not None:
         logger.info("%s", advice)
     retire = {"retire_after": opts.recycle_workers, "weigh": text_bytes,
               "retire_rss": opts.worker_memory}
-    def through(copiers: Copiers | None) -> None:
-        state.copiers = state.copiers or copiers  # for their CPU time, once they end
-        for w in state.writers.values():
-            w.write_through(copiers)
-
-    return worker_stream(settings, workers, tasks, state.files, engine, state.crosscheck,
-                         retire, through)
+    return worker_stream(settings, workers, tasks, state.files, engine, measured.cross_check,
+                         retire, state.writers.values())

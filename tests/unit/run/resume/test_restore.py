@@ -113,5 +113,10 @@ def test_replay_refuses_a_different_prefix(tmp_path: Path) -> None:
     short = iter([("x", None, 0, 0)])
     with pytest.raises(IntegrityError, match=rf"ends after 1 rows, but {rows:,} were"):
         replay(short, prep_rows, cp, never, s.paths.final)
-    with pytest.raises(Interrupted, match=r"stopped on request while replaying"):
+    with pytest.raises(Interrupted, match=r"stopped on request while replaying") as e:
         replay(iter([]), prep_rows, cp, lambda: True, s.paths.final)
+    # The resume arguments are data; the message still ends with the command they make.
+    assert e.value.reason == "stopped on request while replaying the source; nothing was changed."
+    assert e.value.resume == ("--out", str(s.paths.final), "--resume")
+    assert str(e.value) == (f"{e.value.reason} Resume with: prep prepare --out {s.paths.final} "
+                            "--resume")

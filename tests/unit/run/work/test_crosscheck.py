@@ -47,7 +47,7 @@ def test_matching_ids_pass_and_are_counted() -> None:
     texts = numbered_docs(3)
     check = CrossCheck("gigatoken", Reference(GPT2), "/out")
     check.check(batch_of(texts, "a.parquet", rows), engine_ids(texts))
-    assert check.docs == 3 and check.bytes == sum(len(t) for t in texts)
+    assert check.done.docs == 3 and check.done.bytes == sum(len(t) for t in texts)
 
 
 def test_a_difference_names_the_document_and_how_to_continue(tmp_path: Path) -> None:
@@ -70,5 +70,5 @@ def test_unsampled_and_huge_documents_are_not_re_encoded(tmp_path: Path) -> None
     texts = ["x " * (MAX_BYTES // 2 + 1), "not sampled"]
     check = CrossCheck("gigatoken", Reference(other), "/out")
     check.check(batch_of(texts, "c.parquet", [row, row + 1]), engine_ids(texts))
-    assert check.docs == 0
+    assert check.done.docs == 0
     assert np.asarray(engine_ids(["not sampled"])[0]).size > 0
