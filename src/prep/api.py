@@ -25,7 +25,7 @@ from huggingface_hub import constants
 
 from prep.encoders import canonical_tokenizer, set_threads
 from prep.encoders.engine import check_engine
-from prep.errors import UsageError
+from prep.errors import UsageError, never
 from prep.outputs import location, resolve_output
 from prep.partition import Part
 from prep.progress import LineReporter, Reporter, Snapshot, silent
@@ -36,10 +36,6 @@ from prep.sources import canonical_source
 from prep.state.manifest import Manifest
 
 _RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunOptions)) - {"out"}
-
-
-def _never() -> bool:
-    return False
 
 
 def hub_offline_default() -> bool:
@@ -91,7 +87,7 @@ def prepare_outcome(
     typed: dict[str, Any],
     run_options: dict[str, Any],
     *,
-    stop: Callable[[], bool] = _never,
+    stop: Callable[[], bool] = never,
     reporter: Reporter | None = None,
     argv: list[str] | None = None,
 ) -> Outcome:
@@ -216,7 +212,7 @@ def prepare(
     quiet = bool(run_options.get("quiet"))
     reporter = _Callback(progress) if progress else (silent if quiet else None)
     with _quiet_logs(quiet):
-        outcome = prepare_outcome(out, typed, run_options, stop=stop or _never, reporter=reporter)
+        outcome = prepare_outcome(out, typed, run_options, stop=stop or never, reporter=reporter)
     return outcome.manifest if outcome.manifest is not None else Manifest.load(outcome.out)
 
 

@@ -96,6 +96,12 @@ class Interrupted(PrepError):
     exit_code = EXIT_TEMPFAIL
 
 
+def never() -> bool:
+    """The stop request of a caller that never asks to stop (the default ``stop=`` of every
+    job that polls one, raising :class:`Interrupted` when it returns True)."""
+    return False
+
+
 def os_failure(
     e: OSError, final: Path | str | None = None, staging: Path | None = None
 ) -> PrepError:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from prep.errors import OutputError
+from prep.errors import OutputError, never
 from prep.fsio import fsync_dir, make_dirs, rename_noreplace
 from prep.outputs.lock import HeldLock, LockPaths, hold_lock
 from prep.partition import Part
@@ -38,10 +38,6 @@ from prep.state.manifest import MANIFEST_NAME, Manifest
 from prep.state.shards import FileRecord
 
 ABSENT, EMPTY, DATASET, OTHER = "absent", "empty", "dataset", "other"
-
-
-def _never() -> bool:
-    return False
 
 
 class Output(ABC):
@@ -165,7 +161,7 @@ class Output(ABC):
         return ["--out", str(self)]
 
     def hold_lock(
-        self, wait: float, stop: Callable[[], bool] = _never
+        self, wait: float, stop: Callable[[], bool] = never
     ) -> AbstractContextManager[HeldLock]:
         """Hold the output's lock for a ``with`` block (``LockedError`` when busy after
         ``wait`` seconds, ``Interrupted`` when ``stop()`` says so before it is taken); see

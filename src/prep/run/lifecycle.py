@@ -21,6 +21,7 @@ from prep.errors import (
     MissingRecipe,
     OutputError,
     PrepError,
+    never,
     os_failure,
 )
 from prep.formats import get_format
@@ -56,16 +57,12 @@ class Outcome:
     active_seconds: float | None = None  # over the run and its resumes (a publish's)
 
 
-def _never() -> bool:
-    return False
-
-
 def run(
     recipe: Recipe | None,
     opts: RunOptions,
     *,
     typed: dict[str, Any] | None = None,
-    stop_requested: StopRequested = _never,
+    stop_requested: StopRequested = never,
     argv: list[str] | None = None,
     reporter: Reporter = silent,
 ) -> Outcome:
