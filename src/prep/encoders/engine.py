@@ -6,8 +6,10 @@ exactly and otherwise falls back to ``hf`` with one log line saying why. The eng
 part of the recipe, so a run may resume with another one; it is recorded in
 ``_PROVENANCE.json``.
 
-The main process chooses (``choose_engine``, which runs the fast engine's probes); each
-worker process builds the chosen engine from an :class:`EngineSpec` (``build_encoder``).
+The main process chooses, once per run, through :class:`EngineChoice` (``choose_engine``,
+which runs the fast engine's probes); each worker process builds the chosen engine from an
+:class:`EngineSpec` (``build_encoder``). Nothing outside this module asks which engine it
+is: an :class:`EngineSpec` says what the run needs to know (``checked``, ``fast``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,12 @@ class EngineSpec:
     def checked(self) -> bool:
         """Whether the run-time cross-check applies (an engine other than the reference)."""
         return self.engine not in (HF, BYTE, VOCAB_BYTES)
+
+    @property
+    def fast(self) -> bool:
+        """Whether this is the fast engine, whose workers outpace one committing thread
+        (what ``prep.run.work.sizing`` measured, and advises on)."""
+        return self.engine == GIGATOKEN
 
 
 class Reference:
@@ -163,33 +171,46 @@ def choose_engine(requested: str, encoder: Any, threads: int | None) -> tuple[En
 
 
 class EngineChoice:
-    """:func:`choose_engine` in a thread of its own, started as soon as a new run has its
-    tokenizer: building the fast engine (0.1-0.2 s, most of it holding the GIL) overlaps
-    the run's set-up, which mostly waits on the disk, the network or hashing that frees the
-    GIL (staging and its first checkpoint, a bucket's first remote checkpoint, a refresh's
-    check of the shards it reuses). :meth:`result` gives what ``choose_engine`` returned,
-    or raises what it raised, where the run needs the engine; nothing else changes."""
+    """A run's one choice of engine (:func:`choose_engine`, ``--engine`` for the run's
+    loaded tokenizer), made once: where the run first asks for it (:meth:`result`, a
+    resume), or ahead, in a thread of its own (:meth:`start`, a new run as soon as it has
+    its tokenizer): building the fast engine (0.1-0.2 s, most of it holding the GIL) then
+    overlaps the run's set-up, which mostly waits on the disk, the network or hashing that
+    frees the GIL (staging and its first checkpoint, a bucket's first remote checkpoint, a
+    refresh's check of the shards it reuses). :meth:`result` gives what ``choose_engine``
+    returned, or raises what it raised, where the run needs the engine; nothing else
+    changes."""
 
     def __init__(self, requested: str, encoder: Any, threads: int | None) -> None:
+        self._args = (requested, encoder, threads)
         self._outcome: tuple[EngineSpec, Any] | BaseException | None = None
-        self._thread = threading.Thread(target=self._choose, args=(requested, encoder, threads),
-                                        name="prep-engine", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
 
-    def _choose(self, requested: str, encoder: Any, threads: int | None) -> None:
+    def start(self) -> EngineChoice:
+        """Make the choice in a thread of its own, from now; returns this choice."""
+        self._thread = threading.Thread(target=self._choose, name="prep-engine", daemon=True)
+        self._thread.start()
+        return self
+
+    def _choose(self) -> None:
         try:
-            self._outcome = choose_engine(requested, encoder, threads)
+            self._outcome = choose_engine(*self._args)
         except BaseException as e:  # raised in the run's thread, by result()
             self._outcome = e
 
     def result(self) -> tuple[EngineSpec, Any]:
-        self._thread.join()
+        if self._thread is None:  # not started: chosen here, in the run's thread, once
+            if self._outcome is None:
+                self._outcome = choose_engine(*self._args)
+        else:
+            self._thread.join()
         if isinstance(self._outcome, BaseException):
             raise self._outcome
         assert self._outcome is not None
         return self._outcome
 
     def join(self) -> None:
-        """Wait for the choice without taking it (a run that fails before it needs the
-        engine: the choice's memo is not left half-written when the process exits)."""
-        self._thread.join()
+        """Wait for a started choice without taking it (a run that fails before it needs
+        the engine: the choice's memo is not left half-written when the process exits)."""
+        if self._thread is not None:
+            self._thread.join()

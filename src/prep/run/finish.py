@@ -62,7 +62,7 @@ def empty_train(cursor: Cursor) -> InputError:
 
 
 def provenance(
-    state: RunState, totals: dict[str, SplitTotals], argv: list[str] | None
+    state: RunState, totals: dict[str, SplitTotals]
 ) -> Provenance:
     """This run's facts, now (throughput over what this run wrote, not what it reused)."""
     note, seconds = state.facts.refresh, state.elapsed()
@@ -74,7 +74,7 @@ def provenance(
         resumes=state.facts.resumes,
         tokens=sum(t.n_tokens for t in totals.values()) - reused,
         text_bytes=sum(t.text_bytes for t in totals.values()),
-        argv=argv,
+        argv=state.opts.argv,
         source_mtimes_ns=state.facts.source_mtimes,
         refresh=note.report(state.cursor.rows_visited, len(state.files), seconds) if note else None,
         engine=state.engine,
@@ -100,7 +100,7 @@ def part_of(state: RunState, recipe: Recipe) -> PartOf | None:
     return PartOf(part.index, part.count, listing_sha256(ident.kind, ident.revision, listing))
 
 
-def finish(state: RunState, argv: list[str] | None) -> Manifest:
+def finish(state: RunState) -> Manifest:
     """Seal, hash the source files never reached (they still belong to the identity),
     write ``_PROVENANCE.json`` then ``_MANIFEST.json`` into staging; returns the manifest.
     An empty train split removes staging and raises ``InputError``."""
@@ -132,6 +132,6 @@ def finish(state: RunState, argv: list[str] | None) -> Manifest:
         source=source,
         totals=totals,
     )
-    write_provenance(staging, provenance(state, totals, argv))
+    write_provenance(staging, provenance(state, totals))
     write_manifest(staging, manifest)  # a manifest in staging means "ready to publish"
     return manifest

@@ -118,7 +118,6 @@ def run_loop(
     stream: Iterator[StreamItem],
     stop_requested: StopRequested,
     reporter: Reporter = silent,
-    argv: list[str] | None = None,
 ) -> None:
     """Commit the stream to the end (or the train budget), checkpointing every
     ``--checkpoint-interval`` seconds and on a stop request (then raises ``Interrupted``)."""
@@ -129,7 +128,7 @@ def run_loop(
         w.on_sealed = state.out.sealed
     rolled = state.rolled()
     report = ProgressReport(state, reporter)
-    with open_workers(state, stream, argv) as tokenized:
+    with open_workers(state, stream) as tokenized:
         cpu0 = time.process_time()  # after loading the engine: the per-GB work only
         thread0 = time.thread_time()  # the committing thread's own share of it
         threads = ThreadCpu()  # and every other thread's, while they all live
@@ -175,7 +174,6 @@ def execute(
     state: RunState,
     stream: Iterator[StreamItem] | None,
     stop_requested: StopRequested,
-    argv: list[str] | None,
     reporter: Reporter = silent,
 ) -> Manifest:
     """Run to the end of the stream (unless the run already finished), then write the
@@ -185,8 +183,8 @@ def execute(
         if not state.finished:
             if stream is None:
                 raise RuntimeError("an unfinished run without a stream")
-            run_loop(state, stream, stop_requested, reporter, argv)
-        return finish(state, argv)
+            run_loop(state, stream, stop_requested, reporter)
+        return finish(state)
     except InputError as e:
         state.close()
         if discard_if_empty(state):

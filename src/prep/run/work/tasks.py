@@ -16,15 +16,14 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from prep.encoders.engine import EngineSpec, build_encoder, choose_engine
+from prep.encoders.engine import EngineChoice, EngineSpec, build_encoder
 from prep.encoders.flatids import FlatIds
-from prep.encoders.gigatoken import ENGINE as GIGATOKEN
 from prep.errors import PrepError
 from prep.procs.copiers import Copiers
 from prep.procs.pool import InProcess, OrderedPool
@@ -280,19 +279,18 @@ def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
                 through(None)
 
 
-def open_workers(state: RunState, stream: Iterator[StreamItem],
-                 argv: Sequence[str] | None = None) -> Any:
+def open_workers(state: RunState, stream: Iterator[StreamItem]) -> Any:
     """The run's worker stream (a context manager yielding ``(batch, ids)`` in stream
     order): the engine chosen (``--engine``), the tasks planned from the resume point, the
     cross-check armed for an engine other than the reference, a worker retired after
     ``--recycle-workers`` bytes of text or holding more than ``--worker-memory``. ``stream``
     is read here only when the recipe shuffles documents (it needs the whole stream).
     More workers than one run keeps busy are said at once, with the ``--part`` commands
-    (built from the run's ``argv``) that would keep them busy."""
+    (built from the run's command line, ``opts.argv``) that would keep them busy."""
     opts, recipe = state.opts, state.recipe
-    choice = state.choice  # a new run chose while it staged; a resume chooses here
-    spec, engine = (choice.result() if choice is not None
-                    else choose_engine(opts.engine, state.encoder, opts.threads))
+    # a new run chose while it staged; a resume chooses here
+    choice = state.choice or EngineChoice(opts.engine, state.encoder, opts.threads)
+    spec, engine = choice.result()
     state.engine = spec.engine
     workers = state.workers = workers_for(opts.workers, opts.threads, opts.recycle_workers,
                                           sum(f.size for f in state.files))
@@ -308,7 +306,7 @@ def open_workers(state: RunState, stream: Iterator[StreamItem],
     writer = state.writers[SPLITS[0]]
     settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size, out,
                                  writer.fmt.dtype_name(writer.vocab_size))
-    advice = parts_advice(workers, argv, out, recipe.part) if spec.engine == GIGATOKEN else None
+    advice = parts_advice(workers, opts.argv, out, recipe.part) if spec.fast else None
     if advice is not None:
         logger.info("%s", advice)
     retire = {"retire_after": opts.recycle_workers, "weigh": text_bytes,
