@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import os
 import signal
@@ -43,19 +42,8 @@ logger = logging.getLogger("prep")
 T = TypeVar("T")
 
 
-def _defaults(cls: type[Any]) -> dict[str, Any]:
-    """A dataclass's field defaults: the one source of the CLI's defaults."""
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING:
-            out[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            out[f.name] = f.default_factory()
-    return out
-
-
-RECIPE = _defaults(Recipe)
-RUN = _defaults(RunOptions)
+RECIPE = options.defaults(Recipe)
+RUN = options.defaults(RunOptions)
 
 
 def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
@@ -63,14 +51,6 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
     choices = {"format": FORMAT_NAMES, "dtype": DTYPES, "executor": EXECUTORS,
                "engine": ENGINES}
     return options.prepare_parser(prog, {**RECIPE, **RUN}, __version__, choices)
-
-
-def _split_args(ns: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(recipe settings typed, run options typed): argparse leaves untyped options out."""
-    given = vars(ns)
-    typed = {k: v for k, v in given.items() if k in RECIPE_FIELDS}
-    run = {k: v for k, v in given.items() if k not in RECIPE_FIELDS}
-    return typed, run
 
 
 class _Signals:
@@ -186,7 +166,7 @@ def _signalled(job: Callable[[_Signals], T]) -> T:
 def _prepare(say: _Say, argv: list[str], prog: str) -> int:
     from prep.api import prepare_outcome
 
-    typed, run_args = _split_args(prepare_parser(prog).parse_args(argv))
+    typed, run_args = options.split_namespace(prepare_parser(prog).parse_args(argv), RECIPE_FIELDS)
     with _console(say, run_args) as console:
         if "parts" in run_args:
             return _prepare_parts(console, argv, typed, run_args)
