@@ -36,6 +36,8 @@ from prep.run.lifecycle import Outcome, run
 from prep.sources import canonical_source
 from prep.state.manifest import Manifest
 
+__all__ = ["Outcome", "hub_offline_default", "hub_token", "prepare", "prepare_outcome"]
+
 # ``out`` is prepare's first argument; ``argv`` the command line the CLI passes
 _RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunOptions)) - {"out", "argv"}
 
@@ -199,7 +201,7 @@ def prepare(
     token: str | None = None,
     progress: Callable[[Snapshot], None] | None = None,
     stop: Callable[[], bool] | None = None,
-    **settings: Any,
+    **settings: object,
 ) -> Manifest:
     """Prepare ``source`` into the dataset directory ``out`` with ``tokenizer`` and return
     its manifest; the same job, and the same bytes, as ``prep prepare --out OUT ...``.
@@ -225,7 +227,7 @@ def prepare(
     Returns the published (or already complete) dataset's :class:`Manifest`. Raises
     ``UsageError``, ``InputError``, ``OutputError``, ``IntegrityError``, ``LockedError``,
     ``TransientError`` or ``Interrupted`` (all ``PrepError``); never exits or prints."""
-    typed = {
+    typed: dict[str, Any] = {
         k: (str(v) if isinstance(v, os.PathLike) else v)
         for k, v in (("source", source), ("tokenizer", tokenizer))
         if v is not None

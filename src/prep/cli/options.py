@@ -113,7 +113,7 @@ class Parser(argparse.ArgumentParser):
     """argparse with no abbreviations, a closest-option hint, and short usage errors:
     ``PROG: error: MESSAGE`` and one line saying where the full help is."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Any) -> None:  # Any: argparse.ArgumentParser's keywords
         kwargs.setdefault("allow_abbrev", False)
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(**kwargs)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from prep.encoders.engine import EngineChoice, EngineSpec, build_encoder
+from prep.encoders.engine import EngineChoice, EngineSpec, build_encoder, reference_of
 from prep.encoders.flatids import FlatIds
 from prep.errors import PrepError
 from prep.procs.copiers import Copiers
@@ -96,7 +96,7 @@ def worker_of(settings: WorkerSettings, engine: Any = None) -> _Worker:
     encoder = engine if engine is not None else build_encoder(settings.engine)
     check = None
     if settings.engine.checked:
-        check = CrossCheck(settings.engine.engine, encoder.reference, settings.out)
+        check = CrossCheck(settings.engine.engine, reference_of(encoder), settings.out)
     return _Worker(settings, Preparer(settings.recipe, files), encoder, files, check)
 
 
