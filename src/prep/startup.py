@@ -30,11 +30,10 @@ import gc
 import os
 import signal
 import sys
-from collections.abc import Callable
-from types import FrameType
 
 TYPE_CHECKING = False  # typing itself costs milliseconds before the guard (mypy knows this)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import FrameType
     from typing import Any, NoReturn
 
