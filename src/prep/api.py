@@ -59,7 +59,7 @@ def _hub_defaults(run_options: dict[str, Any]) -> dict[str, Any]:
     ``HF_TOKEN`` and ``HF_HUB_OFFLINE`` (``offline`` given as False stays offline off)."""
     offline = run_options.get("offline")
     return {**run_options, "token": hub_token(run_options.get("token")),
-            "offline": hub_offline_default() if offline is None else bool(offline)}
+            "offline": hub_offline_default() if offline is None else offline}
 
 
 _MISSING = {
