@@ -25,7 +25,8 @@ from huggingface_hub import constants
 
 from prep.encoders import canonical_tokenizer, set_threads
 from prep.encoders.engine import check_engine
-from prep.errors import UsageError
+from prep.errors import UsageError, never
+from prep.formats import get_format
 from prep.outputs import location, resolve_output
 from prep.partition import Part
 from prep.progress import LineReporter, Reporter, Snapshot, silent
@@ -35,17 +36,30 @@ from prep.run.lifecycle import Outcome, run
 from prep.sources import canonical_source
 from prep.state.manifest import Manifest
 
-_RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunOptions)) - {"out"}
+__all__ = ["Outcome", "hub_offline_default", "hub_token", "prepare", "prepare_outcome"]
 
-
-def _never() -> bool:
-    return False
+# ``out`` is prepare's first argument; ``argv`` the command line the CLI passes
+_RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunOptions)) - {"out", "argv"}
 
 
 def hub_offline_default() -> bool:
     """``HF_HUB_OFFLINE`` as huggingface_hub read it: offline mode unless told otherwise."""
     is_offline = getattr(constants, "is_offline_mode", None)
     return bool(is_offline()) if callable(is_offline) else bool(constants.HF_HUB_OFFLINE)
+
+
+def hub_token(given: str | None) -> str | None:
+    """The Hugging Face token a run uses: ``--token`` (``token=``), else ``HF_TOKEN``. The
+    one place this default is decided (the CLI asks it too, for what to mask)."""
+    return given or os.environ.get("HF_TOKEN")
+
+
+def _hub_defaults(run_options: dict[str, Any]) -> dict[str, Any]:
+    """``run_options`` with ``token`` and ``offline`` decided: the given ones, else
+    ``HF_TOKEN`` and ``HF_HUB_OFFLINE`` (``offline`` given as False stays offline off)."""
+    offline = run_options.get("offline")
+    return {**run_options, "token": hub_token(run_options.get("token")),
+            "offline": hub_offline_default() if offline is None else offline}
 
 
 _MISSING = {
@@ -91,13 +105,19 @@ def prepare_outcome(
     typed: dict[str, Any],
     run_options: dict[str, Any],
     *,
-    stop: Callable[[], bool] = _never,
+    stop: Callable[[], bool] = never,
     reporter: Reporter | None = None,
     argv: list[str] | None = None,
 ) -> Outcome:
     """The job behind :func:`prepare` and ``prep prepare``: ``typed`` holds the recipe
     settings the caller gave (on resume they must agree with the checkpoint's; a fresh run
-    needs ``source`` and ``tokenizer``), ``run_options`` the :class:`RunOptions` fields given.
+    needs ``source`` and ``tokenizer``), ``run_options`` the :class:`RunOptions` fields given
+    (``token`` and ``offline`` not given default here: ``HF_TOKEN``, ``HF_HUB_OFFLINE``).
+    ``argv`` is the command line, recorded (its secrets masked) and quoted in advice.
+
+    Everything the settings decide is decided here, once: the defaults, the output format
+    (a ``format``/``dtype`` pair that cannot be is refused before the lock), the engine's
+    name, where ``out`` is (:func:`~prep.outputs.resolve_output`); the run gets them made.
 
     Returns what the run did (published, already complete, up to date). Raises the typed
     ``PrepError`` subclasses; ``UsageError`` for an unknown or out-of-range setting, or a
@@ -110,6 +130,7 @@ def prepare_outcome(
             f"{', '.join(sorted(RECIPE_FIELDS))}, run options "
             f"{', '.join(sorted(_RUN_FIELDS))}"
         )
+    run_options = _hub_defaults(run_options)
     _check_intent(typed, run_options)
     if run_options.get("rehash") and not run_options.get("refresh"):
         raise UsageError(
@@ -124,19 +145,22 @@ def prepare_outcome(
         # takes it from the checkpoint (the pipeline refuses to start fresh).
         complete = all(name in typed for name in REQUIRED)
         recipe = Recipe(**{**DEFAULTS, **typed}) if complete else None
-        opts = RunOptions(out=out, **run_options)
+        recorded = None if argv is None else redact_argv(
+            argv, [run_options["token"], *environment_secrets(os.environ)]
+        )
+        opts = RunOptions(out=out, argv=recorded, **run_options)
         check_engine(opts.engine)
     except TypeError as e:  # a value of the wrong type, from Python code
         raise UsageError(f"a setting has the wrong type: {e}") from e
     set_threads(opts.threads)
+    if recipe is not None:  # a resume's comes from its checkpoint, checked as it is read
+        get_format(recipe.format, recipe.dtype)
     return run(
         recipe,
         opts,
+        resolve_output(opts.out, opts.staging),
         typed=typed,
         stop_requested=stop,
-        argv=None if argv is None else redact_argv(
-            argv, [opts.token, *environment_secrets(os.environ)]
-        ),
         reporter=reporter or LineReporter(opts.log_interval),
     )
 
@@ -177,7 +201,7 @@ def prepare(
     token: str | None = None,
     progress: Callable[[Snapshot], None] | None = None,
     stop: Callable[[], bool] | None = None,
-    **settings: Any,
+    **settings: object,
 ) -> Manifest:
     """Prepare ``source`` into the dataset directory ``out`` with ``tokenizer`` and return
     its manifest; the same job, and the same bytes, as ``prep prepare --out OUT ...``.
@@ -203,20 +227,18 @@ def prepare(
     Returns the published (or already complete) dataset's :class:`Manifest`. Raises
     ``UsageError``, ``InputError``, ``OutputError``, ``IntegrityError``, ``LockedError``,
     ``TransientError`` or ``Interrupted`` (all ``PrepError``); never exits or prints."""
-    typed = {
+    typed: dict[str, Any] = {
         k: (str(v) if isinstance(v, os.PathLike) else v)
         for k, v in (("source", source), ("tokenizer", tokenizer))
         if v is not None
     }
     run_options = {k: v for k, v in settings.items() if k not in RECIPE_FIELDS}
     typed.update({k: v for k, v in settings.items() if k in RECIPE_FIELDS})
-    run_options["resume"] = resume
-    run_options["offline"] = hub_offline_default() if offline is None else offline
-    run_options["token"] = token or os.environ.get("HF_TOKEN")
+    run_options.update(resume=resume, offline=offline, token=token)
     quiet = bool(run_options.get("quiet"))
     reporter = _Callback(progress) if progress else (silent if quiet else None)
     with _quiet_logs(quiet):
-        outcome = prepare_outcome(out, typed, run_options, stop=stop or _never, reporter=reporter)
+        outcome = prepare_outcome(out, typed, run_options, stop=stop or never, reporter=reporter)
     return outcome.manifest if outcome.manifest is not None else Manifest.load(outcome.out)
 
 

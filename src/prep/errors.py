@@ -112,6 +112,12 @@ class Interrupted(PrepError):
         super().__init__(reason + command, path=path, row=row)
 
 
+def never() -> bool:
+    """The stop request of a caller that never asks to stop (the default ``stop=`` of every
+    job that polls one, raising :class:`Interrupted` when it returns True)."""
+    return False
+
+
 def os_failure(
     e: OSError, final: Path | str | None = None, staging: Path | None = None
 ) -> PrepError:

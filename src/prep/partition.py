@@ -111,3 +111,23 @@ def part_range(sizes: Sequence[int], part: Part) -> range:
     """The indices (into the ordered file list) of the files ``part`` reads."""
     b = boundaries(sizes, part.count)
     return range(b[part.index], b[part.index + 1])
+
+
+def argv_without(
+    argv: Sequence[str], valued: Sequence[str], flags: Sequence[str] = ()
+) -> list[str]:
+    """``argv`` less the options named: each of ``valued`` as ``--name VALUE`` or
+    ``--name=VALUE``, each of ``flags`` alone. The one way a part's command line is cut
+    from a run's (the parts an executor runs, the ``--part`` commands a run advises)."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in valued or name in flags:
+            skip = "=" not in arg and name in valued
+            continue
+        out.append(arg)
+    return out

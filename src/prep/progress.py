@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TextIO
+from typing import TYPE_CHECKING, NoReturn, Protocol, TextIO
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -117,7 +117,7 @@ class BarReporter:
             self._bar = None
 
 
-def _tqdm() -> Any:
+def _tqdm() -> type[tqdm[NoReturn]]:
     """tqdm, imported when a bar is first drawn: a run whose stderr is not a terminal (cron,
     scripts, tests) never draws one, and importing tqdm is a tenth of a small run's start."""
     from tqdm import tqdm

@@ -8,7 +8,17 @@ takes ``train``/``val`` from a column; any other value is an error.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Protocol
+
+
+class Seeded(Protocol):
+    """A hash already fed the seed prefix (``hashlib.sha256``'s kind), copied per text."""
+
+    def copy(self) -> Seeded: ...
+
+    def update(self, data: bytes, /) -> None: ...
+
+    def digest(self) -> bytes: ...
 
 TRAIN = 0
 VAL = 1
@@ -27,13 +37,13 @@ def hash_split(utf8: bytes, seed_prefix: bytes, threshold: int) -> int:
     return hash_split_seeded(utf8, hashlib.sha256(seed_prefix), threshold)
 
 
-def seeded_hash(seed: int) -> Any:
+def seeded_hash(seed: int) -> Seeded:
     """A SHA-256 already fed ``f"{seed}\\0"``: :func:`hash_split_seeded` copies it for each
     document instead of hashing the prefix again (or copying the text behind it)."""
     return hashlib.sha256(seed_prefix(seed))
 
 
-def hash_split_seeded(utf8: bytes, seeded: Any, threshold: int) -> int:
+def hash_split_seeded(utf8: bytes, seeded: Seeded, threshold: int) -> int:
     """The content-hash rule with the seed prefix already hashed (:func:`seeded_hash`)."""
     h = seeded.copy()
     h.update(utf8)

@@ -33,6 +33,7 @@ import sys
 
 TYPE_CHECKING = False  # typing itself costs milliseconds before the guard (mypy knows this)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import FrameType
     from typing import Any, NoReturn
 
@@ -103,7 +104,7 @@ def keep_out_unneeded() -> None:
         sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: "not importable"
 
 
-def take_over(handler: Any) -> dict[int, Any]:
+def take_over(handler: Callable[[int, FrameType | None], None]) -> dict[int, Any]:
     """Install ``handler`` for SIGTERM and SIGINT (also where the parent left them ignored);
     returns the handlers it replaced, for :func:`hand_back`. Once this is called, the start-up
     guard no longer ends the process: the caller has begun work and decides."""

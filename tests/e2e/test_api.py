@@ -244,3 +244,20 @@ def test_a_stop_request_checkpoints_and_resume_continues(
     m = prep.prepare(source=corpus, tokenizer=GPT2_DIR, out=out, resume=True, **SETTINGS)
     assert _dataset(out) == _dataset(cli_out)
     assert m.source.rows_visited == 300
+
+
+def test_the_token_and_offline_defaults_are_decided_in_one_place(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``prep.api`` decides them for the library and the CLI alike: ``token`` given, else
+    ``HF_TOKEN``; ``offline`` given (True or False), else ``HF_HUB_OFFLINE``'s reading."""
+    from prep.api import _hub_defaults, hub_offline_default, hub_token
+
+    monkeypatch.setenv("HF_TOKEN", "hf_env")
+    assert (hub_token(None), hub_token(""), hub_token("hf_typed")) == (
+        "hf_env", "hf_env", "hf_typed")
+    monkeypatch.delenv("HF_TOKEN")
+    assert hub_token(None) is None
+    assert _hub_defaults({"quiet": True}) == {"quiet": True, "token": None,
+                                              "offline": hub_offline_default()}
+    assert _hub_defaults({"offline": False})["offline"] is False
+    assert _hub_defaults({"offline": True, "token": "t"})["token"] == "t"

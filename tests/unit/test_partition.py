@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prep.errors import InputError, UsageError
-from prep.partition import Part, boundaries, part_out, part_range, parts_root
+from prep.partition import Part, argv_without, boundaries, part_out, part_range, parts_root
 
 
 @pytest.mark.parametrize(
@@ -99,3 +99,11 @@ def test_no_part_exceeds_a_share_plus_the_largest_file(
     for i in range(count):
         part = sum(sizes[k] for k in part_range(sizes, Part(i, count)))
         assert part * count <= sum(sizes) + count * max(sizes)
+
+
+def test_argv_without_drops_valued_options_in_both_spellings_and_flags_alone() -> None:
+    argv = ["--out", "d", "--workers", "8", "--resume", "--part=1/2", "--seed", "7",
+            "--resume=x", "--quiet"]
+    assert argv_without(argv, ("--workers", "--part"), ("--resume",)) == [
+        "--out", "d", "--seed", "7", "--quiet"]
+    assert argv_without(["--workers", "--resume"], ("--workers",)) == []  # its value went too

@@ -30,6 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from prep.buckets.objects import ObjectPin
+from prep.fsio import cache_home
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +43,7 @@ _PREFIX = "run-"
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    return Path(base) / "prep" / "objects"
+    return cache_home() / "objects"
 
 
 def _alive(pid: int) -> bool:

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import os
 import signal
@@ -43,19 +42,8 @@ logger = logging.getLogger("prep")
 T = TypeVar("T")
 
 
-def _defaults(cls: type[Any]) -> dict[str, Any]:
-    """A dataclass's field defaults: the one source of the CLI's defaults."""
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING:
-            out[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            out[f.name] = f.default_factory()
-    return out
-
-
-RECIPE = _defaults(Recipe)
-RUN = _defaults(RunOptions)
+RECIPE = options.defaults(Recipe)
+RUN = options.defaults(RunOptions)
 
 
 def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
@@ -63,14 +51,6 @@ def prepare_parser(prog: str = "prepare.py") -> argparse.ArgumentParser:
     choices = {"format": FORMAT_NAMES, "dtype": DTYPES, "executor": EXECUTORS,
                "engine": ENGINES}
     return options.prepare_parser(prog, {**RECIPE, **RUN}, __version__, choices)
-
-
-def _split_args(ns: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(recipe settings typed, run options typed): argparse leaves untyped options out."""
-    given = vars(ns)
-    typed = {k: v for k, v in given.items() if k in RECIPE_FIELDS}
-    run = {k: v for k, v in given.items() if k not in RECIPE_FIELDS}
-    return typed, run
 
 
 class _Signals:
@@ -161,13 +141,14 @@ def _boundary(command: Callable[[_Say], int]) -> int:
 @contextmanager
 def _console(say: _Say, run_args: dict[str, Any]) -> Iterator[Console]:
     """The run's console, which the error boundary then writes through, with the token
-    (``--token`` or ``HF_TOKEN``, put into ``run_args``) masked in everything it prints."""
+    the run uses (:func:`prep.api.hub_token`) masked in everything it prints."""
+    from prep.api import hub_token
+
     console = Console(
         sys.stderr, bool(run_args.get("quiet")), run_args.get("log_interval", RUN["log_interval"])
     )
     say.to = console.message
-    token = run_args.get("token") or os.environ.get("HF_TOKEN")
-    say.secrets.append(token)
+    say.secrets.append(hub_token(run_args.get("token")))
     for handler in logging.getLogger("prep").handlers:  # the console's
         handler.addFilter(RedactingFilter(say.secrets))
     with console:
@@ -183,18 +164,15 @@ def _signalled(job: Callable[[_Signals], T]) -> T:
 
 
 def _prepare(say: _Say, argv: list[str], prog: str) -> int:
-    from prep.api import hub_offline_default, prepare_outcome
+    from prep.api import prepare_outcome
 
-    typed, run_args = _split_args(prepare_parser(prog).parse_args(argv))
+    typed, run_args = options.split_namespace(prepare_parser(prog).parse_args(argv), RECIPE_FIELDS)
     with _console(say, run_args) as console:
-        token = run_args.get("token") or os.environ.get("HF_TOKEN")
         if "parts" in run_args:
             return _prepare_parts(console, argv, typed, run_args)
         if "executor" in run_args:
             raise UsageError("--executor runs the parts of --parts N; give --parts too")
         out = run_args.pop("out")
-        run_args["token"] = token
-        run_args["offline"] = bool(run_args.get("offline")) or hub_offline_default()
         outcome = _signalled(lambda stop: prepare_outcome(
             out, typed, run_args, stop=stop, reporter=console.reporter, argv=list(argv)))
         console.summary(summary_line(outcome))
@@ -202,14 +180,11 @@ def _prepare(say: _Say, argv: list[str], prog: str) -> int:
 
 
 def _train_tokenizer(say: _Say, argv: list[str]) -> int:
-    from prep.api import hub_offline_default
     from prep.cli.train import parser, split_namespace
     from prep.tokenizer.training import train_tokenizer
 
     typed, run_args = split_namespace(parser().parse_args(argv))
     with _console(say, run_args) as console:
-        run_args["token"] = run_args.get("token") or os.environ.get("HF_TOKEN")
-        run_args["offline"] = bool(run_args.get("offline")) or hub_offline_default()
         out = run_args.pop("out")
         done = _signalled(lambda stop: train_tokenizer(
             out, typed, run_args, stop=stop, reporter=console.reporter))

@@ -13,9 +13,13 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from prep.progress import BarLogHandler, BarReporter, LineReporter, Reporter, silent
+
+if TYPE_CHECKING:
+    from prep.api import Outcome
+    from prep.merge import MergeOutcome
 
 LOGGER = "prep"
 DATE_TIME = "%Y-%m-%d %H:%M:%S"
@@ -90,7 +94,7 @@ def stamp(text: str, when: float) -> str:
     return f"{time.strftime(DATE_TIME, time.localtime(when))} {LOGGER}: {text}"
 
 
-def summary_line(outcome: Any) -> str:
+def summary_line(outcome: Outcome | MergeOutcome) -> str:
     """The summary of a run or a merge: what was published, its totals, time and rate."""
     m = outcome.manifest
     if outcome.status == "up-to-date":
@@ -105,6 +109,6 @@ def summary_line(outcome: Any) -> str:
         return f"published {outcome.out} from {len(m.parts)} parts: {'; '.join(parts)}; " \
             f"{outcome.seconds:,.1f} s"
     tokens = sum(t.n_tokens for t in m.totals.values())
-    seconds = outcome.active_seconds or outcome.seconds
+    seconds = getattr(outcome, "active_seconds", None) or outcome.seconds  # a run's
     rate = f", {tokens / seconds:,.0f} tokens/s" if seconds else ""
     return f"published {outcome.out}: {'; '.join(parts)}; {seconds:,.1f} s{rate}"

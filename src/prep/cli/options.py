@@ -12,12 +12,12 @@ missing file, a file that is not Parquet or not a tokenizer, bad data).
 from __future__ import annotations
 
 import argparse
-import math
-from collections.abc import Callable, Mapping, Sequence
+import dataclasses
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from prep.cli.values import closest_option, format_count, parse_count
+from prep.cli.values import closest_option, count, fraction, seconds, shown
 from prep.outputs import location
 
 GROUPS = ("source", "tokenizer and separator", "splits and order", "output", "run control",
@@ -48,63 +48,72 @@ examples:
         --refresh --quiet"""
 
 
-def count(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number >= ``minimum`` (``1e8``, ``100_000_000``, ``100M``)."""
-
-    def parse(text: str) -> int:
-        try:
-            return parse_count(text, minimum)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-
-    return parse
-
-
-def seconds(allow_zero: bool) -> Callable[[str], float]:
-    """An argparse type: a finite number of seconds, > 0 (>= 0 when ``allow_zero``)."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-        bound = ">= 0" if allow_zero else "> 0"
-        if not math.isfinite(value):  # nan would make a wait spin forever
-            raise argparse.ArgumentTypeError(f"{text} must be {bound} and finite")
-        if value < 0 or (value == 0 and not allow_zero):
-            raise argparse.ArgumentTypeError(f"{text} must be {bound}")
-        return value
-
-    return parse
+def defaults(cls: type[Any]) -> dict[str, Any]:
+    """A dataclass's field defaults: the one source of the CLI's defaults."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
 
 
-def fraction(text: str) -> float:
-    """An argparse type: a number in [0, 1)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be in [0, 1): 0 <= F < 1")
-    return value
+def split_namespace(
+    ns: argparse.Namespace, recipe_fields: Collection[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(recipe settings typed, run options typed) of a parsed command line: argparse
+    leaves the options not typed out (``argument_default=SUPPRESS``)."""
+    given = vars(ns)
+    return ({k: v for k, v in given.items() if k in recipe_fields},
+            {k: v for k, v in given.items() if k not in recipe_fields})
 
 
-def shown(value: object) -> str:
-    """A default as the help shows it, in a spelling the option's type parses back."""
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, int):
-        return format_count(value) if value >= 10_000 else str(value)
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
+# The run options ``prepare`` and ``train-tokenizer`` share: argparse's keywords for each,
+# and the help ``prepare`` shows (``{name}``: the default of the setting ``name``, shown).
+SHARED: dict[str, tuple[dict[str, Any], str]] = {
+    "--resume": ({"action": "store_true"},
+                 "continue DIR.incomplete/ (or start, or find DIR complete)"),
+    "--wait-lock": ({"type": seconds(True), "metavar": "S"},
+                    "wait up to S seconds for another run's DIR.lock (default: {wait_lock}: "
+                    "exit 75 at once)"),
+    "--batch-size": ({"type": count(1), "metavar": "N"},
+                     "documents per batch (default: {batch_size})"),
+    "--workers": ({"type": count(1), "metavar": "N"},
+                  "worker processes reading and tokenizing (default: one per core this "
+                  "process may use: its CPU affinity, capped by its cgroup's CPU quota; "
+                  "none for a source of at most 256 KiB, tokenized in this process)"),
+    "--checkpoint-interval": ({"type": seconds(False), "metavar": "S"},
+                              "seconds between checkpoints (default: {checkpoint_interval})"),
+    "--log-interval": ({"type": seconds(False), "metavar": "S"},
+                       "seconds between progress lines when not on a terminal (default: "
+                       "{log_interval})"),
+    "--quiet": ({"action": "store_true"}, "only errors and the summary line (dated)"),
+    "--offline": ({"action": "store_true"},
+                  "read hf:// sources and hf: tokenizers from the local Hugging Face cache "
+                  "only (also HF_HUB_OFFLINE=1)"),
+    "--token": ({"metavar": "TOKEN"},
+                "Hugging Face access token (default: HF_TOKEN, else the cached login); "
+                "prefer the HF_TOKEN environment variable (other users see --token in ps). "
+                "Never recorded: prep masks it in its files, logs and messages"),
+}
+
+
+def add_shared(g: argparse._ActionsContainer, d: Mapping[str, object], *flags: str,
+               helps: Mapping[str, str] | None = None) -> None:
+    """Add the ``SHARED`` options ``flags`` to ``g``, in that order: each with its shared
+    definition and the help of ``helps`` (a command whose help says it otherwise), else
+    prepare's, its defaults filled in from ``d`` (each setting's default, as shown)."""
+    for flag in flags:
+        kwargs, text = SHARED[flag]
+        g.add_argument(flag, help=(helps or {}).get(flag, text).format_map(d), **kwargs)
 
 
 class Parser(argparse.ArgumentParser):
     """argparse with no abbreviations, a closest-option hint, and short usage errors:
     ``PROG: error: MESSAGE`` and one line saying where the full help is."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Any) -> None:  # Any: argparse.ArgumentParser's keywords
         kwargs.setdefault("allow_abbrev", False)
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(**kwargs)
@@ -240,8 +249,7 @@ def _output(g: Group, d: Mapping[str, Any]) -> None:
 
 
 def _run_control(g: Group, d: Mapping[str, Any]) -> None:
-    g.add_argument("--resume", action="store_true",
-                   help="continue DIR.incomplete/ (or start, or find DIR complete)")
+    add_shared(g, d, "--resume")
     g.add_argument("--refresh", action="store_true",
                    help="for cron: exit 0 if DIR is current, else rebuild and swap it in")
     g.add_argument("--rehash", action="store_true",
@@ -249,19 +257,10 @@ def _run_control(g: Group, d: Mapping[str, Any]) -> None:
                    "size, mtime, ctime and inode (or ETag and version) the manifest recorded")
     g.add_argument("--allow-version-change", action="store_true",
                    help="resume although the tokenizers or numpy version changed")
-    g.add_argument(
-        "--wait-lock", type=seconds(True), metavar="S",
-        help=f"wait up to S seconds for another run's DIR.lock (default: {d['wait_lock']}: "
-        f"exit 75 at once)",
-    )
-    g.add_argument("--batch-size", type=count(1), metavar="N",
-                   help=f"documents per batch (default: {d['batch_size']})")
+    add_shared(g, d, "--wait-lock", "--batch-size")
     g.add_argument("--threads", type=count(1), metavar="N",
                    help="tokenizer threads per worker process (default: 1)")
-    g.add_argument("--workers", type=count(1), metavar="N",
-                   help="worker processes reading and tokenizing (default: one per core this "
-                        "process may use: its CPU affinity, capped by its cgroup's CPU quota; "
-                        "none for a source of at most 256 KiB, tokenized in this process)")
+    add_shared(g, d, "--workers")
     g.add_argument(
         "--recycle-workers", type=count(1), metavar="BYTES",
         help="replace each worker with a fresh one after it has read BYTES of text (e.g. "
@@ -281,17 +280,7 @@ def _run_control(g: Group, d: Mapping[str, Any]) -> None:
         "the tokenizer exactly, else hf), hf (tokenizers, the reference) or gigatoken "
         f"(default: {d['engine']})",
     )
-    g.add_argument(
-        "--checkpoint-interval", type=seconds(False), metavar="S",
-        help=f"seconds between checkpoints (default: {d['checkpoint_interval']})",
-    )
-    g.add_argument(
-        "--log-interval", type=seconds(False), metavar="S",
-        help=f"seconds between progress lines when not on a terminal (default: "
-        f"{d['log_interval']})",
-    )
-    g.add_argument("--quiet", action="store_true",
-                   help="only errors and the summary line (dated)")
+    add_shared(g, d, "--checkpoint-interval", "--log-interval", "--quiet")
     g.add_argument(
         "--part", metavar="I/N",
         help="build part I of N (0 <= I < N) into DIR.parts/I-of-N; once every part is "
@@ -307,17 +296,7 @@ def _run_control(g: Group, d: Mapping[str, Any]) -> None:
 
 
 def _hub(g: Group, d: Mapping[str, Any]) -> None:
-    g.add_argument(
-        "--offline", action="store_true",
-        help="read hf:// sources and hf: tokenizers from the local Hugging Face cache only "
-        "(also HF_HUB_OFFLINE=1)",
-    )
-    g.add_argument(
-        "--token", metavar="TOKEN",
-        help="Hugging Face access token (default: HF_TOKEN, else the cached login); prefer "
-        "the HF_TOKEN environment variable (other users see --token in ps). Never "
-        "recorded: prep masks it in its files, logs and messages",
-    )
+    add_shared(g, d, "--offline", "--token")
 
 
 def command_error(prog: str, typed: str, commands: Sequence[str]) -> str:

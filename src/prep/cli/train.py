@@ -5,11 +5,12 @@ and the split of a parsed namespace into recipe settings and run options."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 from typing import Any
 
-from prep.cli.options import EXIT_CODES, Parser, count, fraction, seconds
+from prep.cli import options
+from prep.cli.options import EXIT_CODES, Parser, add_shared, defaults
+from prep.cli.values import count, fraction, shown
 from prep.recipe import RunOptions
 from prep.tokenizer.model import DEFAULT_MIN_FREQUENCY, DEFAULT_VOCABULARY, METHODS
 from prep.tokenizer.settings import RECIPE_FIELDS, TrainRecipe
@@ -28,8 +29,8 @@ examples:
 
 
 # The one source of the help's defaults: the recipe's fields and prepare's run options.
-D = {f.name: f.default for f in dataclasses.fields(TrainRecipe)}
-R = {f.name: f.default for f in dataclasses.fields(RunOptions)}
+D = defaults(TrainRecipe)
+R = defaults(RunOptions)
 
 
 
@@ -70,36 +71,28 @@ def parser(prog: str = "prep train-tokenizer") -> Parser:
     p.add_argument("--train-bytes", type=count(1), metavar="N",
                    help="stop after the train document that reaches N bytes of text "
                    "(default: all); bounds memory")
-    _run_options(p)
+    add_shared(p, {k: shown(v) for k, v in R.items()}, "--workers", "--batch-size",
+               "--checkpoint-interval", "--resume", "--wait-lock", "--log-interval", "--quiet",
+               "--offline", "--token", helps=HELPS)
     return p
 
 
-def _run_options(p: Parser) -> None:
-    p.add_argument("--workers", type=count(1), metavar="N",
-                   help="worker processes reading the corpus (default: one per core)")
-    p.add_argument("--batch-size", type=count(1), metavar="N",
-                   help=f"documents per batch while reading (default: {R['batch_size']})")
-    p.add_argument("--checkpoint-interval", type=seconds(False), metavar="S",
-                   help=f"seconds between checkpoints, in each phase (default: "
-                   f"{R['checkpoint_interval']:g})")
-    p.add_argument("--resume", action="store_true",
-                   help="continue DIR.incomplete/ (or start, or find DIR complete)")
-    p.add_argument("--wait-lock", type=seconds(True), metavar="S",
-                   help=f"wait up to S seconds for another run's DIR.lock (default: "
-                   f"{R['wait_lock']:g})")
-    p.add_argument("--log-interval", type=seconds(False), metavar="S",
-                   help=f"seconds between progress lines (default: {R['log_interval']:g})")
-    p.add_argument("--quiet", action="store_true", help="only errors and the summary line")
-    p.add_argument("--offline", action="store_true",
-                   help="hf:// sources from the local Hugging Face cache only")
-    p.add_argument("--token", metavar="TOKEN",
-                   help="Hugging Face access token (default: HF_TOKEN); never recorded")
+# train-tokenizer's own help for the run options it shares with prepare (cli.options.SHARED)
+HELPS = {
+    "--workers": "worker processes reading the corpus (default: one per core)",
+    "--batch-size": "documents per batch while reading (default: {batch_size})",
+    "--checkpoint-interval": "seconds between checkpoints, in each phase (default: "
+    "{checkpoint_interval})",
+    "--wait-lock": "wait up to S seconds for another run's DIR.lock (default: {wait_lock})",
+    "--log-interval": "seconds between progress lines (default: {log_interval})",
+    "--quiet": "only errors and the summary line",
+    "--offline": "hf:// sources from the local Hugging Face cache only",
+    "--token": "Hugging Face access token (default: HF_TOKEN); never recorded",
+}
 
 
 def split_namespace(ns: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(recipe settings typed, run options typed)."""
-    given = vars(ns)
-    if "special_tokens" in given:
-        given["special_tokens"] = tuple(given["special_tokens"])
-    return ({k: v for k, v in given.items() if k in RECIPE_FIELDS},
-            {k: v for k, v in given.items() if k not in RECIPE_FIELDS})
+    """(recipe settings typed, run options typed), ``--special-token``s as a tuple."""
+    if hasattr(ns, "special_tokens"):
+        ns.special_tokens = tuple(ns.special_tokens)
+    return options.split_namespace(ns, RECIPE_FIELDS)

@@ -1,5 +1,7 @@
 """Command-line values: counts written the way people write them, and the closest option to
-a misspelled one. Pure functions; the CLI turns their ``ValueError`` into a usage error.
+a misspelled one. Pure functions; the CLI turns their ``ValueError`` into a usage error,
+through the argparse types here (:func:`count`, :func:`seconds`, :func:`fraction`), and
+shows each default as they parse it back (:func:`shown`).
 
 A count is a whole number written plainly (``100000000``), with underscores
 (``100_000_000``), in scientific notation (``1e8``) or with a decimal suffix (``100M``):
@@ -10,9 +12,11 @@ are refused.
 
 from __future__ import annotations
 
+import argparse
 import difflib
+import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from decimal import Decimal, InvalidOperation
 
 SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9, "t": 10**12}
@@ -64,3 +68,55 @@ def closest_option(typed: str, options: Iterable[str]) -> str | None:
     )
     matches = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
     return matches[0] if matches else None
+
+
+def count(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``minimum`` (``1e8``, ``100_000_000``, ``100M``)."""
+
+    def parse(text: str) -> int:
+        try:
+            return parse_count(text, minimum)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    return parse
+
+
+def seconds(allow_zero: bool) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds, > 0 (>= 0 when ``allow_zero``)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        bound = ">= 0" if allow_zero else "> 0"
+        if not math.isfinite(value):  # nan would make a wait spin forever
+            raise argparse.ArgumentTypeError(f"{text} must be {bound} and finite")
+        if value < 0 or (value == 0 and not allow_zero):
+            raise argparse.ArgumentTypeError(f"{text} must be {bound}")
+        return value
+
+    return parse
+
+
+def fraction(text: str) -> float:
+    """An argparse type: a number in [0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be in [0, 1): 0 <= F < 1")
+    return value
+
+
+def shown(value: object) -> str:
+    """A default as the help shows it, in a spelling the option's type parses back."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int):
+        return format_count(value) if value >= 10_000 else str(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)

@@ -4,10 +4,16 @@ An :class:`Encoder` has an ``identity`` (what the manifest and checkpoint record
 ``encode_batch(texts, utf8) -> list of numpy id arrays`` and the hot path's
 ``encode_flat(texts, utf8) -> FlatIds`` (:class:`FlatEncoder`, what every engine a worker
 runs has): ids leave an encoder as numpy buffers, never Python lists, so a batch can cross
-a process boundary cheaply. One module
-per engine (:mod:`~prep.encoders.byte`, :mod:`~prep.encoders.hf`); :func:`load_encoder` is
-the only place that picks one. A new engine is a module here and a branch in
-:func:`load_encoder`; nothing else changes.
+a process boundary cheaply. One module per kind of tokenizer and per engine
+(:mod:`~prep.encoders.byte`, :mod:`~prep.encoders.vocab_bytes`, :mod:`~prep.encoders.hf`,
+:mod:`~prep.encoders.gigatoken`).
+Two choices are made here and nowhere else: :func:`load_encoder` picks the encoder for
+``--tokenizer`` (the byte tokenizer, a trained byte vocabulary, a ``tokenizer.json``), and
+:mod:`~prep.encoders.engine` picks the engine that computes its ids for ``--engine``, once
+per run (``EngineChoice``), which each worker then builds (``build_encoder``). A new kind
+of tokenizer is a module here and a branch in :func:`load_encoder`; a new engine, a module
+here and a branch in ``engine.choose_engine`` and ``engine.build_encoder``; nothing outside
+this package changes.
 """
 
 from __future__ import annotations

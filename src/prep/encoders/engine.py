@@ -6,8 +6,10 @@ exactly and otherwise falls back to ``hf`` with one log line saying why. The eng
 part of the recipe, so a run may resume with another one; it is recorded in
 ``_PROVENANCE.json``.
 
-The main process chooses (``choose_engine``, which runs the fast engine's probes); each
-worker process builds the chosen engine from an :class:`EngineSpec` (``build_encoder``).
+The main process chooses, once per run, through :class:`EngineChoice` (``choose_engine``,
+which runs the fast engine's probes); each worker process builds the chosen engine from an
+:class:`EngineSpec` (``build_encoder``). Nothing outside this module asks which engine it
+is: an :class:`EngineSpec` says what the run needs to know (``checked``, ``fast``).
 """
 
 from __future__ import annotations
@@ -16,20 +18,32 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from prep.encoders.byte import BYTE, ByteEncoder
 from prep.encoders.flatids import FlatIds
 from prep.encoders.gigatoken import ENGINE as GIGATOKEN
-from prep.encoders.gigatoken import Declined, compact_json, load_gigatoken, plan, planned_json
+from prep.encoders.gigatoken import (
+    Declined,
+    GigatokenEncoder,
+    compact_json,
+    load_gigatoken,
+    plan,
+    planned_json,
+)
+from prep.encoders.gigatoken import Reference as ReferenceFn
 from prep.encoders.hf import HFEncoder, batch_encode, configured
 from prep.encoders.memo import ACCEPTED
 from prep.encoders.vocab_bytes import ENGINE as VOCAB_BYTES
 from prep.encoders.vocab_bytes import VocabBytesEncoder
 from prep.errors import UsageError
 from prep.state.identity import TokenizerIdentity
+
+if TYPE_CHECKING:
+    from prep.encoders import Encoder
+    from prep.encoders.hf import BatchEncode
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +53,13 @@ ENGINE_JSON = "gigatoken.json"  # kept beside the memo: the compact JSON gigatok
 AUTO = "auto"
 HF = "hf"
 CHOICES = (AUTO, HF, GIGATOKEN)
+
+
+class Engine(Protocol):
+    """What computes a run's ids, in a worker or in the main process: the ids of a batch's
+    texts (``utf8``: the same texts' UTF-8 bytes) as one flat buffer."""
+
+    def encode_flat(self, texts: list[str], utf8: list[bytes]) -> FlatIds: ...
 
 
 @dataclass(frozen=True)
@@ -69,7 +90,7 @@ class Reference:
 
     def __init__(self, json_path: str) -> None:
         self._path = json_path
-        self._encode: Any = None
+        self._encode: BatchEncode | None = None
 
     def __call__(self, texts: list[str], utf8: list[bytes]) -> FlatIds:
         if self._encode is None:
@@ -82,8 +103,8 @@ class Reference:
     encode_flat = __call__  # the ``hf`` engine itself, in a worker that builds its own
 
 
-def build_encoder(spec: EngineSpec) -> Any:
-    """The engine ``spec`` names, in this process (an encoder with ``encode_flat``)."""
+def build_encoder(spec: EngineSpec) -> Engine:
+    """The engine ``spec`` names, in this process."""
     if spec.json_path is None:
         return ByteEncoder(spec.identity)
     if spec.engine == VOCAB_BYTES:
@@ -95,6 +116,14 @@ def build_encoder(spec: EngineSpec) -> Any:
                           parallel=(spec.threads or 1) > 1)
 
 
+def reference_of(engine: Engine) -> ReferenceFn:
+    """The reference a checked engine (:attr:`EngineSpec.checked`) falls back to and is
+    cross-checked against."""
+    if not isinstance(engine, GigatokenEncoder):
+        raise TypeError(f"{type(engine).__name__} is not checked against a reference")
+    return engine.reference
+
+
 def check_engine(requested: str) -> None:
     """Raise ``UsageError`` unless ``requested`` names an engine (the library's check of
     what argparse checks on the command line)."""
@@ -102,7 +131,7 @@ def check_engine(requested: str) -> None:
         raise UsageError(f"engine {requested!r}: choose one of {', '.join(CHOICES)}")
 
 
-def _gigatoken(encoder: HFEncoder, threads: int) -> Any:
+def _gigatoken(encoder: HFEncoder, threads: int) -> GigatokenEncoder:
     """gigatoken for ``encoder``'s file, or ``Declined``. The probes (against the reference,
     which they build) run once per file: their verdict is remembered (``encoder.memo``)."""
     memo = encoder.memo
@@ -132,7 +161,8 @@ def _gigatoken(encoder: HFEncoder, threads: int) -> Any:
     return engine
 
 
-def choose_engine(requested: str, encoder: Any, threads: int | None) -> tuple[EngineSpec, Any]:
+def choose_engine(requested: str, encoder: Encoder, threads: int | None
+                  ) -> tuple[EngineSpec, Engine]:
     """Resolve ``--engine`` for the main process's loaded ``encoder``: the spec a worker
     builds the engine from, and the engine itself (built here, so forked workers inherit
     it). ``auto`` falls back to ``hf`` with one log line when the fast engine declines;
@@ -151,6 +181,8 @@ def choose_engine(requested: str, encoder: Any, threads: int | None) -> tuple[En
         logger.info("engine: %s (%s is a byte vocabulary; only prep's encoder refuses the "
                     "bytes it lacks)", VOCAB_BYTES, identity.spec)
         return EngineSpec(VOCAB_BYTES, identity, str(encoder.path), threads), encoder
+    if not isinstance(encoder, HFEncoder):  # load_encoder makes none other
+        raise TypeError(f"no engine computes the ids of a {type(encoder).__name__}")
     json_path = str(encoder.json_path)
     hf = EngineSpec(HF, identity, json_path, threads)
     if requested == HF:
@@ -169,33 +201,46 @@ def choose_engine(requested: str, encoder: Any, threads: int | None) -> tuple[En
 
 
 class EngineChoice:
-    """:func:`choose_engine` in a thread of its own, started as soon as a new run has its
-    tokenizer: building the fast engine (0.1-0.2 s, most of it holding the GIL) overlaps
-    the run's set-up, which mostly waits on the disk, the network or hashing that frees the
-    GIL (staging and its first checkpoint, a bucket's first remote checkpoint, a refresh's
-    check of the shards it reuses). :meth:`result` gives what ``choose_engine`` returned,
-    or raises what it raised, where the run needs the engine; nothing else changes."""
+    """A run's one choice of engine (:func:`choose_engine`, ``--engine`` for the run's
+    loaded tokenizer), made once: where the run first asks for it (:meth:`result`, a
+    resume), or ahead, in a thread of its own (:meth:`start`, a new run as soon as it has
+    its tokenizer): building the fast engine (0.1-0.2 s, most of it holding the GIL) then
+    overlaps the run's set-up, which mostly waits on the disk, the network or hashing that
+    frees the GIL (staging and its first checkpoint, a bucket's first remote checkpoint, a
+    refresh's check of the shards it reuses). :meth:`result` gives what ``choose_engine``
+    returned, or raises what it raised, where the run needs the engine; nothing else
+    changes."""
 
-    def __init__(self, requested: str, encoder: Any, threads: int | None) -> None:
-        self._outcome: tuple[EngineSpec, Any] | BaseException | None = None
-        self._thread = threading.Thread(target=self._choose, args=(requested, encoder, threads),
-                                        name="prep-engine", daemon=True)
+    def __init__(self, requested: str, encoder: Encoder, threads: int | None) -> None:
+        self._args = (requested, encoder, threads)
+        self._outcome: tuple[EngineSpec, Engine] | BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> EngineChoice:
+        """Make the choice in a thread of its own, from now; returns this choice."""
+        self._thread = threading.Thread(target=self._choose, name="prep-engine", daemon=True)
         self._thread.start()
+        return self
 
-    def _choose(self, requested: str, encoder: Any, threads: int | None) -> None:
+    def _choose(self) -> None:
         try:
-            self._outcome = choose_engine(requested, encoder, threads)
+            self._outcome = choose_engine(*self._args)
         except BaseException as e:  # raised in the run's thread, by result()
             self._outcome = e
 
-    def result(self) -> tuple[EngineSpec, Any]:
-        self._thread.join()
+    def result(self) -> tuple[EngineSpec, Engine]:
+        if self._thread is None:  # not started: chosen here, in the run's thread, once
+            if self._outcome is None:
+                self._outcome = choose_engine(*self._args)
+        else:
+            self._thread.join()
         if isinstance(self._outcome, BaseException):
             raise self._outcome
         assert self._outcome is not None
         return self._outcome
 
     def join(self) -> None:
-        """Wait for the choice without taking it (a run that fails before it needs the
-        engine: the choice's memo is not left half-written when the process exits)."""
-        self._thread.join()
+        """Wait for a started choice without taking it (a run that fails before it needs
+        the engine: the choice's memo is not left half-written when the process exits)."""
+        if self._thread is not None:
+            self._thread.join()

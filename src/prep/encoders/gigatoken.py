@@ -174,7 +174,7 @@ def compact_json(data: bytes) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def _backend(data: bytes) -> Any:
+def _backend(data: bytes) -> Any:  # Any: gigatoken's Rust tokenizer, which is untyped
     """gigatoken's tokenizer for the tokenizer.json ``data``; raises ``Declined``."""
     try:
         from gigatoken.gigatoken_rs import load_hf_json
@@ -196,8 +196,8 @@ class GigatokenEncoder:
 
     name = ENGINE
 
-    def __init__(self, backend: Any, routed_texts: Sequence[str], reference: Reference,
-                 parallel: bool = False) -> None:
+    def __init__(self, backend: Any, routed_texts: Sequence[str],  # Any: as _backend's
+                 reference: Reference, parallel: bool = False) -> None:
         self._backend = backend
         self._reference = reference
         self._parallel = parallel

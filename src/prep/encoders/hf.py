@@ -8,8 +8,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +21,12 @@ from prep.encoders.separator import choose_separator
 from prep.encoders.vocab_bytes import BYTE_FILE
 from prep.errors import InputError
 from prep.state.identity import TokenizerIdentity
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding, Tokenizer
+
+    # a batch call of a Tokenizer: texts (and keywords) to their encodings
+    BatchEncode = Callable[..., list[Encoding]]
 
 # Text per tokenizer call, per thread. An ``Encoding`` costs ~90 bytes per token until it is
 # converted, so a whole batch in one call held ~25x its text in memory; calls of about a
@@ -42,10 +49,10 @@ class HFEncoder:
                  threads: int | None = None) -> None:
         self.raw, self.json_path, self.memo = raw, json_path, memo
         self.chunk_bytes = CHUNK_BYTES_PER_THREAD * (threads or os.cpu_count() or 1)
-        self._tokenizer: Any = None
+        self._tokenizer: Tokenizer | None = None
 
     @property
-    def tokenizer(self) -> Any:
+    def tokenizer(self) -> Tokenizer:
         if self._tokenizer is None:
             self._tokenizer = configured(parse_tokenizer(self.json_path, self.raw))
         return self._tokenizer
@@ -122,7 +129,7 @@ def not_a_tokenizer(path: Path, raw: bytes) -> str | None:
     return f"{path}: this is {it_is}; --tokenizer wants tokenizer.json or its directory ({where})"
 
 
-def configured(tok: Any) -> Any:
+def configured(tok: Tokenizer) -> Tokenizer:
     """``tok`` set up as prep encodes: special-token text is ordinary text, and no saved
     padding or truncation (they would make ids depend on the batch, which pads to its
     longest text, or silently cut documents). Every ``tokenizers`` object prep encodes
@@ -133,12 +140,12 @@ def configured(tok: Any) -> Any:
     return tok
 
 
-def batch_encode(tok: Any) -> Any:
+def batch_encode(tok: Tokenizer) -> BatchEncode:
     """``tok``'s fastest batch call (``encode_batch_fast`` where the version has it)."""
     return getattr(tok, "encode_batch_fast", tok.encode_batch)
 
 
-def parse_tokenizer(json_path: Path, raw: bytes) -> Any:
+def parse_tokenizer(json_path: Path, raw: bytes) -> Tokenizer:
     """A ``tokenizers.Tokenizer`` from a tokenizer.json's bytes; ``InputError`` if unreadable."""
     from tokenizers import Tokenizer
 
@@ -199,7 +206,7 @@ def load_tokenizer_file(
     return enc
 
 
-def _vocab_size(tok: Any, json_path: Path) -> int:
+def _vocab_size(tok: Tokenizer, json_path: Path) -> int:
     """One more than the largest id, added tokens included; ``InputError`` when empty."""
     vocab = tok.get_vocab(with_added_tokens=True)
     if not vocab:

@@ -103,7 +103,7 @@ class TokenizerMemo:
             self._dirty = True
         self._unwritten.pop(name, None)
 
-    def fact(self, name: str, find: Callable[[], Any]) -> Any:
+    def fact(self, name: str, find: Callable[[], Any]) -> Any:  # Any: a JSON value
         """The fact ``name``, from the memo or from ``find()`` (then remembered)."""
         if name not in self.facts:
             self.facts[name] = find()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from prep.errors import EXIT_ERROR, EXIT_TEMPFAIL, PrepError, UsageError
-from prep.partition import Part
+from prep.partition import Part, argv_without
 
 if TYPE_CHECKING:
     from prep.merge import MergeOutcome
@@ -64,15 +64,7 @@ _DRIVER_OPTIONS = ("--parts", "--executor", "--threads")
 def driver_options_removed(argv: Sequence[str]) -> list[str]:
     """A ``--parts`` command line less the driver's options (``--parts``, ``--executor``;
     ``--threads``, which the executor passes to each part): what every part shares."""
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in _DRIVER_OPTIONS:
-            skip = True
-        elif not arg.startswith(tuple(f"{n}=" for n in _DRIVER_OPTIONS)):
-            out.append(arg)
-    return out
+    return argv_without(argv, _DRIVER_OPTIONS)
 
 
 def executor_for(name: str) -> Executor:

@@ -49,7 +49,7 @@ class Backlog(Generic[R]):
         while self._pending:
             yield self.take()
 
-    def submit(self, weight: int, fn: Callable[..., R], *args: Any) -> None:
+    def submit(self, weight: int, fn: Callable[..., R], *args: Any) -> None:  # Any: fn's
         """Start ``fn(*args)``, after making room (the results taken back are dropped: go
         through :meth:`room` first to keep them)."""
         for _ in self.room(weight):

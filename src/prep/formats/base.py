@@ -38,12 +38,21 @@ def stem_pattern(suffix: str) -> re.Pattern[str]:
     return re.compile(rf"^(train|val)-(\d{{{SHARD_INDEX_DIGITS}}}){re.escape(suffix)}$")
 
 
+class Copier(Protocol):
+    """Other processes that write ids into a file for this one (:mod:`prep.procs.copiers`):
+    ``count`` of them; :meth:`write` returns False when it cannot (the caller writes)."""
+
+    count: int
+
+    def write(self, fd: int, ids: npt.NDArray[Any], offset: int) -> bool: ...
+
+
 class ShardWriter(Protocol):
     """One open shard. ``n`` ids appended so far, in ``segments`` (their lengths), whose
     chain is ``ids_chain`` (``prep.formats.segments``)."""
 
     n: int
-    copier: Any  # None, or a ``prep.formats.idfile.Copier`` that writes the ids appended
+    copier: Copier | None  # who writes the ids appended (None: the writer itself)
 
     @property
     def name(self) -> str: ...

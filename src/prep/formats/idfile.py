@@ -21,14 +21,14 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from prep.errors import FormatError, InputError
 from prep.formats.backlog import Backlog
-from prep.formats.base import MAX_TOKENS, IdScan
+from prep.formats.base import MAX_TOKENS, Copier, IdScan
 from prep.formats.sealhash import sealed_sha256
 from prep.formats.segments import SegmentChain
 from prep.fsio import Hasher, hash_file, pwrite_all
@@ -70,15 +70,6 @@ class IdFileOpen:
 
 WRITE_BEHIND = 8 << 20  # bytes appended and not yet written before an append waits
 INLINE_BYTES = 64 << 10  # fewer are written by the appending thread itself
-
-
-class Copier(Protocol):
-    """Other processes that write ids into a file for this one (:mod:`prep.procs.copiers`):
-    ``count`` of them; :meth:`write` returns False when it cannot (the caller writes)."""
-
-    count: int
-
-    def write(self, fd: int, ids: Any, offset: int) -> bool: ...
 
 
 def _write_at(fd: int, ids: npt.NDArray[Any], offset: int, copier: Copier | None) -> None:

@@ -106,7 +106,7 @@ class MegatronFormat(FlatFormat):
             )
         return checked
 
-    def reopen(self, directory: Path, verified: Any, vocab_size: int) -> MegatronWriter:
+    def reopen(self, directory: Path, verified: object, vocab_size: int) -> MegatronWriter:
         if not isinstance(verified, IdFileOpen):
             raise TypeError(f"{verified!r} was not checked by the {self.name} format")
         return MegatronWriter(

@@ -27,7 +27,7 @@ from prep.formats.idfile import (
     no_header,
 )
 from prep.formats.segments import SegmentChain, SegmentReader
-from prep.fsio import file_sha256
+from prep.fsio import Hasher, file_sha256
 from prep.state.manifest import Manifest, ManifestFile
 from prep.state.shards import OpenFile
 
@@ -205,7 +205,7 @@ class FlatFormat:
         start, width = len(self._header(vocab_size)(0)), self._dtype(vocab_size).itemsize
         return check_sealed_file(directory, directory / name, n, sha256, start, width, count_id)
 
-    def reopen(self, directory: Path, verified: Any, vocab_size: int) -> IdFileWriter:
+    def reopen(self, directory: Path, verified: object, vocab_size: int) -> IdFileWriter:
         if not isinstance(verified, IdFileOpen):
             raise TypeError(f"{verified!r} was not checked by the {self.name} format")
         return IdFileWriter(
@@ -317,7 +317,7 @@ def _scan(
     start: int,
     width: int,
     count_id: int | None,
-    into: Any = None,
+    into: Hasher | None = None,
     every: bool = False,
     header_too: bool = False,
 ) -> CountingHasher:

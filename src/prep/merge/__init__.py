@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from prep.errors import IntegrityError, Interrupted, OutputError
+from prep.errors import IntegrityError, Interrupted, OutputError, never
 from prep.formats import get_format
 from prep.merge.plan import MergePlan, PartManifest, plan_merge
 from prep.outputs import ABSENT, DATASET, Output, Parted, resolve_output
@@ -128,13 +128,9 @@ def _already_published(out: Output, plan: MergePlan) -> bool:
     return True
 
 
-def _never() -> bool:
-    return False
-
-
 def merge(
     out: Path | str, *, wait_lock: float = 0.0, threads: int | None = None,
-    argv: list[str] | None = None, stop: Callable[[], bool] = _never,
+    argv: list[str] | None = None, stop: Callable[[], bool] = never,
 ) -> MergeOutcome:
     """Verify the parts of ``out`` and publish their merge as ``out``.
 

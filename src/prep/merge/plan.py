@@ -69,7 +69,7 @@ def _shared(m: Manifest) -> dict[str, Any]:
     return out
 
 
-def _differences(a: Any, b: Any, prefix: str = "") -> list[str]:
+def _differences(a: object, b: object, prefix: str = "") -> list[str]:
     if isinstance(a, dict) and isinstance(b, dict):
         out = []
         for key in [*a, *(k for k in b if k not in a)]:

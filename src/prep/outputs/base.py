@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from prep.errors import OutputError
+from prep.errors import OutputError, never
 from prep.fsio import fsync_dir, make_dirs, rename_noreplace
 from prep.outputs.lock import HeldLock, LockPaths, hold_lock
 from prep.partition import Part
@@ -70,10 +70,6 @@ class Seen:
     holds: Holds
     staged: bool
     instead: str = ""
-
-
-def _never() -> bool:
-    return False
 
 
 class Staged(Protocol):
@@ -190,7 +186,7 @@ class Guarded(Protocol):
         """The local lock file of this output (and what its messages name)."""
 
     def hold_lock(
-        self, wait: float, stop: Callable[[], bool] = _never
+        self, wait: float, stop: Callable[[], bool] = never
     ) -> AbstractContextManager[HeldLock]:
         """Hold the output's lock for a ``with`` block (``LockedError`` when busy after
         ``wait`` seconds, ``Interrupted`` when ``stop()`` says so before it is taken); see

@@ -21,16 +21,12 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from prep.errors import Interrupted, LockedError, OutputError
+from prep.errors import Interrupted, LockedError, OutputError, never
 from prep.fsio import atomic_write_bytes, make_dirs, stray_temps
 
 logger = logging.getLogger(__name__)
 
 _LOCK_POLL = 0.1  # seconds between tries at a busy lock, and looks at the stop request
-
-
-def _never() -> bool:
-    return False
 
 
 @dataclass(frozen=True)
@@ -49,7 +45,7 @@ class LockPaths:
 
 @contextlib.contextmanager
 def hold_lock(
-    paths: LockPaths, wait: float, stop: Callable[[], bool] = _never
+    paths: LockPaths, wait: float, stop: Callable[[], bool] = never
 ) -> Iterator[HeldLock]:
     """Hold the lock for the block. Raises ``LockedError`` naming the holder when it is
     busy, and ``Interrupted`` when ``stop()`` says so before the lock is taken (waiting

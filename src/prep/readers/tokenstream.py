@@ -18,7 +18,6 @@ no torch dependency; ``docs/format.md`` shows a ``torch.utils.data.DataLoader`` 
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ import numpy.typing as npt
 
 from prep.errors import IntegrityError, UsageError
 from prep.formats import get_format
-from prep.fsio import file_sha256
+from prep.fsio import cache_home, file_sha256
 from prep.outputs import is_uri, published_at
 from prep.state.manifest import Manifest, ManifestFile
 
@@ -41,9 +40,8 @@ def reader_cache(location: str, manifest: Manifest) -> Path:
     ``~/.cache``). How much: the files of each split opened, once per published version
     (a new version's manifest has another SHA-256, so versions never mix); prep deletes
     nothing there. A local dataset is read in place and never copied."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
     version = hashlib.sha256(manifest.to_bytes()).hexdigest()[:16]
-    return Path(base, "prep", "datasets", *location.replace("://", "/").split("/"), version)
+    return Path(cache_home(), "datasets", *location.replace("://", "/").split("/"), version)
 
 
 def _shard_files(entry: ManifestFile) -> list[tuple[str, str]]:

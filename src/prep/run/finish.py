@@ -63,8 +63,7 @@ def empty_train(cursor: Cursor) -> InputError:
 
 
 def provenance(
-    state: RunState, totals: dict[str, SplitTotals], argv: list[str] | None,
-    measured: Measurements,
+    state: RunState, totals: dict[str, SplitTotals], measured: Measurements,
 ) -> Provenance:
     """This run's facts, now (throughput over what this run wrote, not what it reused)."""
     note, seconds = state.facts.refresh, state.elapsed()
@@ -76,7 +75,7 @@ def provenance(
         resumes=state.facts.resumes,
         tokens=sum(t.n_tokens for t in totals.values()) - reused,
         text_bytes=sum(t.text_bytes for t in totals.values()),
-        argv=argv,
+        argv=state.opts.argv,
         source_mtimes_ns=state.facts.source_mtimes,
         refresh=note.report(state.cursor.rows_visited, len(state.files), seconds) if note else None,
         engine=measured.engine,
@@ -102,7 +101,7 @@ def part_of(state: RunState, recipe: Recipe) -> PartOf | None:
     return PartOf(part.index, part.count, listing_sha256(ident.kind, ident.revision, listing))
 
 
-def finish(state: RunState, argv: list[str] | None, measured: Measurements) -> Manifest:
+def finish(state: RunState, measured: Measurements) -> Manifest:
     """Seal, hash the source files never reached (they still belong to the identity),
     write ``_PROVENANCE.json`` (with what the run ``measured``) then ``_MANIFEST.json`` into
     staging; returns the manifest.
@@ -135,6 +134,6 @@ def finish(state: RunState, argv: list[str] | None, measured: Measurements) -> M
         source=source,
         totals=totals,
     )
-    write_provenance(staging, provenance(state, totals, argv, measured))
+    write_provenance(staging, provenance(state, totals, measured))
     write_manifest(staging, manifest)  # a manifest in staging means "ready to publish"
     return manifest

@@ -21,11 +21,11 @@ from prep.errors import (
     MissingRecipe,
     OutputError,
     PrepError,
+    never,
     os_failure,
 )
-from prep.formats import get_format
 from prep.fsio import fsync_dir
-from prep.outputs import ABSENT, DATASET, EMPTY, HeldLock, Output, Seen, resolve_output
+from prep.outputs import ABSENT, DATASET, EMPTY, HeldLock, Output, Seen
 from prep.progress import Reporter, silent
 from prep.readers.verify import verify_dataset
 from prep.recipe import REQUIRED, Recipe, RunOptions
@@ -56,35 +56,28 @@ class Outcome:
     active_seconds: float | None = None  # over the run and its resumes (a publish's)
 
 
-def _never() -> bool:
-    return False
-
-
 def run(
     recipe: Recipe | None,
     opts: RunOptions,
+    out: Output,
     *,
     typed: dict[str, Any] | None = None,
-    stop_requested: StopRequested = _never,
-    argv: list[str] | None = None,
+    stop_requested: StopRequested = never,
     reporter: Reporter = silent,
 ) -> Outcome:
-    """Prepare ``recipe`` into ``opts.out``. ``typed`` holds the recipe settings the user
-    typed (on resume they must agree with the checkpoint's recipe, or with the manifest of a
-    complete ``DIR``). ``recipe`` is None when the user typed no complete recipe: then only
-    a resume can proceed, never a fresh start.
+    """Prepare ``recipe`` into ``out`` (``opts.out`` resolved with its staging, and the
+    recipe's format checked, by :func:`prep.api.prepare_outcome`). ``typed`` holds the
+    recipe settings the user typed (on resume they must agree with the checkpoint's recipe,
+    or with the manifest of a complete ``DIR``). ``recipe`` is None when the user typed no
+    complete recipe: then only a resume can proceed, never a fresh start.
 
     Raises ``LockedError`` when another run holds the lock; ``OutputError`` when ``DIR``
     exists (unless resuming or refreshing) or staging is left over without ``--resume``;
     ``IntegrityError`` when staging does not verify or typed options contradict the run;
     ``MissingRecipe`` when a fresh start or a refresh needs a recipe and none was typed;
     ``InputError`` for bad input; ``Interrupted`` after a checkpoint when
-    ``stop_requested()``; ``UsageError`` for a ``--format``/``--dtype`` pair that cannot
-    be, before taking the lock."""
-    if recipe is not None:
-        get_format(recipe.format, recipe.dtype)
-    out = resolve_output(opts.out, opts.staging)
-    life = _Lifecycle(out, recipe, opts, typed or {}, stop_requested, argv, reporter)
+    ``stop_requested()``."""
+    life = _Lifecycle(out, recipe, opts, typed or {}, stop_requested, reporter)
     try:
         return life.run()
     except PrepError:
@@ -102,7 +95,6 @@ class _Lifecycle:
     opts: RunOptions
     typed: dict[str, Any]
     stop_requested: StopRequested
-    argv: list[str] | None
     reporter: Reporter
     t0: float = field(default_factory=time.monotonic)
     early: Inputs | None = None  # a fresh start's inputs, resolved before the lock
@@ -201,7 +193,7 @@ class _Lifecycle:
                 state, stream = start_refresh(out, self.recipe, opts, inputs, refresh, increment,
                                               self.check_lock)
         try:
-            return execute(state, stream, self.stop_requested, self.argv, self.reporter)
+            return execute(state, stream, self.stop_requested, self.reporter)
         except BaseException as e:
             out.settle(graceful=isinstance(e, Interrupted))
             raise

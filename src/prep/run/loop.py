@@ -120,7 +120,6 @@ def run_loop(
     stop_requested: StopRequested,
     measured: Measurements,
     reporter: Reporter = silent,
-    argv: list[str] | None = None,
 ) -> None:
     """Commit the stream to the end (or the train budget), checkpointing every
     ``--checkpoint-interval`` seconds and on a stop request (then raises ``Interrupted``);
@@ -130,7 +129,7 @@ def run_loop(
     on_seal = state.out.commit_on_seal
     rolled = state.rolled()
     report = ProgressReport(state, reporter)
-    with open_workers(state, stream, measured, argv) as workers:
+    with open_workers(state, stream, measured) as workers:
         measured.copiers = workers.copiers  # for their CPU time, once they end
         cpu0 = time.process_time()  # after loading the engine: the per-GB work only
         thread0 = time.thread_time()  # the committing thread's own share of it
@@ -177,7 +176,6 @@ def execute(
     state: RunState,
     stream: Iterator[StreamItem] | None,
     stop_requested: StopRequested,
-    argv: list[str] | None,
     reporter: Reporter = silent,
 ) -> Manifest:
     """Run to the end of the stream (unless the run already finished), then write the
@@ -188,8 +186,8 @@ def execute(
         if not state.finished:
             if stream is None:
                 raise RuntimeError("an unfinished run without a stream")
-            run_loop(state, stream, stop_requested, measured, reporter, argv)
-        return finish(state, argv, measured)
+            run_loop(state, stream, stop_requested, measured, reporter)
+        return finish(state, measured)
     except InputError as e:
         state.close()
         if discard_if_empty(state):

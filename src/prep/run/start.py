@@ -69,7 +69,7 @@ def stage(state: RunState, populate: Callable[[Path], None]) -> None:
     checkpoint), then point the writers at it; on any failure the run's files are closed.
     The engine is chosen meanwhile, in a thread (:class:`EngineChoice`): staging mostly
     waits on the disk, the network or hashing that frees the GIL."""
-    state.choice = EngineChoice(state.opts.engine, state.encoder, state.opts.threads)
+    state.choice = EngineChoice(state.opts.engine, state.encoder, state.opts.threads).start()
     try:
         state.out.create_staging(populate)
     except BaseException:

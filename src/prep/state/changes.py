@@ -23,7 +23,7 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _conflict(name: str, typed: Any, was: str) -> str:
+def _conflict(name: str, typed: object, was: str) -> str:
     """One wording for every contradicted option: ``was`` says what it contradicts."""
     return f"{flag(name)}: typed {typed!r}, {was}"
 

@@ -206,7 +206,7 @@ def _recipe(d: dict[str, Any]) -> Recipe:
         raise fields.FieldError("", str(e)) from e
 
 
-def _mtime(value: Any) -> int:
+def _mtime(value: object) -> int:
     return fields.integer({"": value}, "", minimum=None)
 
 

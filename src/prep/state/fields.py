@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_MISSING: Any = object()
+_MISSING = object()
 
 
 class FieldError(ValueError):
@@ -52,7 +52,7 @@ def obj(value: object, key: str = "") -> dict[str, Any]:
     return value
 
 
-def _get(d: dict[str, Any], key: str, default: Any) -> Any:
+def _get(d: dict[str, Any], key: str, default: object) -> Any:  # Any: a JSON value
     if key in d:
         return d[key]
     if default is _MISSING:
@@ -60,7 +60,7 @@ def _get(d: dict[str, Any], key: str, default: Any) -> Any:
     return default
 
 
-def integer(d: dict[str, Any], key: str, *, minimum: int | None = 0, default: Any = _MISSING
+def integer(d: dict[str, Any], key: str, *, minimum: int | None = 0, default: object = _MISSING
             ) -> int:
     """An integer (never a boolean), at least ``minimum`` (None: any)."""
     v = _get(d, key, default)
@@ -76,7 +76,7 @@ def maybe_integer(d: dict[str, Any], key: str, *, minimum: int | None = 0) -> in
     return None if d.get(key) is None else integer(d, key, minimum=minimum)
 
 
-def number(d: dict[str, Any], key: str, *, default: Any = _MISSING) -> float:
+def number(d: dict[str, Any], key: str, *, default: object = _MISSING) -> float:
     """A number (integer or not, never a boolean), as a float."""
     v = _get(d, key, default)
     if not isinstance(v, (int, float)) or isinstance(v, bool):
@@ -84,7 +84,7 @@ def number(d: dict[str, Any], key: str, *, default: Any = _MISSING) -> float:
     return float(v)
 
 
-def flag(d: dict[str, Any], key: str, *, default: Any = _MISSING) -> bool:
+def flag(d: dict[str, Any], key: str, *, default: object = _MISSING) -> bool:
     """``true`` or ``false``."""
     v = _get(d, key, default)
     if not isinstance(v, bool):
@@ -92,7 +92,7 @@ def flag(d: dict[str, Any], key: str, *, default: Any = _MISSING) -> bool:
     return v
 
 
-def text(d: dict[str, Any], key: str, *, default: Any = _MISSING) -> str:
+def text(d: dict[str, Any], key: str, *, default: object = _MISSING) -> str:
     """A string."""
     v = _get(d, key, default)
     if not isinstance(v, str):
@@ -131,7 +131,7 @@ def maybe_nested(d: dict[str, Any], key: str, parse: Callable[[dict[str, Any]], 
     return None if d.get(key) is None else nested(d, key, parse)
 
 
-def each(d: dict[str, Any], key: str, parse: Callable[[Any], T], *, default: Any = _MISSING
+def each(d: dict[str, Any], key: str, parse: Callable[[Any], T], *, default: object = _MISSING
          ) -> tuple[T, ...]:
     """``parse`` of every item of the list at ``key``."""
     items = _get(d, key, default)
@@ -146,7 +146,7 @@ def each(d: dict[str, Any], key: str, parse: Callable[[Any], T], *, default: Any
     return tuple(out)
 
 
-def mapping(d: dict[str, Any], key: str, parse: Callable[[Any], T], *, default: Any = _MISSING
+def mapping(d: dict[str, Any], key: str, parse: Callable[[Any], T], *, default: object = _MISSING
             ) -> dict[str, T]:
     """``parse`` of every value of the object at ``key``, by its (string) key."""
     items = obj(_get(d, key, default), key)
@@ -164,18 +164,18 @@ def as_object(parse: Callable[[dict[str, Any]], T]) -> Callable[[Any], T]:
     return lambda item: parse(obj(item))
 
 
-def as_count(value: Any) -> int:
+def as_count(value: object) -> int:
     """An item that must be an integer >= 0."""
     return integer({"": value}, "")
 
 
-def as_scalar(value: Any) -> str | int | float | bool | None:
+def as_scalar(value: object) -> str | int | float | bool | None:
     """An item that must be a JSON scalar (not a list or an object)."""
-    if value is not None and not isinstance(value, (str, int, float, bool)):
-        raise _wrong("", value, "a string, a number, true, false or null")
-    return value
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise _wrong("", value, "a string, a number, true, false or null")
 
 
-def as_text(value: Any) -> str:
+def as_text(value: object) -> str:
     """An item that must be a string."""
     return text({"": value}, "")

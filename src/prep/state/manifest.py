@@ -41,7 +41,7 @@ CONTINUABLE_VERSIONS = ("v4", MANIFEST_VERSION)
 _V1_DTYPES = {1: "uint16", 2: "uint32"}
 
 
-def canonical_json(obj: Any) -> bytes:
+def canonical_json(obj: object) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 

@@ -196,7 +196,7 @@ class MergeProvenance:
         }
 
 
-def read_provenance_json(directory: Path) -> Any:
+def read_provenance_json(directory: Path) -> Any:  # Any: a JSON value
     """A ``_PROVENANCE.json`` as plain JSON, or None when missing or unreadable."""
     try:
         return json.loads((directory / PROVENANCE_NAME).read_text(encoding="utf-8"))

@@ -19,8 +19,7 @@ import numpy.typing as npt
 
 from prep.errors import InputError
 from prep.formats import ShardFormat, ShardWriter
-from prep.formats.base import MAX_TOKENS
-from prep.formats.idfile import Copier
+from prep.formats.base import MAX_TOKENS, Copier
 from prep.formats.sealing import Sealing
 from prep.split import SPLITS
 from prep.state.shards import FileRecord, OpenFile, SplitState

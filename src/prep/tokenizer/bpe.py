@@ -54,7 +54,8 @@ class Trainer(Protocol):
 class PyTrainer:
     """The pure-Python trainer (the fallback when the extension is not built)."""
 
-    def __init__(self, sequence: Any, next_id: int, min_freq: int) -> None:
+    # a buffer of native uint32 (bytes or a numpy array): typing has no Buffer before 3.12
+    def __init__(self, sequence: Any, next_id: int, min_freq: int) -> None:  # Any: a buffer
         ids = array("I")
         ids.frombytes(memoryview(sequence).cast("B"))  # bytes, or a numpy array of uint32
         if len(ids) > MAX_POSITIONS or min_freq < 1:
@@ -154,7 +155,7 @@ COMPILED = _compiled()
 IMPLEMENTATION = "c" if COMPILED is not None else "python"
 
 
-def make_trainer(sequence: Any, next_id: int, min_freq: int) -> Trainer:
+def make_trainer(sequence: Any, next_id: int, min_freq: int) -> Trainer:  # Any: a buffer
     """The compiled trainer when built, else :class:`PyTrainer` (same merges), over
     ``sequence`` (any buffer of native uint32 ids, documents separated by :data:`SEP`)."""
     if COMPILED is not None:

@@ -18,6 +18,7 @@ Special tokens take the ids after the learned vocabulary, in the order given.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ def byte_to_unicode() -> dict[int, str]:
     return table
 
 
-def _dumps(obj: Any) -> bytes:
+def _dumps(obj: object) -> bytes:
     return (json.dumps(obj, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
 
 
@@ -124,7 +125,7 @@ def merges_of(path: Path) -> list[tuple[int, int]]:
     return merges
 
 
-def load_state(directory: Any) -> dict[str, Any]:
+def load_state(directory: str | os.PathLike[str]) -> dict[str, Any]:
     """The :meth:`prep.Tokenizer.state` of a trained directory (its learned vocabulary;
     special tokens are not part of it)."""
     root = Path(directory)

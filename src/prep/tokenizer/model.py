@@ -16,9 +16,10 @@ from __future__ import annotations
 import heapq
 import itertools
 import operator
+import os
 from collections.abc import Iterable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeGuard
 
 from prep.tokenizer.bpe import flat_sequence, make_trainer
 
@@ -27,10 +28,11 @@ MAX_VOCABULARY = 2**32 - 1
 DEFAULT_VOCABULARY = 512
 DEFAULT_MIN_FREQUENCY = 2
 STATE_VERSION = 1
-_UNSET: Any = object()
+_UNSET: Any = object()  # Any: a sentinel standing in for an int default not given
 
 
-def check_options(method: Any, vocabulary_size: Any, minimum_pair_frequency: Any) -> None:
+def check_options(method: object, vocabulary_size: object, minimum_pair_frequency: object
+                  ) -> None:
     """Raise ``ValueError`` saying what was given and what is allowed. ``_UNSET`` stands
     for an option not given (the byte strategy refuses a vocabulary size given at all)."""
     if method not in METHODS:
@@ -58,11 +60,11 @@ def check_options(method: Any, vocabulary_size: Any, minimum_pair_frequency: Any
         raise ValueError(f"minimum_pair_frequency={freq!r}: an integer >= 1")
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _documents(corpus: Any) -> list[bytes]:
+def _documents(corpus: object) -> list[bytes]:
     if isinstance(corpus, str):
         return [corpus.encode("utf-8")]
     if isinstance(corpus, (bytes, bytearray, memoryview)):
@@ -101,7 +103,7 @@ class Tokenizer:
 
     def __init__(
         self,
-        corpus: Any,
+        corpus: object,
         method: str = "bpe",
         vocabulary_size: int = _UNSET,
         minimum_pair_frequency: int = _UNSET,
@@ -217,7 +219,7 @@ class Tokenizer:
         return self
 
     @classmethod
-    def load(cls, directory: Any) -> Tokenizer:
+    def load(cls, directory: str | os.PathLike[str]) -> Tokenizer:
         """The tokenizer ``prep train-tokenizer`` wrote to ``directory``."""
         from prep.tokenizer.files import load_state
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from prep.api import prepare_outcome
 from prep.encoders.vocab_bytes import BYTE_FILE, byte_file
-from prep.errors import Interrupted, OutputError, UsageError
+from prep.errors import Interrupted, OutputError, UsageError, never
 from prep.formats.megatron import MegatronFormat
 from prep.fsio import atomic_write_bytes, fsync_dir
 from prep.outputs import Output, resolve_output
@@ -73,10 +73,6 @@ class TrainOutcome:
     seconds: float = 0.0
 
 
-def _never() -> bool:
-    return False
-
-
 def recipe_for(typed: dict[str, Any], staging: Path, resume: bool) -> TrainRecipe:
     """The recipe: staging's on a resume (typed settings must agree with it), else the
     typed one, which needs ``--source``."""
@@ -106,7 +102,7 @@ def train_tokenizer(
     typed: dict[str, Any],
     run: dict[str, Any],
     *,
-    stop: Callable[[], bool] = _never,
+    stop: Callable[[], bool] = never,
     reporter: Reporter | None = None,
 ) -> TrainOutcome:
     """Train into ``out`` (see the module docstring). Raises ``PrepError`` s: ``UsageError``

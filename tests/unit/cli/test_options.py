@@ -172,3 +172,29 @@ def test_unknown_command() -> None:
         "prep: error: unknown command 'prepar'; did you mean prepare?\n"
         "(commands: prepare, verify, inspect; see prep --help)")
     assert "did you mean" not in command_error("prep", "zzz", ["prepare", "verify"])
+
+
+
+def test_the_options_prepare_and_train_tokenizer_share_parse_alike(
+        parser: argparse.ArgumentParser, capsys: pytest.CaptureFixture[str]) -> None:
+    """One definition (``cli.options.SHARED``) behind both commands: the same spellings
+    parse to the same settings, and the same bad value is refused in the same words."""
+    from prep.cli.options import SHARED
+    from prep.cli.train import parser as train_parser
+
+    train = train_parser()
+    typed = ["--workers", "2K", "--batch-size", "1e3", "--checkpoint-interval", "1.5",
+             "--resume", "--wait-lock", "0", "--log-interval", "7", "--quiet", "--offline",
+             "--token", "hf_x"]
+    got = {k: v for k, v in vars(train.parse_args(["--out", "d", *typed])).items() if k != "out"}
+    want = {k: v for k, v in vars(parser.parse_args(["--out", "d", *typed])).items()
+            if k != "out"}
+    assert got == want and got["workers"] == 2000 and got["checkpoint_interval"] == 1.5
+    assert {"--" + k.replace("_", "-") for k in got} == set(SHARED)
+    refusals = []
+    for p in (parser, train):
+        with pytest.raises(SystemExit):
+            p.parse_args(["--out", "d", "--wait-lock", "-1"])
+        refusals.append(capsys.readouterr().err.split("error: ", 1)[1])
+    assert refusals[0] == refusals[1].replace("prep train-tokenizer", PROG)
+    assert refusals[0].startswith("argument --wait-lock: -1 must be >= 0")

@@ -218,15 +218,22 @@ def test_the_engine_chosen_in_a_thread_is_the_one_chosen_in_place(cache: Path) -
     """A new run chooses its engine in a thread while it sets up (EngineChoice): the same
     spec and ids as choosing in place, and a refusal raised where the run asks for it."""
     path = FIXTURES / "gpt2" / "tokenizer.json"
-    choice = EngineChoice("auto", load(path), None)
+    choice = EngineChoice("auto", load(path), None).start()
     spec, engine = choice.result()
     in_place, reference = choose_engine("auto", load(path), None)
     assert spec == in_place and spec.engine == "gigatoken"
     assert_same_ids(engine, reference)
-    refused = EngineChoice("gigatoken", load(FIXTURES / "cl100k" / "tokenizer.json"), None)
+    cl100k = FIXTURES / "cl100k" / "tokenizer.json"
+    refused = EngineChoice("gigatoken", load(cl100k), None).start()
     refused.join()  # done, yet nothing raised until the run asks
     with pytest.raises(UsageError, match="--engine gigatoken cannot reproduce"):
         refused.result()
+    # not started (a resume): chosen where the run asks, once, and refused there
+    assert EngineChoice("auto", load(path), None).result()[0] == in_place
+    later = EngineChoice("gigatoken", load(cl100k), None)
+    later.join()  # nothing under way: returns at once
+    with pytest.raises(UsageError, match="--engine gigatoken cannot reproduce"):
+        later.result()
 
 
 @pytest.mark.parametrize("refresh", [False, True])

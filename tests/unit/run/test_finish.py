@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -55,8 +56,9 @@ def test_manifest_source_is_the_identity_in_read_order() -> None:
 
 def test_finish_seals_and_writes_the_manifest_last(tmp_path: Path) -> None:
     s = setup(tmp_path)
+    s.opts = replace(s.opts, argv=["prepare", "--x"])  # the command line, as api records it
     state, stream = started(s)
-    manifest = execute(state, stream, never, ["prepare", "--x"])
+    manifest = execute(state, stream, never)
     staging = s.paths.staging
     assert (staging / MANIFEST_NAME).read_bytes() == manifest.to_bytes()
     assert read_manifest(staging) == manifest
@@ -84,5 +86,5 @@ def test_an_empty_train_split_is_refused_and_staging_removed(tmp_path: Path) -> 
         match=r"^the train split is empty after 40 rows \(40 empty\)"
         r": nothing to publish\. Check the source, --text-column",
     ):
-        finish(state, None, Measurements())
+        finish(state, Measurements())
     assert not s.paths.staging.exists()

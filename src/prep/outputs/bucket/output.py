@@ -37,6 +37,7 @@ from pathlib import Path
 from prep.buckets.connect import open_store
 from prep.buckets.uri import BucketPath, parse_bucket_uri
 from prep.errors import OutputError, UsageError
+from prep.fsio import cache_home
 from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output, Seen
 from prep.outputs.bucket.layout import BucketLayout, parts_root
 from prep.outputs.bucket.run import MARKER, BucketRun
@@ -57,10 +58,9 @@ def default_staging_root(where: BucketPath) -> Path:
     """``$XDG_CACHE_HOME/prep/staging/SCHEME/BUCKET/PREFIX`` (``~/.cache`` by default):
     where the local staging of ``--out SCHEME://BUCKET/PREFIX/NAME`` lives unless
     ``--staging`` says otherwise."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
     parent = where.key.rpartition("/")[0]
     below = parent.split("/") if parent else []
-    return Path(base, "prep", "staging", where.scheme, where.bucket, *below)
+    return Path(cache_home(), "staging", where.scheme, where.bucket, *below)
 
 
 def _in_use(out: BucketOutput, seen: Seen) -> OutputError:

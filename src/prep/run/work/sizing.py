@@ -17,13 +17,14 @@ import math
 import shlex
 from collections.abc import Sequence
 
+from prep.partition import argv_without
 from prep.procs.pool import default_workers
 
 WORKER_S_PER_GB = 9.5  # one worker's CPU seconds per GB of text (gigatoken, GPT-2)
 SERIAL_S_PER_GB = 0.17  # the main process's busiest thread (the committing one)
 KEPT_BUSY = int(WORKER_S_PER_GB / SERIAL_S_PER_GB)
 
-_DROPPED = ("--workers", "--resume", "--part")  # options the advised command sets itself
+_DROPPED = ("--workers", "--part")  # options the advised command sets itself (and --resume)
 # A source this small (its files' bytes in all, compressed: a few hundred documents) is
 # tokenized in the main process when --workers is not given: one core does it in a few
 # hundredths of a second, about what starting and ending worker processes costs.
@@ -61,25 +62,9 @@ def parts_advice(workers: int, argv: Sequence[str] | None, out: str,
         return said + (f"to use {workers} cores, run {parts} parts side by side "
                        f"(--part I/{parts} --workers {each}, I = 0..{parts - 1}), then "
                        f"prep merge {shlex.quote(out)}")
-    options = " ".join(shlex.quote(a) for a in _without(argv, _DROPPED))
+    options = " ".join(shlex.quote(a) for a in argv_without(argv, _DROPPED, ("--resume",)))
     return said + (f"to use {workers} cores, run {parts} parts side by side, then merge "
                    f"them: for i in $(seq 0 {parts - 1}); do prep prepare {options} "
                    f"--part $i/{parts} --workers {each} & done; wait; "
                    f"prep merge {shlex.quote(out)}")
 
-
-def _without(argv: Sequence[str], dropped: Sequence[str]) -> list[str]:
-    """``argv`` less the ``dropped`` options (``--name VALUE``, ``--name=VALUE``, or a flag
-    for ``--resume``)."""
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        name = arg.split("=", 1)[0]
-        if name in dropped:
-            skip = "=" not in arg and name != "--resume"
-            continue
-        out.append(arg)
-    return out

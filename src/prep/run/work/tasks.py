@@ -16,14 +16,14 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from prep.encoders import CheckedEngine, FlatEncoder
-from prep.encoders.engine import EngineSpec, build_encoder, choose_engine
+from prep.encoders import FlatEncoder
+from prep.encoders.engine import EngineChoice, EngineSpec, build_encoder, reference_of
 from prep.encoders.flatids import FlatIds
 from prep.errors import PrepError
 from prep.procs.copiers import Copiers
@@ -115,9 +115,7 @@ def worker_of(settings: WorkerSettings, engine: FlatEncoder | None = None) -> _W
     encoder: FlatEncoder = engine if engine is not None else build_encoder(settings.engine)
     check = None
     if settings.engine.checked:
-        if not isinstance(encoder, CheckedEngine):
-            raise TypeError(f"the {settings.engine.engine} engine names no reference")
-        check = CrossCheck(settings.engine.engine, encoder.reference, settings.out)
+        check = CrossCheck(settings.engine.engine, reference_of(encoder), settings.out)
     return _Worker(settings, Preparer(settings.recipe, files), encoder, files, check)
 
 
@@ -301,20 +299,20 @@ def worker_stream(settings: WorkerSettings, workers: int, tasks: Iterable[Task],
                 w.write_through(None)
 
 
-def open_workers(state: RunState, stream: Iterator[StreamItem], measured: Measurements,
-                 argv: Sequence[str] | None = None) -> AbstractContextManager[Workers]:
+def open_workers(state: RunState, stream: Iterator[StreamItem], measured: Measurements
+                 ) -> AbstractContextManager[Workers]:
     """The run's worker stream (:class:`Workers`, batches in stream order): the engine
     chosen (``--engine``), the tasks planned from the resume point, the cross-check armed
     for an engine other than the reference, a worker retired after ``--recycle-workers``
     bytes of text or holding more than ``--worker-memory``. ``stream`` is read here only
     when the recipe shuffles documents (it needs the whole stream). ``measured`` is told
     the engine, the workers and what the cross-check re-encodes. More workers than one run
-    keeps busy are said at once, with the ``--part`` commands (built from the run's
-    ``argv``) that would keep them busy."""
+    keeps busy are said at once, with the ``--part`` commands (built from the run's command
+    line, ``opts.argv``) that would keep them busy."""
     opts, recipe = state.opts, state.recipe
-    choice = state.choice  # a new run chose while it staged; a resume chooses here
-    spec, engine = (choice.result() if choice is not None
-                    else choose_engine(opts.engine, state.encoder, opts.threads))
+    # a new run chose while it staged; a resume chooses here
+    choice = state.choice or EngineChoice(opts.engine, state.encoder, opts.threads)
+    spec, engine = choice.result()
     measured.engine = spec.engine
     workers = measured.workers = workers_for(opts.workers, opts.threads, opts.recycle_workers,
                                              sum(f.size for f in state.files))
@@ -330,7 +328,7 @@ def open_workers(state: RunState, stream: Iterator[StreamItem], measured: Measur
     writer = state.writers[SPLITS[0]]
     settings = WorkerSettings.of(recipe, state.source, state.files, spec, opts.batch_size, out,
                                  writer.fmt.dtype_name(writer.vocab_size))
-    advice = parts_advice(workers, argv, out, recipe.part) if spec.commit_bound else None
+    advice = parts_advice(workers, opts.argv, out, recipe.part) if spec.commit_bound else None
     if advice is not None:
         logger.info("%s", advice)
     retire = {"retire_after": opts.recycle_workers, "weigh": text_bytes,

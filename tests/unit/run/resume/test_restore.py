@@ -51,11 +51,11 @@ def test_plan_only_reads_and_names_what_apply_changes(tmp_path: Path) -> None:
         assert st.open is not None
         assert len(after[st.open.name]) == 1024 + 2 * st.open.n_tokens  # cut to the commit
     assert state.cursor.rows_visited == cp.progress.rows_visited and not state.fresh
-    manifest = execute(state, p.stream, never, None)
+    manifest = execute(state, p.stream, never)
     assert (staging / MANIFEST_NAME).read_bytes() == manifest.to_bytes()
 
     whole = setup(tmp_path, name="whole")
-    execute(*started(whole), never, None)
+    execute(*started(whole), never)
     resumed = {n: b for n, b in tree(staging).items() if FMT.owns_file(n)}
     straight = {n: b for n, b in tree(whole.paths.staging).items() if FMT.owns_file(n)}
     assert resumed == straight
