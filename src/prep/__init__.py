@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     from prep.tokenizer.model import Tokenizer
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> Any:  # Any: whichever public name is asked for
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'prep' has no attribute {name!r}")

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import pyarrow.fs as pafs
 
@@ -33,7 +33,19 @@ _ETAG_KEYS = ("ETag", "etag")
 _VERSION_KEYS = ("VersionId", "x-amz-version-id", "generation")
 
 
-def copy_hashed(src: Any, out: Any, h: Any, size: int | None = None,
+class _Reads(Protocol):
+    def read(self, n: int, /) -> bytes: ...
+
+
+class _Writes(Protocol):
+    def write(self, data: bytes, /) -> object: ...
+
+
+class _Hashes(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
+
+def copy_hashed(src: _Reads, out: _Writes, h: _Hashes, size: int | None = None,
                 stopped: Callable[[], bool] = lambda: False) -> int:
     """Copy ``src`` into ``out`` (at most ``size`` bytes; to its end, for None) in
     :data:`CHUNK` reads, feeding ``h`` (a ``hashlib`` object); returns how many were copied.
