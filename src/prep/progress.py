@@ -90,7 +90,8 @@ class BarReporter:
         self._bar: tqdm[NoReturn] | None = None
 
     def __call__(self, snap: Snapshot, final: bool = False) -> None:
-        bar = self._bar or self._open(snap)
+        # not `self._bar or ...`: tqdm's bool() of a bar without a total raises TypeError
+        bar = self._bar if self._bar is not None else self._open(snap)
         bar.set_postfix_str(_bar_stats(snap), refresh=False)
         bar.update(snap.rows - bar.n)
         if final:
