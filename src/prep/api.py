@@ -145,9 +145,9 @@ def prepare_outcome(
         # takes it from the checkpoint (the pipeline refuses to start fresh).
         complete = all(name in typed for name in REQUIRED)
         recipe = Recipe(**{**DEFAULTS, **typed}) if complete else None
-        recorded = None if argv is None else redact_argv(
+        recorded = None if argv is None else tuple(redact_argv(
             argv, [run_options["token"], *environment_secrets(os.environ)]
-        )
+        ))
         opts = RunOptions(out=out, argv=recorded, **run_options)
         check_engine(opts.engine)
     except TypeError as e:  # a value of the wrong type, from Python code

@@ -185,7 +185,8 @@ class RunOptions:
     wait_lock: float = 0.0
     token: str | None = None  # Hugging Face token; never written to any file
     offline: bool = False  # the Hub through the local cache only (--offline, HF_HUB_OFFLINE)
-    argv: list[str] | None = None  # the command line, secrets masked (None: the library's)
+    # the command line, secrets masked (None: the library's); not a setting, so not compared
+    argv: tuple[str, ...] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.batch_size <= 0:

@@ -36,7 +36,7 @@ MISSING = frozenset({
     "procs/launch.py", "procs/readahead.py",
     "readers/inspector.py", "readers/verify.py",
     "run/committed.py", "run/freshness.py", "run/increment.py", "run/inputs.py",
-    "run/lifecycle.py", "run/loop.py", "run/start.py", "run/work/tasks.py",
+    "run/loop.py", "run/start.py", "run/work/tasks.py",
     "sources/__init__.py", "sources/base.py", "sources/bucket.py", "sources/hub.py",
     "sources/parquet.py",
     "state/changes.py", "state/provenance.py",

@@ -32,7 +32,6 @@ import shutil
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -59,17 +58,37 @@ class Holds(enum.Enum):
 ABSENT, EMPTY, DATASET, OTHER = Holds.ABSENT, Holds.EMPTY, Holds.DATASET, Holds.OTHER
 
 
-@dataclass(frozen=True)
 class Seen:
     """One look at an output (:meth:`Staged.state`): what it holds, whether a run of it can
     be resumed (its staging is here, or can be restored: :meth:`Staged.staging_exists`),
     and, for ``OTHER``, what it holds instead, as the refusal names it. A caller keeps it
     for as long as the answer cannot change (while it holds the lock) and passes it on: a
-    look at a bucket lists its prefixes."""
+    look at a bucket lists its prefixes. ``staged`` may be given as the question to ask
+    (``staging_exists``): it is then asked once, when a caller first needs the answer, so
+    a look that is refused on what it holds never looks for a run's staging."""
 
-    holds: Holds
-    staged: bool
-    instead: str = ""
+    __slots__ = ("_ask", "_staged", "holds", "instead")
+
+    def __init__(self, holds: Holds, staged: bool | Callable[[], bool], instead: str = ""
+                 ) -> None:
+        self.holds, self.instead = holds, instead
+        self._staged: bool | None = staged if isinstance(staged, bool) else None
+        self._ask: Callable[[], bool] = staged if callable(staged) else bool
+
+    @property
+    def staged(self) -> bool:
+        if self._staged is None:
+            self._staged = self._ask()
+        return self._staged
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Seen):
+            return NotImplemented
+        return (self.holds, self.staged, self.instead) == (other.holds, other.staged,
+                                                           other.instead)
+
+    def __repr__(self) -> str:
+        return f"Seen({self.holds}, staged={self.staged}, instead={self.instead!r})"
 
 
 class Staged(Protocol):
@@ -113,6 +132,11 @@ class Staged(Protocol):
         """Whether a run of this output can be resumed: its staging directory is here (or,
         for a kind that keeps one elsewhere, can be restored: :meth:`Commits.localize`)."""
         return self.staging.exists()
+
+    def check_options(self, *, resume: bool, refresh: bool) -> None:
+        """Refuse, before anything is looked at, what this kind of output never does (a
+        bucket has no ``--refresh``): no listing, no connection, no lock file."""
+        return None
 
     def check_out(self, seen: Seen, *, resume: bool, refresh: bool) -> None:
         """Refuse an output no run can use (``seen``: it, looked at now), each with the way

@@ -121,7 +121,7 @@ class LocalDir(Output):
         return LockPaths(self._sibling(".lock"), self.staging, str(self.final))
 
     def state(self) -> Seen:
-        final, staged = self.final, self.staging.exists()
+        final, staged = self.final, self.staging.exists  # asked only if needed
         if not final.exists() and not final.is_symlink():
             return Seen(ABSENT, staged)
         if final.is_dir() and (final / MANIFEST_NAME).is_file():

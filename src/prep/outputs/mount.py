@@ -137,7 +137,7 @@ class MountPoint(LocalDir):
         """``DATASET`` (a manifest), ``EMPTY`` (nothing but staging and ``lost+found``, or
         the files an interrupted publish put there, which :meth:`recover` takes back), or
         ``OTHER``."""
-        staged = self.staging.exists()
+        staged = self.staging.exists  # asked only if needed
         if (self.final / MANIFEST_NAME).is_file():
             return Seen(DATASET, staged)
         names = self._content()

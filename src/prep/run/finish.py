@@ -75,7 +75,7 @@ def provenance(
         resumes=state.facts.resumes,
         tokens=sum(t.n_tokens for t in totals.values()) - reused,
         text_bytes=sum(t.text_bytes for t in totals.values()),
-        argv=state.opts.argv,
+        argv=None if state.opts.argv is None else list(state.opts.argv),
         source_mtimes_ns=state.facts.source_mtimes,
         refresh=note.report(state.cursor.rows_visited, len(state.files), seconds) if note else None,
         engine=measured.engine,

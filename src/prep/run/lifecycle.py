@@ -105,6 +105,7 @@ class _Lifecycle:
     def run(self) -> Outcome:
         out, opts = self.out, self.opts
         # Checks that need no lock come first: a refused run leaves no lock file behind.
+        out.check_options(resume=opts.resume, refresh=opts.refresh)
         self.seen = out.state()
         out.check_out(self.seen, resume=opts.resume, refresh=opts.refresh)
         self.resolve_early()
@@ -246,32 +247,15 @@ class _Lifecycle:
         self.seen = out.recover_swap(self.seen)
         if self.seen.holds is not DATASET:  # absent or empty: a first build
             return self.publish(self.build())
-        source: Source | None = None
-        note: RefreshNote | None = None
-        inc: Increment | None = None
-        changes: tuple[str, ...] = ()
+        plan = _RefreshPlan()
         if not self.seen.staged:
-            opts = self.opts
-            source = self.early_source or resolve_source(
-                self.recipe.source, opts.token, offline=opts.offline
-            )
-            fresh = check_fresh(out, self.recipe, source, opts.token, opts.offline, opts.rehash)
-            if fresh.unchanged:
-                logger.info("%s is up to date", out)
+            found = _plan_refresh(out, self.recipe, self.opts, self.early_source)
+            if found is None:
                 return Outcome("up-to-date", out.location, seconds=time.monotonic() - self.t0)
-            changes = tuple(fresh.changes)
-            logger.info("%s changed: %s", out, "; ".join(changes))
-            out.check_swap()
-            plan = plan_increment(
-                out, fresh.manifest, self.recipe, source, fresh.settings, opts.rehash
-            )
-            if isinstance(plan, Increment):
-                inc, note = plan, plan.note(fresh.previous_corpus_sha256, changes)
-            else:
-                logger.info("full rebuild: %s", plan)
-                note = RefreshNote(fresh.previous_corpus_sha256, changes, fallback=plan)
+            plan = found
         else:
             logger.info("continuing the refresh in %s", out.staging)
+        source, note, inc, changes = plan.source, plan.note, plan.increment, plan.changes
         try:
             manifest = self.build(source=source, refresh=note, increment=inc)
         except IntegrityError as e:
@@ -287,6 +271,39 @@ class _Lifecycle:
             shutil.rmtree(out.staging)
             return Outcome("up-to-date", out.location, seconds=time.monotonic() - self.t0)
         return self.publish(manifest, changes)
+
+
+@dataclass(frozen=True)
+class _RefreshPlan:
+    """How a refresh builds its new version: from ``source`` (None: a refresh that continues
+    in staging reads its checkpoint's), continuing the published one (``increment``) or in
+    full, and the changes that made it necessary."""
+
+    source: Source | None = None
+    note: RefreshNote | None = None
+    increment: Increment | None = None
+    changes: tuple[str, ...] = ()
+
+
+def _plan_refresh(out: Output, recipe: Recipe, opts: RunOptions,
+                  early_source: Source | None) -> _RefreshPlan | None:
+    """What changed since the published version, and how to build the new one; None when it
+    is up to date (logged). Raises ``OutputError`` when the output cannot swap a version in."""
+    source = early_source or resolve_source(recipe.source, opts.token, offline=opts.offline)
+    fresh = check_fresh(out, recipe, source, opts.token, opts.offline, opts.rehash)
+    if fresh.unchanged:
+        logger.info("%s is up to date", out)
+        return None
+    changes = tuple(fresh.changes)
+    logger.info("%s changed: %s", out, "; ".join(changes))
+    out.check_swap()
+    plan = plan_increment(out, fresh.manifest, recipe, source, fresh.settings, opts.rehash)
+    if isinstance(plan, Increment):
+        return _RefreshPlan(source, plan.note(fresh.previous_corpus_sha256, changes), plan,
+                            changes)
+    logger.info("full rebuild: %s", plan)
+    return _RefreshPlan(source, RefreshNote(fresh.previous_corpus_sha256, changes,
+                                            fallback=plan), None, changes)
 
 
 def _drop_checkpoint(out: Output) -> None:

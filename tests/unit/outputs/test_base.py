@@ -65,3 +65,28 @@ def test_recover_swap_gives_the_look_after_the_swap_it_finished(tmp_path: Path) 
     assert after == Seen(DATASET, staged=False) == out.state()
     assert (out.final / "_MANIFEST.json").read_text() == '{"new": true}'
     assert out.recover_swap(after) is after  # no journal: nothing to finish, nothing looked at
+
+
+def test_a_look_asks_for_staging_only_when_a_caller_needs_it() -> None:
+    asked: list[int] = []
+
+    def staging_exists() -> bool:
+        asked.append(1)
+        return True
+
+    seen = Seen(DATASET, staging_exists)
+    assert not asked  # a refusal on what the output holds never looks for staging
+    assert seen.staged and seen.staged
+    assert asked == [1]  # asked once, then remembered
+    assert seen == Seen(DATASET, staged=True)
+
+
+def test_a_bucket_refuses_refresh_before_it_connects(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Port 9 on loopback (discard) has no S3 server: a look would fail or retry; the
+    refusal must come first, from the options alone."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    out = resolve_output("s3://bucket/data/ds")
+    with pytest.raises(OutputError, match=r"--refresh of s3://bucket/data/ds: a bucket has no "
+                       r"rename"):
+        out.check_options(resume=False, refresh=True)
+    out.check_options(resume=True, refresh=False)  # everything else waits for a look

@@ -196,12 +196,16 @@ class BucketOutput(Output):
     def state(self) -> Seen:
         """One listing of ``NAME/`` and (without local staging) one of ``NAME.incomplete/``."""
         objects = self.layout.objects()
-        staged = self.staging_exists()
         if MANIFEST_NAME in objects:
-            return Seen(DATASET, staged)
+            return Seen(DATASET, self.staging_exists)  # asked only if needed
         if not objects:
-            return Seen(ABSENT, staged)
+            return Seen(ABSENT, self.staging_exists)
+        staged = self.staging_exists()
         return Seen(EMPTY if staged else OTHER, staged, f"{len(objects):,} objects")
+
+    def check_options(self, *, resume: bool, refresh: bool) -> None:
+        if refresh:
+            raise _no_refresh(self)
 
     def check_out(self, seen: Seen, *, resume: bool, refresh: bool) -> None:
         if refresh:
