@@ -41,7 +41,7 @@ _HOMES = {
     "__version__": "prep._version",  # its one definition, loaded on first use like the rest
     "Recipe": "prep.recipe",
     "RunOptions": "prep.recipe",
-    "Manifest": "prep.state.manifest",
+    "Manifest": "prep.readers",  # with prep.outputs, which Manifest.load reads through
     "prepare": "prep.api",
     "TokenStream": "prep.readers.tokenstream",
     "Tokenizer": "prep.tokenizer.model",

@@ -33,7 +33,7 @@ from prep.progress import LineReporter, Reporter, Snapshot, silent
 from prep.recipe import DEFAULTS, RECIPE_FIELDS, REQUIRED, Recipe, RunOptions, validate
 from prep.redact import environment_secrets, redact_argv
 from prep.run.lifecycle import Outcome, run
-from prep.sources import canonical_source
+from prep.sources import SOURCE_FORMS, canonical_source
 from prep.state.manifest import Manifest
 
 __all__ = ["Outcome", "hub_offline_default", "hub_token", "prepare", "prepare_outcome"]
@@ -63,8 +63,8 @@ def _hub_defaults(run_options: dict[str, Any]) -> dict[str, Any]:
 
 
 _MISSING = {
-    "source": "--source is required to start a run: a Parquet file, a directory or glob of "
-    "them, hf://datasets/OWNER/NAME, or `--source sample` for the bundled sample corpus",
+    "source": f"--source is required to start a run: {SOURCE_FORMS}, or `--source sample` "
+    "for the bundled sample corpus",
     "tokenizer": "--tokenizer is required to start a run: a tokenizer.json or its directory, "
     "hf:OWNER/NAME, or `--tokenizer byte` for UTF-8 bytes (vocabulary 256, no separator)",
 }

@@ -29,6 +29,9 @@ USAGE = [
      "is not a whole number"),
     (["--source", OK_SOURCE, "--tokenizer", "byte", "--val-fraction", "2"], 2,
      "must be in [0, 1)"),
+    # a worker count gets a worker count's hint, not a token count's 100M
+    (["--source", OK_SOURCE, "--tokenizer", "byte", "--workers", "two"], 2,
+     "argument --workers: 'two' is not a whole number; write it as digits, such as 4"),
 ]
 INPUT = [
     (["--source", OK_SOURCE, "--tokenizer", "./no-such-tokenizer/"], 1,
@@ -38,6 +41,12 @@ INPUT = [
     (["--source", "./no-such-dir/", "--tokenizer", "byte"], 1, "no such file or directory"),
     (["--source", str(GPT2_DIR), "--tokenizer", "byte"], 1,
      "the directory holds no *.parquet files (searched recursively)"),
+    # seeing it needs the tokenizer opened (its vocabulary size): 1, not 2
+    (["--source", OK_SOURCE, "--tokenizer", "byte", "--doc-sep-id", "99999"], 1,
+     "--doc-sep-id 99,999 is outside the vocabulary of byte (size 256); choose an id below "
+     "256 or pass --no-doc-sep"),
+    (["--source", "./no-such-dir/", "--tokenizer", "byte"], 1,
+     "s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, or `sample`"),  # every scheme named
 ]
 
 
@@ -65,3 +74,14 @@ def test_a_model_directory_as_source_gets_no_conversion_hint(tmp_path: Path) -> 
     assert r.stderr.strip().splitlines() == [
         f"prep: error: --source {GPT2_DIR}: the directory holds no *.parquet files (searched "
         "recursively)"]
+
+
+@pytest.mark.parametrize("out", ["/proc/prep-no-such", "/sys/prep-no-such"])
+def test_a_lock_file_that_cannot_be_created_is_1_not_75(tmp_path: Path, out: str) -> None:
+    """Nobody holds it, so no retry helps: 75 would make a supervisor retry for ever."""
+    r = subprocess.run([sys.executable, str(PREPARE), "--source", OK_SOURCE, "--tokenizer",
+                        "byte", "--out", out], capture_output=True, text=True, timeout=300,
+                       check=False, cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert f"prep: error: cannot create the lock file {out}.lock (" in r.stderr
+    assert "another run holds" not in r.stderr and "Traceback" not in r.stderr

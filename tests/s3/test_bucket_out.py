@@ -68,6 +68,9 @@ def test_publishes_the_local_runs_bytes(world: World, s3_server: S3Server,
     assert f"staging {uri} locally in {staging}.incomplete" in done.stderr
     assert not Path(f"{staging}.incomplete").exists()
     assert f"published {uri}" in done.stderr and "uploaded " in done.stderr
+    # no line names a place after it is gone: the run's .incomplete prefix is removed first
+    after = done.stderr.split(f"published {uri}", 1)[1]
+    assert ".incomplete" not in after and "remote checkpoint" not in after, after
     secrets_absent(aws, done.stderr, cache)
 
 

@@ -79,7 +79,7 @@ SHARED: dict[str, tuple[dict[str, Any], str]] = {
                     "exit 75 at once)"),
     "--batch-size": ({"type": count(1), "metavar": "N"},
                      "documents per batch (default: {batch_size})"),
-    "--workers": ({"type": count(1), "metavar": "N"},
+    "--workers": ({"type": count(1, plain=True), "metavar": "N"},
                   "worker processes reading and tokenizing (default: one per core this "
                   "process may use: its CPU affinity, capped by its cgroup's CPU quota; "
                   "none for a source of at most 256 KiB, tokenized in this process)"),
@@ -168,9 +168,11 @@ Group = argparse._ArgumentGroup
 def _source(g: Group, d: Mapping[str, Any]) -> None:
     g.add_argument(
         "--source", metavar="SRC",
-        help="a Parquet file, a directory (searched recursively) or a glob of them, "
-        "hf://datasets/OWNER/NAME[@REV][/PATTERN], or `sample` (the bundled sample corpus); "
-        "required unless --resume continues a run. prep reads Parquet only",
+        help="a local Parquet file, a directory (searched recursively) or a glob of them, "
+        "hf://datasets/OWNER/NAME[@REV][/PATTERN] (the Hugging Face Hub), s3://BUCKET/PREFIX "
+        "or gs://BUCKET/PREFIX (a prefix, a glob or one object in a bucket), or `sample` (the "
+        "bundled sample corpus); required unless --resume continues a run. prep reads "
+        "Parquet only",
     )
     g.add_argument("--text-column", metavar="NAME",
                    help=f"the column holding the text (default: {d['text_column']})")
@@ -258,7 +260,7 @@ def _run_control(g: Group, d: Mapping[str, Any]) -> None:
     g.add_argument("--allow-version-change", action="store_true",
                    help="resume although the tokenizers or numpy version changed")
     add_shared(g, d, "--wait-lock", "--batch-size")
-    g.add_argument("--threads", type=count(1), metavar="N",
+    g.add_argument("--threads", type=count(1, plain=True), metavar="N",
                    help="tokenizer threads per worker process (default: 1)")
     add_shared(g, d, "--workers")
     g.add_argument(
@@ -286,7 +288,7 @@ def _run_control(g: Group, d: Mapping[str, Any]) -> None:
         help="build part I of N (0 <= I < N) into DIR.parts/I-of-N; once every part is "
         "built, prep merge DIR publishes DIR (default: no parts)",
     )
-    g.add_argument("--parts", type=count(1), metavar="N",
+    g.add_argument("--parts", type=count(1, plain=True), metavar="N",
                    help="build all N parts with --executor, then merge them into DIR")
     g.add_argument(
         "--executor", choices=d["choices"]["executor"],

@@ -25,25 +25,27 @@ _COUNT = re.compile(
     r"(?P<num>\d+(?:_\d+)*(?:\.\d+(?:_\d+)*)?(?:e\+?\d+)?)(?P<suffix>[kmgbt]?)", re.IGNORECASE
 )
 FORMS = "100000000, 100_000_000, 1e8 or 100M"
+PLAIN_FORMS = "digits, such as 4"  # the hint for a small count (workers, threads, parts)
 
 
-def parse_count(text: str, minimum: int = 0) -> int:
+def parse_count(text: str, minimum: int = 0, forms: str = FORMS) -> int:
     """The whole number ``text`` spells (see the module docstring), at least ``minimum``.
 
-    Raises ``ValueError`` with a message that quotes the text and shows the accepted forms.
+    Raises ``ValueError`` with a message that quotes the text and shows the accepted
+    ``forms`` (a token count's, or a small count's: :data:`PLAIN_FORMS`).
     """
     m = _COUNT.fullmatch(text.strip())
     if m is None:
         if text.strip().startswith("-") and _COUNT.fullmatch(text.strip()[1:]):
             raise ValueError(f"{text!r} is negative; give a number >= {minimum:,}")
-        raise ValueError(f"{text!r} is not a whole number; write it as {FORMS}")
+        raise ValueError(f"{text!r} is not a whole number; write it as {forms}")
     try:
         value = Decimal(m["num"].replace("_", "")) * SUFFIXES.get(m["suffix"].lower(), 1)
     except InvalidOperation:  # pragma: no cover - the pattern only admits valid decimals
-        raise ValueError(f"{text!r} is not a whole number; write it as {FORMS}") from None
+        raise ValueError(f"{text!r} is not a whole number; write it as {forms}") from None
     if value != value.to_integral_value():
         exact = f"{value.normalize():f}"
-        raise ValueError(f"{text!r} is not a whole number ({exact}); write it as {FORMS}")
+        raise ValueError(f"{text!r} is not a whole number ({exact}); write it as {forms}")
     if value < minimum:
         raise ValueError(f"{text!r} is too small; give a number >= {minimum:,}")
     return int(value)
@@ -70,12 +72,14 @@ def closest_option(typed: str, options: Iterable[str]) -> str | None:
     return matches[0] if matches else None
 
 
-def count(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number >= ``minimum`` (``1e8``, ``100_000_000``, ``100M``)."""
+def count(minimum: int, plain: bool = False) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``minimum`` (``1e8``, ``100_000_000``, ``100M``);
+    ``plain``: a small count (workers), whose errors hint at digits, not ``100M``."""
+    forms = PLAIN_FORMS if plain else FORMS
 
     def parse(text: str) -> int:
         try:
-            return parse_count(text, minimum)
+            return parse_count(text, minimum, forms)
         except ValueError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prep.errors import InputError, UsageError
+from prep.errors import InputError
 
 GENERATION_CONFIG = "generation_config.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -100,15 +100,15 @@ def choose_separator(
     """The separator for the tokenizer ``spec`` whose files are in ``directory`` (None: the
     byte tokenizer). ``vocab_size`` None skips the range checks (a cheap fingerprint).
 
-    Raises ``UsageError`` for a typed id outside the vocabulary; ``InputError`` for a
-    configured one outside it, or, when ``required``, for a real tokenizer with no separator
-    configured. A resume passes ``required=False`` so that a vanished config file is reported
-    as a changed separator, naming the file."""
+    Raises ``InputError`` (exit 1: seeing it needs the tokenizer opened) for a typed or a
+    configured id outside the vocabulary, or, when ``required``, for a real tokenizer with no
+    separator configured. A resume passes ``required=False`` so that a vanished config file
+    is reported as a changed separator, naming the file."""
     if no_sep:
         return Separator(None, NONE_TYPED)
     if typed is not None:
         if vocab_size is not None and not 0 <= typed < vocab_size:
-            raise UsageError(
+            raise InputError(
                 f"--doc-sep-id {typed:,} is outside the vocabulary of {spec} (size "
                 f"{vocab_size:,}); choose an id below {vocab_size:,} or pass --no-doc-sep"
             )

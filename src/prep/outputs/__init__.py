@@ -31,6 +31,7 @@ from prep.outputs.base import (
 from prep.outputs.local import LocalDir
 from prep.outputs.lock import HeldLock, LockPaths, describe_holder, lock_holder
 from prep.outputs.mount import STAGING_INSIDE, MountPoint
+from prep.state.manifest import Manifest, register_reader
 
 __all__ = [
     "ABSENT",
@@ -101,6 +102,13 @@ def published_at(location: str | os.PathLike[str]) -> Readable:
     if is_uri(location):
         return resolve_output(location)
     return LocalDir(Path(location))
+
+
+def _published_manifest(location: str | os.PathLike[str]) -> Manifest:
+    return published_at(location).published_manifest()
+
+
+register_reader(_published_manifest)  # Manifest.load reads every location as readers do
 
 
 def output_of_staging(staging: Path) -> Output:

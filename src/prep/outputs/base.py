@@ -128,6 +128,10 @@ class Staged(Protocol):
         """The options a ``prep prepare ... --resume`` of this output needs besides it."""
         return ["--out", str(self)]
 
+    def resume_why(self) -> str:
+        """Why :meth:`resume_args` holds an option besides ``--out`` (empty: it holds none)."""
+        return ""
+
     def staging_exists(self) -> bool:
         """Whether a run of this output can be resumed: its staging directory is here (or,
         for a kind that keeps one elsewhere, can be restored: :meth:`Commits.localize`)."""

@@ -52,6 +52,7 @@ def hold_lock(
     included). The block gets a :class:`HeldLock` to check, before each commit, that the
     lock is still ours."""
     make_dirs(paths.lock.parent)  # durable: a directory output is published into it
+    _check_creatable(paths)
     lock = FileLock(str(paths.lock))
     held = HeldLock(paths, None)
     deadline = time.monotonic() + wait
@@ -66,7 +67,7 @@ def hold_lock(
         try:
             lock.acquire(timeout=0)
             break
-        except Timeout:
+        except Timeout:  # a TimeoutError, so an OSError: caught before the others
             holder = describe_holder(paths)
             if time.monotonic() >= deadline:
                 raise LockedError(
@@ -78,6 +79,8 @@ def hold_lock(
                 logger.info("waiting for %s held by %s", paths.lock, holder)
                 next_note = time.monotonic() + 60
             time.sleep(min(_LOCK_POLL, max(0.0, deadline - time.monotonic())))
+        except OSError as e:  # filelock reraises what no retry fixes (EACCES, EROFS)
+            raise _uncreatable(paths, e) from e
     try:
         for stray in stray_temps(paths.info.parent, paths.info.name):
             stray.unlink(missing_ok=True)  # a lock-info write a crash interrupted; we hold it
@@ -91,6 +94,26 @@ def hold_lock(
             with contextlib.suppress(FileNotFoundError):
                 paths.info.unlink()
         lock.release()
+
+
+def _check_creatable(paths: LockPaths) -> None:
+    """Raise ``OutputError`` (exit 1, not the 75 of a busy lock: no retry fixes it) when the
+    lock file cannot be opened for writing. filelock reports some of these failures (ENOENT
+    on a pseudo filesystem such as /proc) as a lock it could not take."""
+    try:
+        fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise _uncreatable(paths, e) from e
+    os.close(fd)
+
+
+def _uncreatable(paths: LockPaths, e: OSError) -> OutputError:
+    return OutputError(
+        f"cannot create the lock file {paths.lock} ({e.strerror or e}): {paths.where} needs a "
+        "directory on a writable filesystem where this user may create files (not /proc, "
+        "/sys or a read-only mount); choose another --out, or fix the directory's permissions",
+        path=paths.lock,
+    )
 
 
 def _inode(path: Path) -> tuple[int, int] | None:

@@ -144,7 +144,9 @@ def inspect_staging(directory: Path) -> list[str]:
             f"({len(s.sealed)} sealed)"
         )
     if holder is None:
-        lines.append(f"resume with: prep prepare {shlex.join(out.resume_args())} --resume")
+        why = out.resume_why()
+        lines.append(f"resume with: prep prepare {shlex.join(out.resume_args())} --resume"
+                     + (f" ({why})" if why else ""))
     return lines
 
 

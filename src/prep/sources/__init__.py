@@ -13,6 +13,7 @@ from prep.buckets.uri import is_bucket_uri, parse_bucket_uri
 from prep.fsio import canonical_path
 from prep.hub.paths import dataset_uri, parse_dataset_uri
 from prep.sources.base import (
+    SOURCE_FORMS,
     Signature,
     Source,
     SourceFile,
@@ -27,6 +28,7 @@ from prep.state.identity import SourceIdentity
 __all__ = [
     "SAMPLE",
     "SAMPLE_CORPUS",
+    "SOURCE_FORMS",
     "LocalSource",
     "Signature",
     "Source",

@@ -37,6 +37,10 @@ from prep.fsio import hash_file
 from prep.state.changes import listing_changes, trusted
 from prep.state.identity import FileIdentity, Fingerprint, SourceIdentity
 
+# Every kind of --source, as messages list them (the CLI's help spells the same list out).
+SOURCE_FORMS = ("a Parquet file, a directory of them (searched recursively), a glob, "
+                "hf://datasets/OWNER/NAME, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX")
+
 logger = logging.getLogger(__name__)
 
 

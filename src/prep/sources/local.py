@@ -16,7 +16,7 @@ from prep.buckets.uri import is_bucket_uri, parse_bucket_uri
 from prep.errors import InputError, UsageError
 from prep.fsio import canonical_path
 from prep.globs import fixed_lead, has_glob
-from prep.sources.base import Source, SourceFile
+from prep.sources.base import SOURCE_FORMS, Source, SourceFile
 from prep.sources.parquet import CONVERTERS, not_parquet
 from prep.state.identity import Fingerprint, fingerprint_of
 
@@ -96,8 +96,7 @@ def canonical_source(spec: str, base: Path | None = None) -> str:
     if not os.path.exists(root):
         raise InputError(
             f"--source {spec}: no such file or directory (looked for {os.path.abspath(root)}"
-            f" from {here}); give a Parquet file, a directory of them, a glob, "
-            "hf://datasets/OWNER/NAME, or `sample` for the bundled sample corpus",
+            f" from {here}); give {SOURCE_FORMS}, or `sample` for the bundled sample corpus",
             path=spec,
         )
     if root != path:
@@ -172,8 +171,7 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
             paths = [p]
         else:
             raise InputError(
-                f"--source {given}: no such file or directory; give a Parquet file, a "
-                "directory of them, a glob, or hf://datasets/OWNER/NAME",
+                f"--source {given}: no such file or directory; give {SOURCE_FORMS}",
                 path=spec,
             )
     for q in paths:  # a text file named outright (or by a glob): say so before any work

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prep.errors import IntegrityError
+from prep.errors import IntegrityError, UsageError
 from prep.fsio import atomic_write_bytes
 from prep.recipe import Recipe
 from prep.split import SPLITS
@@ -237,10 +238,17 @@ class Manifest:
         )
 
     @classmethod
-    def load(cls, directory: str | Path) -> Manifest:
-        """The ``_MANIFEST.json`` of a dataset (or staging) directory, typed; raises
-        ``IntegrityError`` like :func:`read_manifest`."""
-        return read_manifest(Path(directory))
+    def load(cls, location: str | os.PathLike[str]) -> Manifest:
+        """The ``_MANIFEST.json`` of the dataset at ``location`` (a directory, a staging
+        directory, or a URI such as ``s3://BUCKET/PREFIX``), typed, read through the one
+        resolution of a place every reader uses (:func:`prep.outputs.published_at`). Raises
+        ``IntegrityError`` naming ``location`` as given when it holds no dataset."""
+        if _read_published is None:
+            raise UsageError(
+                f"Manifest.load({location!r}): the readers of a location are not loaded; "
+                "use prep.Manifest (import prep), not prep.state.manifest alone"
+            )
+        return _read_published(location)
 
     def to_bytes(self) -> bytes:
         """The manifest's exact serialization (docs/format.md)."""
@@ -308,6 +316,17 @@ def build_manifest(
 
 def write_manifest(directory: Path, manifest: Manifest) -> None:
     atomic_write_bytes(directory / MANIFEST_NAME, manifest.to_bytes())
+
+
+# How a location is read (a local directory or a bucket URI): prep.outputs registers it
+# when imported, since it stands above this room; prep.Manifest is loaded with it.
+_read_published: Callable[[str | os.PathLike[str]], Manifest] | None = None
+
+
+def register_reader(reader: Callable[[str | os.PathLike[str]], Manifest]) -> None:
+    """Make ``reader`` the way :meth:`Manifest.load` reads a location (prep.outputs')."""
+    global _read_published
+    _read_published = reader
 
 
 def read_manifest(directory: Path) -> Manifest:

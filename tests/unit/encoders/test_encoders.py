@@ -64,8 +64,9 @@ def test_byte_encoder_accepts_a_typed_separator() -> None:
 
 
 def test_byte_encoder_rejects_separator_outside_256() -> None:
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(InputError) as info:  # exit 1: seen with the tokenizer opened
         load("byte", sep=256)
+    assert not isinstance(info.value, UsageError)
     msg = str(info.value)
     assert "--doc-sep-id 256 is outside the vocabulary of byte (size 256)" in msg
     assert "--no-doc-sep" in msg
@@ -218,10 +219,11 @@ def test_separator_origin(
     assert load(d, sep=typed, no_sep=no_sep).identity.doc_sep_id == expected
 
 
-def test_typed_separator_outside_vocab_is_usage_error(tmp_path: Path) -> None:
+def test_typed_separator_outside_vocab_is_input_error(tmp_path: Path) -> None:
     d = with_config(tmp_path, {"eos_token_id": 4})
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(InputError) as info:  # not a usage error: the tokenizer was opened
         load(d, sep=5)
+    assert not isinstance(info.value, UsageError)
     msg = str(info.value)
     assert f"--doc-sep-id 5 is outside the vocabulary of {d} (size 5)" in msg
     assert "choose an id below 5 or pass --no-doc-sep" in msg

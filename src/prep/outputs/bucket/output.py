@@ -173,8 +173,19 @@ class BucketOutput(Output):
         return LockPaths(self.local.lock_paths.lock, self.staging, self.where.uri)
 
     def resume_args(self) -> list[str]:
-        chosen = [] if self.chosen_root is None else ["--staging", str(self.staging.parent)]
-        return [*super().resume_args(), *chosen]
+        """``--out URI``, and ``--staging`` only when the staging is not where a resume
+        would look by default (a run given --staging elsewhere): a command suggested to the
+        user holds no option it does not need."""
+        default = Path(os.path.abspath(default_staging_root(self.where)))
+        if self.chosen_root is None or self.staging.parent == default:
+            return super().resume_args()
+        return [*super().resume_args(), "--staging", str(self.staging.parent)]
+
+    def resume_why(self) -> str:
+        if "--staging" not in self.resume_args():
+            return ""
+        return (f"--staging: this run stages in {self.staging.parent}, not in the default "
+                f"{default_staging_root(self.where)}")
 
     @property
     def run(self) -> BucketRun:

@@ -164,8 +164,10 @@ class BucketRun:
         except BaseException:
             mirror.close()
             raise
-        mirror.close(published=True)
+        mirror.close(published=True)  # a remote checkpoint being written ends (and logs)
         self.clean_up()
+        # Last: every line before it names places that still existed when it was written.
+        logger.info("published %s", self.uri)
 
     def publish_objects(self, mirror: Mirror) -> None:
         """Upload what the bucket lacks of the dataset in staging, delete what its
@@ -191,7 +193,6 @@ class BucketRun:
             remote.delete(layout.in_dataset(n) for n in strays)
         remote.upload(staging / PROVENANCE_NAME, layout.in_dataset(PROVENANCE_NAME), None)
         remote.upload(staging / MANIFEST_NAME, layout.in_dataset(MANIFEST_NAME), None)
-        logger.info("published %s", self.uri)
 
     def recover(self, seen: Seen) -> Seen:
         """A kill after the manifest was written leaves the run's remote and local
