@@ -29,7 +29,7 @@ def test_a_held_lock_is_locked_and_names_its_holder(tmp_path: Path) -> None:
     p = paths(tmp_path / "ds.lock")
     with hold_lock(p, 0):
         assert lock_holder(p) is not None
-        with pytest.raises(LockedError, match="another run holds .*ds.lock") as info, \
+        with pytest.raises(LockedError, match=r"another run holds .*ds\.lock") as info, \
                 hold_lock(p, 0):
             pass  # pragma: no cover - never entered
         assert info.value.exit_code == 75
