@@ -225,13 +225,14 @@ def test_eos_outside_the_vocabulary_in_generation_config(cli, tmp_path, good, ou
 @pytest.mark.parametrize(("tokenizer", "sep", "shown"), [
     ("byte", "256", "256"), (str(GPT2_DIR), "50257", "50,257"),
 ])
-def test_doc_sep_id_outside_the_vocabulary_is_a_usage_error(
+def test_doc_sep_id_outside_the_vocabulary_is_an_error_not_a_usage_error(
     cli, good: Path, out: Path, tokenizer: str, sep: str, shown: str
 ) -> None:
+    """1, not 2: seeing it needs the tokenizer opened (2 is for the command line alone)."""
     r = cli("prepare", "--out", out, "--source", good, "--tokenizer", tokenizer,
             "--doc-sep-id", sep)
 
-    _refused(r, 2, out, f"--doc-sep-id {shown}", "outside the vocabulary", "--no-doc-sep")
+    _refused(r, 1, out, f"--doc-sep-id {shown}", "outside the vocabulary", "--no-doc-sep")
 
 
 # -- bad paths ---------------------------------------------------------------------------------
