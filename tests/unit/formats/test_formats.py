@@ -27,7 +27,7 @@ def ids(*values: int) -> np.ndarray:
 
 # The id width each format stores V = 300 in, from its layout (docs/format.md; llm.c's
 # HEADERS_INFO for Llama-3; Megatron's uint16 code; raw: narrowest).
-WIDTH = {"llmc": "<u2", "llmc-llama3": "<u4", "megatron": "<u2", "raw": "<u2"}
+WIDTH = {"llmc": "<u2", "llmc-llama3": "<u4", "megatron": "<u2", "npy": "<u2", "raw": "<u2"}
 WIDTH_BYTES = {name: np.dtype(code).itemsize for name, code in WIDTH.items()}
 
 
