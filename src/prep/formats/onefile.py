@@ -277,14 +277,17 @@ def _scan(
     every: bool = False,
     header_too: bool = False,
 ) -> CountingHasher:
-    """Check the header (of ``kind``, None: none), then hash the first ``n`` ids after it
-    (into ``into``, fed the header first with ``header_too``: a sealed file's SHA-256) and
-    count ``count_id`` in the same pass; a bad file is ``IntegrityError``."""
+    """Hash the first ``n`` ids after the header (of ``kind``, None: none) into ``into``,
+    and count ``count_id`` in the same pass. With ``header_too`` (a sealed file: its SHA-256)
+    the header is checked and hashed first. An open file's header is not read: it holds
+    nothing committed (:meth:`FlatFormat.reopen` writes it anew), and a power cut during
+    its first write, or during a seal's rewrite of n, may leave it torn. A bad file is
+    ``IntegrityError``."""
     start = 0 if kind is None else kind.nbytes
     try:
         with open(path, "rb") as f:
             header = f.read(start)
-        if kind is not None:
+        if kind is not None and header_too:
             kind.unpack(header, where=str(path))
         if into is not None and header_too:
             into.update(header)

@@ -119,6 +119,34 @@ def test_check_open_then_reopen_cuts_what_came_after_the_commit(tmp_path: Path, 
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_open_shard_with_a_torn_header_resumes(tmp_path: Path, name: str) -> None:
+    # A power cut while a seal rewrote the header (or while a new shard's first header
+    # was written) leaves its first half new and the rest old: nothing committed is lost,
+    # and the reopened shard writes a whole header again (the powerloss harness's tear).
+    fmt = get_format(name)
+    shard = fmt.shard_name("train", 0)
+    w = fmt.create(tmp_path, shard, VOCAB)
+    put(w, 5, 6, 7)
+    w.sync()
+    committed = open_record(w)
+    w.close()
+    path = tmp_path / fmt.shard_files(shard)[0]
+    twin = tmp_path / "twin"
+    twin.mkdir()
+    sealed = fmt.create(twin, shard, VOCAB)
+    put(sealed, 5, 6, 7)
+    sealed.seal()
+    at_zero, at_n = path.read_bytes(), (twin / path.name).read_bytes()
+    start = len(at_zero) - len(id_bytes([5, 6, 7], name))
+    for torn in (at_n[: start // 2] + at_zero[start // 2 :],
+                 bytes(start // 2) + at_zero[start // 2 :]):
+        path.write_bytes(torn)
+        again = fmt.reopen(tmp_path, fmt.check_open(tmp_path, committed, VOCAB), VOCAB)
+        assert path.read_bytes() == at_zero, "the reopened shard's header is whole again"
+        again.close()
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_check_open_refuses_changed_or_short_shards(tmp_path: Path, name: str) -> None:
     fmt = get_format(name)
     shard = fmt.shard_name("val", 0)
