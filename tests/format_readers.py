@@ -3,7 +3,8 @@
 Nothing here imports prep: each reader is a second implementation, written with ``struct``
 from the layouts (llm.c's ``dev/data/data_common.py`` and ``llmc/dataloader.h``; Megatron's
 ``megatron/core/datasets/indexed_dataset.py``; the headerless shards of a
-``PretrainDataset``), so a test that compares prep's output with these compares two routes.
+``PretrainDataset``), or is the layout's own reader (NumPy's ``np.load`` for seed 003's
+``.npy`` shards), so a test that compares prep's output with these compares two routes.
 Each reader raises ``AssertionError`` on anything the layout does not allow (tests only).
 """
 
@@ -72,13 +73,26 @@ def read_raw(path: Path, dtype: str) -> list[int]:
     return list(struct.unpack(f"<{len(raw) // width}{code}", raw))
 
 
+def read_npy(path: Path) -> list[int]:
+    """Ids of a ``.npy`` shard as seed 003's loader reads it: ``np.load``, memory-mapped and
+    not, which must agree; a 1-D little-endian uint16 or uint32 array."""
+    import numpy as np
+
+    mapped = np.load(path, mmap_mode="r")
+    loaded = np.load(path)
+    assert mapped.ndim == 1 and mapped.dtype.str in ("<u2", "<u4"), (path.name, mapped.dtype)
+    assert np.array_equal(mapped, loaded) and mapped.dtype == loaded.dtype
+    return [int(i) for i in loaded]
+
+
 def manifest_of(out: Path) -> dict[str, Any]:
     return dict(json.loads((out / "_MANIFEST.json").read_bytes()))
 
 
 def split_files(out: Path, split: str) -> list[Path]:
-    """A split's token files in stream order (``.bin`` only; ``.idx`` are companions)."""
-    return sorted(out.glob(f"{split}-*.bin"))
+    """A split's token files in stream order (``.bin`` or seed 003's ``<split>_NNNNN.npy``;
+    ``.idx`` are companions)."""
+    return sorted([*out.glob(f"{split}-*.bin"), *out.glob(f"{split}_*.npy")])
 
 
 def read_file(out: Path, path: Path) -> list[int]:
@@ -93,6 +107,8 @@ def read_file(out: Path, path: Path) -> list[int]:
         return [i for doc in read_megatron_docs(path.with_suffix("")) for i in doc]
     if fmt == "raw":
         return read_raw(path, m["dtype"])
+    if fmt == "npy":
+        return read_npy(path)
     raise AssertionError(f"unknown format {fmt!r}")
 
 

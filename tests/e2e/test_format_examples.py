@@ -18,6 +18,11 @@ EXPECTED = {
         "train-00000.bin": "a1d93401" "07000000" "05000000" "51c40000" + HEAD_TAIL + U32
     },
     "raw": {"train-00000.bin": U16},
+    # NumPy's .npy 1.0: magic, version 1.0, HEADER_LEN 118, the dictionary padded with
+    # spaces to byte 127, "\n", the ids.
+    "npy": {"train_00000.npy": "934e554d5059" "0100" "7600"
+            + b"{'descr': '<u2', 'fortran_order': False, 'shape': (5,), }".hex()
+            + "20" * 60 + "0a" + U16},
     "megatron": {
         "train-00000.bin": U16,
         "train-00000.idx": "4d4d494449445800" "00"  # MMIDIDX\0\0
@@ -40,5 +45,7 @@ def test_worked_example(tmp_path: Path, cli, fmt: str) -> None:  # type: ignore[
     assert r.code == 0, r.err
     for name, hexbytes in EXPECTED[fmt].items():
         assert (out / name).read_bytes().hex() == hexbytes, name
-    assert len((out / "train-00000.bin").read_bytes()) == {
-        "llmc": 1034, "llmc-llama3": 1044, "raw": 10, "megatron": 10}[fmt]
+    name, size = {"llmc": ("train-00000.bin", 1034), "llmc-llama3": ("train-00000.bin", 1044),
+                  "raw": ("train-00000.bin", 10), "megatron": ("train-00000.bin", 10),
+                  "npy": ("train_00000.npy", 138)}[fmt]
+    assert len((out / name).read_bytes()) == size

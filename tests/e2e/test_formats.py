@@ -1,4 +1,4 @@
-"""The four output formats for one recipe (issue 12), read back by the independent readers
+"""The output formats for one recipe (issue 12), read back by the independent readers
 of ``tests/format_readers.py`` (struct only, nothing from prep): identical per-split token
 streams and rollover, Megatron's document index against the manifest, verify on fresh output
 and on a flipped byte in every file, TokenStream on every format, and the option checks."""
@@ -31,9 +31,11 @@ VARIANTS = [
     ("llmc-llama3", (), "uint32", 7),
     ("megatron", (), "uint16", 1),
     ("raw", (), "uint16", None),
+    ("npy", (), "uint16", 1),
     ("llmc", ("--dtype", "uint32"), "uint32", 2),
     ("megatron", ("--dtype", "int32"), "int32", 1),
     ("raw", ("--dtype", "uint32"), "uint32", None),
+    ("npy", ("--dtype", "uint32"), "uint32", 1),
 ]
 IDS = ["-".join((v[0], *v[1][1:])) for v in VARIANTS]
 

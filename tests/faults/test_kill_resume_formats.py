@@ -14,7 +14,7 @@ import harness as h
 import pytest
 from harness import World
 
-FORMATS = ["llmc-llama3", "megatron", "raw"]  # llmc: tests/faults/test_kill_resume.py
+FORMATS = ["llmc-llama3", "megatron", "npy", "raw"]  # llmc: tests/faults/test_kill_resume.py
 # 4,500 batches of 8 take at least 2.25 s on any machine: more than the 2 x 0.6 s of the
 # longest delays before the two kills the random test counts on.
 PACE = h.paced(0.0005)

@@ -149,11 +149,9 @@ def test_a_part_from_the_python_api_merges_with_a_part_from_the_cli(tmp_path: Pa
     assert got == hand
 
 
-def test_megatron_parts_merge_with_their_index_files(tmp_path: Path, cli) -> None:
-    """A shard of two files (.bin + .idx): both are linked under the new name, and the merged
-    dataset verifies (every file re-hashed, the .idx against its companion entry)."""
+def _single_and_merged(tmp_path: Path, cli, fmt: list[str]) -> tuple[Path, Path]:  # type: ignore[no-untyped-def]
+    """A single run and three parts merged (verified) of the same recipe in format ``fmt``."""
     corpus = uneven_corpus(tmp_path / "c")
-    fmt = ["--format", "megatron"]
     single, merged = tmp_path / "single", tmp_path / "merged"
     assert cli("prepare", "--source", corpus, "--out", single, *RECIPE, "--tokenizer", "byte",
                *fmt).code == 0
@@ -162,6 +160,13 @@ def test_megatron_parts_merge_with_their_index_files(tmp_path: Path, cli) -> Non
     r = cli("merge", merged)
     assert r.code == 0, r.err
     assert cli("verify", merged).code == 0
+    return single, merged
+
+
+def test_megatron_parts_merge_with_their_index_files(tmp_path: Path, cli) -> None:
+    """A shard of two files (.bin + .idx): both are linked under the new name, and the merged
+    dataset verifies (every file re-hashed, the .idx against its companion entry)."""
+    single, merged = _single_and_merged(tmp_path, cli, ["--format", "megatron"])
     m = manifest(merged)
     assert m["format"] == "megatron"
     idx = sorted(p.name for p in merged.glob("*.idx"))
@@ -176,6 +181,26 @@ def test_megatron_parts_merge_with_their_index_files(tmp_path: Path, cli) -> Non
         ref = b"".join((single / e["name"]).read_bytes() for e in a["files"]
                        if e["split"] == split)
         assert data == ref  # Megatron's .bin is headerless: the id streams themselves
+
+
+def test_npy_parts_merge_to_np_loadable_shards_under_seed_003s_names(tmp_path: Path, cli
+                                                                     ) -> None:
+    """Renumbered npy shards keep seed 003's names, and np.load reads the merged split back
+    to the single run's stream."""
+    import numpy as np
+
+    single, merged = _single_and_merged(tmp_path, cli, ["--format", "npy"])
+    m = manifest(merged)
+    assert len([e for e in m["files"] if e["split"] == "train"]) >= 3  # renumbered across parts
+    for split in ("train", "val"):
+        names = [e["name"] for e in m["files"] if e["split"] == split]
+        assert names == [f"{split}_{k:05d}.npy" for k in range(len(names))]
+
+        def stream(out: Path, files: list[str]) -> list[int]:
+            return [int(i) for f in files for i in np.load(out / f, mmap_mode="r")]
+
+        ref = [e["name"] for e in manifest(single)["files"] if e["split"] == split]
+        assert stream(merged, names) == stream(single, ref)
 
 
 def test_parts_with_workers_and_the_fast_engine_equal_a_single_reference_run(

@@ -1,7 +1,7 @@
 """Output formats. Every format implements :class:`~prep.formats.base.ShardFormat`; the
 registry below is the only place that names one. Formats that differ only in constants are
-rows of data (:class:`~prep.formats.onefile.Layout`), not classes: ``llmc``, ``llmc-llama3``
-and ``raw`` are one class over three layouts; ``megatron`` extends it with the ``.idx``."""
+rows of data (:class:`~prep.formats.layout.Layout`), not classes: ``llmc``, ``llmc-llama3``,
+``npy`` and ``raw`` are one class over four layouts; ``megatron`` extends it with the ``.idx``."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from collections.abc import Callable
 
 from prep.errors import UsageError
 from prep.formats.base import IdScan, ShardFormat, ShardWriter, VerifiedOpen
+from prep.formats.layout import Layout
 from prep.formats.llmc import LLMC, LLMC_LLAMA3
 from prep.formats.megatron import MegatronFormat
-from prep.formats.onefile import FlatFormat, Layout
+from prep.formats.npy import NPY
+from prep.formats.onefile import FlatFormat
 
 __all__ = [
     "DEFAULT_FORMAT",
@@ -32,6 +34,7 @@ _FORMATS: dict[str, Callable[[str], ShardFormat]] = {
     "llmc": lambda dtype: FlatFormat(LLMC, dtype),
     "llmc-llama3": lambda dtype: FlatFormat(LLMC_LLAMA3, dtype),
     "megatron": MegatronFormat,
+    "npy": lambda dtype: FlatFormat(NPY, dtype),
     "raw": lambda dtype: FlatFormat(RAW, dtype),
 }
 FORMAT_NAMES = tuple(_FORMATS)

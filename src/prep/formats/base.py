@@ -28,14 +28,17 @@ SHARD_INDEX_DIGITS = 5
 MAX_TOKENS = 2**31 - 1  # ids per shard: every format counts them in an int32
 
 
-def shard_stem(split: str, index: int) -> str:
-    """``<split>-<index:05d>``: the naming every format shares (suffixes differ)."""
-    return f"{split}-{index:0{SHARD_INDEX_DIGITS}d}"
+def shard_stem(split: str, index: int, joiner: str = "-") -> str:
+    """``<split>-<index:05d>``: the naming every format shares (suffixes differ; seed 003's
+    ``.npy`` shards join with ``_``)."""
+    return f"{split}{joiner}{index:0{SHARD_INDEX_DIGITS}d}"
 
 
-def stem_pattern(suffix: str) -> re.Pattern[str]:
-    """Matches ``<split>-<5 digits><suffix>``; groups: split, index."""
-    return re.compile(rf"^(train|val)-(\d{{{SHARD_INDEX_DIGITS}}}){re.escape(suffix)}$")
+def stem_pattern(suffix: str, joiner: str = "-") -> re.Pattern[str]:
+    """Matches ``<split><joiner><5 digits><suffix>``; groups: split, index."""
+    return re.compile(
+        rf"^(train|val){re.escape(joiner)}(\d{{{SHARD_INDEX_DIGITS}}}){re.escape(suffix)}$"
+    )
 
 
 class Copier(Protocol):

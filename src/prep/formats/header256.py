@@ -58,6 +58,19 @@ class HeaderKind:
         """The largest V whose ids this kind can store (and header int [3] can hold)."""
         return 2**16 if self.dtype_name == "uint16" else MAX_IDS
 
+    @property
+    def nbytes(self) -> int:
+        """The header's length: 1024 bytes."""
+        return HEADER_BYTES
+
+    def pack(self, n: int, vocab_size: int) -> bytes:
+        """:func:`pack` of this kind (an :class:`~prep.formats.layout.IdHeader`)."""
+        return pack(self, n, vocab_size)
+
+    def unpack(self, raw: bytes, *, where: str) -> Header:
+        """:func:`unpack`: any of the kinds, not only this one (the caller compares)."""
+        return unpack(raw, where=where)
+
 
 GPT2 = HeaderKind("llm.c GPT-2", 20240520, 1, "<u2")
 WIDE = HeaderKind("prep uint32", 20240520, 2, "<u4")

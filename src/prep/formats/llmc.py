@@ -1,7 +1,7 @@
 """llm.c's token files: ``--format llmc`` (docs/format.md: magic 20240520, version 1 =
 uint16 or 2 = uint32) and ``--format llmc-llama3`` (magic 20240801, version 7, uint32: what
 llm.c's Llama-3 DataLoader reads). Both are 1024 header bytes (see
-:mod:`prep.formats.header256`) then the ids, so each is a :class:`~prep.formats.onefile.Layout`
+:mod:`prep.formats.header256`) then the ids, so each is a :class:`~prep.formats.layout.Layout`
 row, plus the stand-alone helpers of the public API (:func:`write_bin`, :func:`read_bin`).
 """
 
@@ -18,7 +18,7 @@ from prep.errors import FormatError, InputError
 from prep.formats import header256
 from prep.formats.idfile import IdFileWriter, check_ids
 from prep.formats.idfile import hash_ids_prefix as _hash_prefix
-from prep.formats.onefile import Layout
+from prep.formats.layout import Layout
 from prep.formats.segments import SegmentChain
 from prep.fsio import Hasher
 

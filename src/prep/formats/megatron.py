@@ -23,7 +23,8 @@ import numpy.typing as npt
 from prep.errors import FormatError, IntegrityError
 from prep.formats import mmidx
 from prep.formats.idfile import IdFileOpen, IdFileWriter, no_header
-from prep.formats.onefile import FlatFormat, Layout
+from prep.formats.layout import Layout
+from prep.formats.onefile import FlatFormat
 from prep.formats.segments import SegmentChain
 from prep.fsio import atomic_write_bytes, file_sha256
 from prep.state.manifest import Manifest, ManifestFile

@@ -1,13 +1,13 @@
 """Formats whose shard is one file of ids, ``<split>-NNNNN.bin``: llm.c's (GPT-2 and
-Llama-3 headers) and headerless raw shards. They differ only in data (:class:`Layout`):
-which dtypes they store and which header, if any, goes before the ids.
+Llama-3 headers), headerless raw shards and seed 003's ``<split>_NNNNN.npy``. They differ
+only in data (:class:`~prep.formats.layout.Layout`): which dtypes they store, which
+fixed-length header (:class:`~prep.formats.layout.IdHeader`), if any, goes before the ids,
+and how files are named.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,6 @@ import numpy as np
 import numpy.typing as npt
 
 from prep.errors import FormatError, InputError, IntegrityError, UsageError, lost_file
-from prep.formats import header256
 from prep.formats.base import IdScan, ids_problems, shard_stem, stem_pattern
 from prep.formats.idfile import (
     CountingHasher,
@@ -26,69 +25,23 @@ from prep.formats.idfile import (
     hash_ids_prefix,
     no_header,
 )
+from prep.formats.layout import (
+    DTYPE_MAX_VOCAB,
+    IdHeader,
+    Layout,
+    le_dtype,
+    map_file,
+    read_header,
+    scan_file,
+)
 from prep.formats.segments import SegmentChain, SegmentReader
 from prep.fsio import Hasher, file_sha256
 from prep.state.manifest import Manifest, ManifestFile
 from prep.state.shards import OpenFile
 
-# The largest vocabulary each id dtype holds (and V must fit the int32 header field).
-DTYPE_MAX_VOCAB = {"uint16": 2**16, "uint32": 2**31 - 1, "int32": 2**31 - 1}
 
-
-@dataclass(frozen=True)
-class Layout:
-    """One single-file format as data: its name, the dtypes it stores (narrowest first,
-    the order ``--dtype auto`` tries) with the header kind of each (None: headerless), and
-    the version a headerless layout records in the manifest."""
-
-    name: str
-    headers: Mapping[str, header256.HeaderKind | None]
-    version: int | None = None
-
-
-def le_dtype(name: str) -> np.dtype[Any]:
-    """The little-endian numpy dtype called ``name`` (``uint16``, ``uint32``, ``int32``)."""
-    return np.dtype(name).newbyteorder("<")  # type: ignore[no-any-return]
-
-
-def _pack(kind: header256.HeaderKind, vocab_size: int, n: int) -> bytes:
-    return header256.pack(kind, n, vocab_size)
-
-
-def scan_file(layout: Layout, path: Path, dtype_name: str, where: str) -> tuple[int, int | None]:
-    """(n, the header's V or None) of a sealed file of ``layout`` that should hold
-    ``dtype_name`` ids; raises ``FormatError`` when the file breaks the layout."""
-    if dtype_name not in layout.headers:
-        raise FormatError(f"{where}: {layout.name} does not store {dtype_name} ids", path=where)
-    kind = layout.headers[dtype_name]
-    size = path.stat().st_size
-    if kind is None:
-        width = np.dtype(dtype_name).itemsize
-        if size % width:
-            raise FormatError(
-                f"{where}: {size:,} bytes is not a whole number of {dtype_name} ids; the "
-                "file is truncated",
-                path=where,
-            )
-        return size // width, None
-    with open(path, "rb") as f:
-        header = header256.unpack(f.read(header256.HEADER_BYTES), where=where)
-    if header.kind != kind:
-        raise FormatError(
-            f"{where}: version {header.kind.version} ({header.kind.name}) but the manifest "
-            f"says {layout.name} {dtype_name} (version {kind.version})",
-            path=where,
-        )
-    header256.check_size(header, size, where=where)
-    return header.n, header.vocab_size
-
-
-def map_file(layout: Layout, path: Path, dtype_name: str, n: int) -> npt.NDArray[Any]:
-    """The ``n`` ids of a checked file, memory-mapped read-only."""
-    if n == 0:
-        return np.zeros(0, dtype=np.dtype(dtype_name))
-    start = header256.HEADER_BYTES if layout.headers[dtype_name] else 0
-    return np.memmap(path, dtype=le_dtype(dtype_name), mode="r", offset=start, shape=(n,))
+def _pack(kind: IdHeader, vocab_size: int, n: int) -> bytes:
+    return kind.pack(n, vocab_size)
 
 
 def _continue_sealed(
@@ -112,8 +65,6 @@ def _continue_sealed(
 class FlatFormat:
     """A :class:`~prep.formats.base.ShardFormat` of one id file per shard."""
 
-    suffix = ".bin"
-
     def __init__(self, layout: Layout, dtype: str = "auto") -> None:
         if dtype != "auto" and dtype not in layout.headers:
             raise UsageError(
@@ -123,12 +74,13 @@ class FlatFormat:
         self.name = layout.name
         self.layout = layout
         self.requested = dtype
-        self._pattern = stem_pattern(self.suffix)
+        self.suffix = layout.suffix
+        self._pattern = stem_pattern(layout.suffix, layout.stem_joiner)
 
     # -- naming --------------------------------------------------------------------------
 
     def shard_name(self, split: str, index: int) -> str:
-        return shard_stem(split, index) + self.suffix
+        return shard_stem(split, index, self.layout.stem_joiner) + self.suffix
 
     def parse_name(self, name: str) -> tuple[str, int] | None:
         m = self._pattern.match(name)
@@ -158,8 +110,11 @@ class FlatFormat:
     def _dtype(self, vocab_size: int) -> np.dtype[Any]:
         return le_dtype(self.dtype_name(vocab_size))
 
+    def _kind(self, vocab_size: int) -> IdHeader | None:
+        return self.layout.headers[self.dtype_name(vocab_size)]
+
     def _header(self, vocab_size: int) -> HeaderFn:
-        kind = self.layout.headers[self.dtype_name(vocab_size)]
+        kind = self._kind(vocab_size)
         return no_header if kind is None else partial(_pack, kind, vocab_size)
 
     def layout_version(self, vocab_size: int) -> int | None:
@@ -190,7 +145,8 @@ class FlatFormat:
             )
         every = op.doc_lengths is not None and count_id is not None
         segments = SegmentReader(op.segments, width)
-        hasher = _scan(directory, path, op.n_tokens, start, width, count_id, segments, every)
+        hasher = _scan(directory, path, self._kind(vocab_size), op.n_tokens, width, count_id,
+                       segments, every)
         if segments.hexdigest() != op.ids_chain:
             raise IntegrityError(
                 f"{path}: its first {op.n_tokens:,} ids do not match the checkpoint's chain of "
@@ -202,8 +158,8 @@ class FlatFormat:
     def check_sealed(
         self, directory: Path, name: str, n: int, sha256: str, vocab_size: int, count_id: int | None
     ) -> IdScan:
-        start, width = len(self._header(vocab_size)(0)), self._dtype(vocab_size).itemsize
-        return check_sealed_file(directory, directory / name, n, sha256, start, width, count_id)
+        kind, width = self._kind(vocab_size), self._dtype(vocab_size).itemsize
+        return check_sealed_file(directory, directory / name, n, sha256, kind, width, count_id)
 
     def reopen(self, directory: Path, verified: object, vocab_size: int) -> IdFileWriter:
         if not isinstance(verified, IdFileOpen):
@@ -283,11 +239,9 @@ class FlatFormat:
     def describe(self, path: Path, dtype_name: str | None) -> tuple[str, npt.NDArray[Any]]:
         """A one-line description of a shard file and its ids (for ``prep inspect``);
         ``dtype_name`` is the manifest's (a headerless file does not record it)."""
-        headers = [d for d, k in self.layout.headers.items() if k is not None]
+        headers = [k for k in self.layout.headers.values() if k is not None]
         if headers:
-            with open(path, "rb") as f:
-                header = header256.unpack(f.read(header256.HEADER_BYTES), where=path.name)
-            dtype_name = header.kind.dtype_name
+            dtype_name = read_header(headers[0], path, path.name).kind.dtype_name
         if dtype_name is None:
             raise InputError(
                 f"{path}: a {self.name} shard does not record its dtype; inspect it inside its "
@@ -297,8 +251,10 @@ class FlatFormat:
         n, vocab = scan_file(self.layout, path, dtype_name, path.name)
         ids = map_file(self.layout, path, dtype_name, n)
         line = f"{path.name}: {self.name} {dtype_name} ids, n = {n:,}"
+        if headers:
+            line += f", version {self._version_of(dtype_name)}"
         if vocab is not None:
-            line += f", version {self._version_of(dtype_name)}, vocab_size = {vocab:,}"
+            line += f", vocab_size = {vocab:,}"
         return f"{line}, {path.stat().st_size:,} bytes", ids
 
 
@@ -313,22 +269,26 @@ def _damaged(directory: Path, path: Path, what: str) -> IntegrityError:
 def _scan(
     directory: Path,
     path: Path,
+    kind: IdHeader | None,
     n: int,
-    start: int,
     width: int,
     count_id: int | None,
     into: Hasher | None = None,
     every: bool = False,
     header_too: bool = False,
 ) -> CountingHasher:
-    """Check the header (``start`` bytes), then hash the first ``n`` ids after it (into
-    ``into``, fed the header first with ``header_too``: a sealed file's SHA-256) and count
-    ``count_id`` in the same pass; a bad file is ``IntegrityError``."""
+    """Hash the first ``n`` ids after the header (of ``kind``, None: none) into ``into``,
+    and count ``count_id`` in the same pass. With ``header_too`` (a sealed file: its SHA-256)
+    the header is checked and hashed first. An open file's header is not read: it holds
+    nothing committed (:meth:`FlatFormat.reopen` writes it anew), and a power cut during
+    its first write, or during a seal's rewrite of n, may leave it torn. A bad file is
+    ``IntegrityError``."""
+    start = 0 if kind is None else kind.nbytes
     try:
         with open(path, "rb") as f:
             header = f.read(start)
-        if start:
-            header256.unpack(header, where=str(path))
+        if kind is not None and header_too:
+            kind.unpack(header, where=str(path))
         if into is not None and header_too:
             into.update(header)
         return hash_ids_prefix(path, n, width, start, count_id, into, every)
@@ -337,24 +297,24 @@ def _scan(
 
 
 def check_sealed_file(
-    directory: Path, path: Path, n: int, sha256: str, start: int, width: int, count_id: int | None
+    directory: Path, path: Path, n: int, sha256: str, kind: IdHeader | None, width: int,
+    count_id: int | None,
 ) -> IdScan:
-    """:meth:`FlatFormat.check_sealed` for a file whose ids start at byte ``start``."""
+    """:meth:`FlatFormat.check_sealed` for a file whose ids follow a ``kind`` header."""
+    start = 0 if kind is None else kind.nbytes
     size = path.stat().st_size
     if size < start + n * width:
         raise lost_file(path, f"is shorter ({size:,} bytes) than its {n:,} sealed ids", directory)
     if size != start + n * width:
         raise _damaged(directory, path, f"its size does not hold {n:,} ids")
     whole = hashlib.sha256()
-    hasher = _scan(directory, path, n, start, width, count_id, whole, header_too=True)
+    hasher = _scan(directory, path, kind, n, width, count_id, whole, header_too=True)
     if whole.hexdigest() != sha256:
         raise IntegrityError(
             f"{path}: SHA-256 {whole.hexdigest()[:12]}… is not the checkpoint's {sha256[:12]}…; "
             f"the file was modified after it was sealed. Delete {directory} to start over",
             path=path,
         )
-    with open(path, "rb") as f:
-        head = f.read(start)
-    if start and header256.unpack(head, where=str(path)).n != n:
+    if kind is not None and read_header(kind, path, str(path)).n != n:
         raise _damaged(directory, path, f"its header does not say {n:,} ids")
     return hasher.scan

@@ -27,7 +27,7 @@ def ids(*values: int) -> np.ndarray:
 
 # The id width each format stores V = 300 in, from its layout (docs/format.md; llm.c's
 # HEADERS_INFO for Llama-3; Megatron's uint16 code; raw: narrowest).
-WIDTH = {"llmc": "<u2", "llmc-llama3": "<u4", "megatron": "<u2", "raw": "<u2"}
+WIDTH = {"llmc": "<u2", "llmc-llama3": "<u4", "megatron": "<u2", "npy": "<u2", "raw": "<u2"}
 WIDTH_BYTES = {name: np.dtype(code).itemsize for name, code in WIDTH.items()}
 
 
@@ -116,6 +116,34 @@ def test_check_open_then_reopen_cuts_what_came_after_the_commit(tmp_path: Path, 
     assert fresh.seal() == sealed, "a resumed shard has the bytes of one never stopped"
     for f in fmt.shard_files(shard):
         assert (tmp_path / f).read_bytes() == (other / f).read_bytes()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_open_shard_with_a_torn_header_resumes(tmp_path: Path, name: str) -> None:
+    # A power cut while a seal rewrote the header (or while a new shard's first header
+    # was written) leaves its first half new and the rest old: nothing committed is lost,
+    # and the reopened shard writes a whole header again (the powerloss harness's tear).
+    fmt = get_format(name)
+    shard = fmt.shard_name("train", 0)
+    w = fmt.create(tmp_path, shard, VOCAB)
+    put(w, 5, 6, 7)
+    w.sync()
+    committed = open_record(w)
+    w.close()
+    path = tmp_path / fmt.shard_files(shard)[0]
+    twin = tmp_path / "twin"
+    twin.mkdir()
+    sealed = fmt.create(twin, shard, VOCAB)
+    put(sealed, 5, 6, 7)
+    sealed.seal()
+    at_zero, at_n = path.read_bytes(), (twin / path.name).read_bytes()
+    start = len(at_zero) - len(id_bytes([5, 6, 7], name))
+    for torn in (at_n[: start // 2] + at_zero[start // 2 :],
+                 bytes(start // 2) + at_zero[start // 2 :]):
+        path.write_bytes(torn)
+        again = fmt.reopen(tmp_path, fmt.check_open(tmp_path, committed, VOCAB), VOCAB)
+        assert path.read_bytes() == at_zero, "the reopened shard's header is whole again"
+        again.close()
 
 
 @pytest.mark.parametrize("name", NAMES)
