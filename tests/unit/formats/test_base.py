@@ -1,0 +1,65 @@
+"""The format protocol's shared pieces: the shard naming every format uses and the id
+checks ``verify`` runs on a published shard, against ids built here."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from prep.formats import base
+from prep.formats.base import ids_problems, shard_stem, stem_pattern
+from prep.state.manifest import Manifest, ManifestSource
+
+
+def manifest(sep: int | None = 0, position: str = "prepend", vocab: int = 10) -> Manifest:
+    source = ManifestSource("parquet", "/d", None, "text", None, (), 0, 0, None)
+    return Manifest(dataset="d", tokenizer_id="t", tokenizer_sha256="a" * 64, vocab_size=vocab,
+                    doc_sep_id=sep, sep_position=position, format="raw", dtype="uint16",
+                    bin_version=None, max_file_tokens=100, corpus_manifest_sha256="b" * 64,
+                    source=source, recipe={}, val_bytes_per_token=None, totals={}, files=())
+
+
+def test_shard_names_have_five_digits() -> None:
+    assert shard_stem("train", 3) == "train-00003"
+    assert shard_stem("val", 123_456) == "val-123456"
+
+
+@pytest.mark.parametrize(("name", "parsed"), [
+    ("train-00003.bin", ("train", "00003")), ("val-99999.bin", ("val", "99999")),
+    ("train-0003.bin", None), ("train-000003.bin", None), ("test-00003.bin", None),
+    ("train-00003.binx", None), ("train-00003xbin", None), ("xtrain-00003.bin", None)])
+def test_the_stem_pattern_matches_only_shard_names(name: str, parsed: tuple[str, str] | None
+                                                   ) -> None:
+    m = stem_pattern(".bin").match(name)
+    assert (m.groups() if m else None) == parsed
+
+
+def test_well_formed_ids_have_no_problem() -> None:
+    ids = np.array([0, 5, 6, 0, 9], dtype=np.uint16)
+    assert ids_problems("s.bin", ids, 2, manifest()) == []
+    assert ids_problems("s.bin", np.array([5, 0, 6, 0], np.uint16), 2,
+                        manifest(position="append")) == []
+    assert ids_problems("s.bin", np.zeros(0, np.uint16), 0, manifest()) == []
+    assert ids_problems("s.bin", np.array([3, 9], np.uint16), 5, manifest(sep=None)) == []
+
+
+def test_every_problem_is_named() -> None:
+    ids = np.array([5, 12, 0], dtype=np.uint16)
+    assert ids_problems("s.bin", ids, 2, manifest()) == [
+        "s.bin: id 12 is outside the vocabulary (10)",
+        "s.bin: 1 separators for 2 documents",
+        "s.bin: does not start with the separator 0",
+    ]
+    assert ids_problems("s.bin", np.array([0, 4], np.uint16), 1, manifest(position="append")) == [
+        "s.bin: does not end with the separator 0"]
+
+
+def test_ids_are_scanned_in_chunks_without_missing_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(base, "_SCAN_CHUNK", 4)
+    ids = np.array([0, 1, 2, 3, 0, 1, 2, 3, 0, 11_000], dtype=np.uint16)
+    assert ids_problems("s.bin", ids, 4, dataclasses.replace(manifest(), vocab_size=11_000)) == [
+        "s.bin: id 11,000 is outside the vocabulary (11,000)",
+        "s.bin: 3 separators for 4 documents",
+    ]

@@ -1,0 +1,95 @@
+"""What a checkpoint and a manifest record of a split's shards: JSON shapes, round trips,
+and the refusals of a forged open file."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from prep.state.fields import FieldError
+from prep.state.shards import (
+    EMPTY_CHAIN,
+    Companion,
+    FileRecord,
+    OpenFile,
+    SplitState,
+)
+
+SHA = "0123456789abcdef" * 4
+
+
+def problem(call: Any) -> str:
+    with pytest.raises(FieldError) as e:
+        call()
+    return str(e.value)
+
+
+def test_empty_chain_is_the_hex_of_32_zero_bytes() -> None:
+    assert bytes(32).hex() == EMPTY_CHAIN
+
+
+def test_a_single_file_record_has_no_companions_key() -> None:
+    r = FileRecord("train-00000.bin", 10, 2, SHA)
+    assert r.to_json() == {"name": "train-00000.bin", "n_tokens": 10, "n_docs": 2, "sha256": SHA}
+    m = FileRecord("train-00000.bin", 10, 2, SHA, (Companion("train-00000.idx", SHA),))
+    assert list(m.to_json()) == ["name", "n_tokens", "n_docs", "sha256", "companions"]
+    assert m.to_json()["companions"] == [{"name": "train-00000.idx", "sha256": SHA}]
+    assert FileRecord.from_json(json.loads(json.dumps(m.to_json()))) == m
+
+
+def test_a_new_split_has_its_first_file_open_and_empty() -> None:
+    s = SplitState.empty("val-00000.bin")
+    assert s.open == OpenFile("val-00000.bin", 0, 0, EMPTY_CHAIN, ())
+    assert s.names() == ["val-00000.bin"]
+    assert s.to_json() == {
+        "sealed": [],
+        "open": {"name": "val-00000.bin", "n_tokens": 0, "n_docs": 0, "ids_chain": EMPTY_CHAIN,
+                 "segments": []},
+        "n_tokens": 0, "n_docs": 0, "text_bytes": 0, "text_tokens": 0,
+    }
+    assert SplitState.from_json(s.to_json()) == s
+
+
+def test_names_lists_sealed_then_open_and_a_finished_split_has_no_open_file() -> None:
+    sealed = (FileRecord("t-0.bin", 1, 1, SHA), FileRecord("t-1.bin", 1, 1, SHA))
+    assert SplitState(sealed, OpenFile("t-2.bin", 0, 0, EMPTY_CHAIN, ())).names() == [
+        "t-0.bin", "t-1.bin", "t-2.bin"]
+    done = SplitState(sealed, None, 2, 2)
+    assert done.names() == ["t-0.bin", "t-1.bin"]
+    assert done.to_json()["open"] is None
+    assert SplitState.from_json(json.loads(json.dumps(done.to_json()))) == done
+
+
+@given(segments=st.lists(st.integers(1, 10**6), max_size=6),
+       lengths=st.none() | st.lists(st.integers(0, 10**6), max_size=6))
+def test_an_open_file_round_trips(segments: list[int], lengths: list[int] | None) -> None:
+    f = OpenFile("x.bin", sum(segments), len(lengths or ()), SHA, tuple(segments),
+                 None if lengths is None else tuple(lengths))
+    d = json.loads(json.dumps(f.to_json()))
+    assert ("doc_lengths" in d) is (lengths is not None)
+    assert OpenFile.from_json(d) == f
+
+
+@pytest.mark.parametrize("segments", [[3, 3], [10, 0], [9]])
+def test_segments_that_do_not_add_up_or_hold_an_empty_one_are_refused(segments: list[int]
+                                                                      ) -> None:
+    d = {"name": "x.bin", "n_tokens": 10, "n_docs": 1, "ids_chain": SHA, "segments": segments}
+    assert problem(lambda: OpenFile.from_json(d)) == (
+        "segments: do not add up to its 10 ids in non-empty segments")
+
+
+def test_a_split_without_its_open_key_is_refused() -> None:
+    d = SplitState.empty("a.bin").to_json()
+    del d["open"]
+    assert problem(lambda: SplitState.from_json(d)) == "open: is missing"
+
+
+def test_a_forged_count_is_named_by_its_path() -> None:
+    d = SplitState((FileRecord("t-0.bin", 1, 1, SHA),), None, 1, 1).to_json()
+    d["sealed"][0]["n_docs"] = -1
+    assert problem(lambda: SplitState.from_json(d)) == (
+        "sealed[0].n_docs: holds -1, expected at least 0")
