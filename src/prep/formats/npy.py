@@ -106,7 +106,7 @@ def unpack(raw: bytes, *, where: str = "file") -> NpyHeader:
     if 10 + length != HEADER_BYTES:
         raise _bad(where, f"header of {10 + length} bytes, not {HEADER_BYTES}")
     try:
-        fields: Any = ast.literal_eval(raw[10:HEADER_BYTES].decode("latin1"))
+        fields: Any = ast.literal_eval(raw[10:HEADER_BYTES].decode("latin1"))  # Any: a literal
     except (ValueError, SyntaxError, UnicodeDecodeError) as e:
         raise _bad(where, "its header is not a Python dictionary literal") from e
     if not isinstance(fields, dict) or set(fields) != {"descr", "fortran_order", "shape"}:
