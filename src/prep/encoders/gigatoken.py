@@ -234,7 +234,7 @@ class GigatokenEncoder:
     def routed(self, texts: Sequence[str], utf8: Sequence[bytes]) -> list[int]:
         """Indices of documents the reference encodes: holding a non-special added token's
         text, or a guarded code point."""
-        guarded = self._guard.hits(texts)
+        guarded = self._guard.hits(texts, utf8)
         if self._routed is None:
             return guarded
         search = self._routed.search

@@ -80,8 +80,21 @@ def test_each_shipped_entry_is_keyed_by_its_patterns_sha256() -> None:
 ])
 def test_hits_finds_the_documents_holding_a_guarded_code_point(text: str, hit: bool) -> None:
     guard = Guard(((0xA7CE, 0xA7CF), (0x323B0, 0x3347F)))
-    assert guard.hits(["x", text, "y"]) == ([1] if hit else [])
-    assert Guard(()).hits([text]) == []
+    texts = ["x", text, "y"]
+    assert guard.hits(texts, [t.encode() for t in texts]) == ([1] if hit else [])
+    assert Guard(()).hits([text], [text.encode()]) == []
+
+
+def test_the_utf8_scan_finds_exactly_the_guarded_code_points() -> None:
+    # Ranges across every UTF-8 length and continuation-byte boundary, checked against
+    # plain membership on every code point (the regex over bytes is built, not written).
+    ranges = ((0x88F, 0x88F), (0x7F0, 0x812), (0xA7CE, 0xA7CF), (0xFFF0, 0x10040),
+              (0x32000, 0x33FFF), (0x3FFFE, 0x40001), (0x10FFF0, 0x10FFFF))
+    guard = Guard(ranges)
+    cps = [c for c in range(0x80, 0x110000) if not 0xD800 <= c <= 0xDFFF]
+    texts = [chr(c) for c in cps]
+    found = set(guard.hits(texts, [t.encode() for t in texts]))
+    assert {cps[i] for i in found} == {c for c in cps if c in guard}
 
 
 # The guard in the engine: what it routes, and that the routed ids are the reference's.
