@@ -124,6 +124,14 @@ def reference_of(engine: Engine) -> ReferenceFn:
     return engine.reference
 
 
+def documents_by_engine(engine: Engine) -> dict[str, int]:
+    """How many documents each engine has encoded in ``engine`` so far (a checked engine
+    routes some to its reference), or an empty dict for an engine that routes none."""
+    if isinstance(engine, GigatokenEncoder):
+        return dict(engine.documents)
+    return {}
+
+
 def check_engine(requested: str) -> None:
     """Raise ``UsageError`` unless ``requested`` names an engine (the library's check of
     what argparse checks on the command line)."""

@@ -14,6 +14,11 @@ exactly as in ``tokenizers`` (the parity tests check it on every special token's
 added token that is not special is still split out by ``tokenizers``, with options
 (``lstrip``, ``single_word``...) gigatoken is not known to match: a document holding the
 text of one is encoded by the reference instead; the output order is the input order.
+
+Character classes: gigatoken's Unicode tables are not ``tokenizers'``, so a few thousand
+code points (recent letters and ideographs) split differently. A document holding one of
+them is encoded by the reference too (:mod:`prep.encoders.guard`: the set derived for this
+gigatoken version and split pattern); with no derived set the engine declines.
 """
 
 from __future__ import annotations
@@ -26,8 +31,11 @@ from typing import Any
 import numpy as np
 
 from prep.encoders.flatids import FlatIds
+from prep.encoders.guard import Guard, guard_for, split_pattern
+from prep.state.versions import installed_version
 
 ENGINE = "gigatoken"
+REFERENCE = "hf"  # the name of the engine documents are routed to (prep.encoders.engine.HF)
 
 # Tried at load time on both engines; a difference declines the engine. Short, but each
 # line is a known pitfall of byte-level BPE pre-tokenizers.
@@ -132,8 +140,9 @@ def parse_members(text: str) -> tuple[dict[str, Any], dict[str, tuple[int, int]]
 def plan(raw: bytes) -> dict[str, Any]:
     """What building the engine needs from the tokenizer.json bytes ``raw`` beyond the
     bytes themselves, found by parsing them once: the non-special added tokens' texts
-    (``routed``) and the cut that removes the special ones (``cut``: the byte range of
-    ``added_tokens``' value and what replaces it, or None). A function of the bytes alone,
+    (``routed``), the cut that removes the special ones (``cut``: the byte range of
+    ``added_tokens``' value and what replaces it, or None) and the split regex (``pattern``,
+    which selects the guard). A function of the bytes alone,
     so it is remembered per file (``memo``) and a later run skips the parse (about a tenth
     of a second for GPT-2's 3.5 MB). Raises ``Declined`` as :func:`load_gigatoken` does
     for a file that is not JSON or that ``gate`` refuses."""
@@ -150,7 +159,7 @@ def plan(raw: bytes) -> dict[str, Any]:
         first = len(text[:start].encode("utf-8"))
         cut = [first, first + len(text[start:end].encode("utf-8")),
                json.dumps([t for t in added if not t.get("special")])]
-    return {"routed": added_texts(config), "cut": cut}
+    return {"routed": added_texts(config), "cut": cut, "pattern": split_pattern(config)}
 
 
 def planned_json(raw: bytes, steps: dict[str, Any]) -> bytes:
@@ -189,33 +198,48 @@ def _backend(data: bytes) -> Any:  # Any: gigatoken's Rust tokenizer, which is u
 Reference = Callable[[list[str], list[bytes]], FlatIds]
 
 
+def guard_of(steps: dict[str, Any]) -> Guard:
+    """The guard for a :func:`plan`'s split pattern at the installed gigatoken version;
+    raises ``Declined`` when none ships (the engine is not known exact there)."""
+    found = guard_for(ENGINE, installed_version(ENGINE) or "unknown", steps.get("pattern"))
+    if isinstance(found, str):
+        raise Declined(found)
+    return found
+
+
 class GigatokenEncoder:
     """Ids from gigatoken, except for documents holding the text of a non-special added
-    token (``routed``), which ``reference`` encodes; identical to ``reference`` alone
-    wherever ``gate`` and the probes accept."""
+    token (``routed``) or a code point of ``guard``, which ``reference`` encodes; identical
+    to ``reference`` alone wherever ``gate`` and the probes accept. ``documents`` counts
+    the documents each engine encoded."""
 
     name = ENGINE
 
     def __init__(self, backend: Any, routed_texts: Sequence[str],  # Any: as _backend's
-                 reference: Reference, parallel: bool = False) -> None:
+                 reference: Reference, parallel: bool = False, guard: Guard | None = None
+                 ) -> None:
         self._backend = backend
         self._reference = reference
         self._parallel = parallel
         pattern = b"|".join(re.escape(t.encode("utf-8")) for t in sorted(set(routed_texts)))
         self._routed = re.compile(pattern) if pattern else None
+        self._guard = guard if guard is not None else Guard(())
+        self.documents = {ENGINE: 0, REFERENCE: 0}
 
     @property
     def reference(self) -> Reference:
         """The reference this engine falls back to (and is checked against)."""
         return self._reference
 
-    def routed(self, utf8: Sequence[bytes]) -> list[int]:
-        """Indices of documents holding a non-special added token's text (encoded by the
-        reference)."""
+    def routed(self, texts: Sequence[str], utf8: Sequence[bytes]) -> list[int]:
+        """Indices of documents the reference encodes: holding a non-special added token's
+        text, or a guarded code point."""
+        guarded = self._guard.hits(texts, utf8)
         if self._routed is None:
-            return []
+            return guarded
         search = self._routed.search
-        return [i for i, data in enumerate(utf8) if search(data) is not None]
+        added = [i for i, data in enumerate(utf8) if search(data) is not None]
+        return sorted(set(added).union(guarded)) if guarded else added
 
     def encode_fast(self, utf8: Sequence[bytes]) -> FlatIds:
         """gigatoken alone: on this thread (workers give the parallelism) unless built with
@@ -230,7 +254,9 @@ class GigatokenEncoder:
         )
 
     def encode_flat(self, texts: list[str], utf8: list[bytes]) -> FlatIds:
-        slow = self.routed(utf8)
+        slow = self.routed(texts, utf8)
+        self.documents[ENGINE] += len(utf8) - len(slow)
+        self.documents[REFERENCE] += len(slow)
         if not slow:
             return self.encode_fast(utf8)
         fast_idx = np.setdiff1d(np.arange(len(utf8)), slow)
@@ -252,13 +278,14 @@ def load_gigatoken(raw: bytes, reference: Reference, *, probe: bool = True,
 
     Raises ``Declined`` (with the reason) when the file has a part the engine does not
     reproduce, gigatoken is not installed or refuses the file, or (``probe``) a probe text
-    encodes differently from ``reference``."""
+    encodes differently from ``reference``, or no guard ships for its split pattern."""
     steps = known if known is not None else plan(raw)
     backend = _backend(planned_json(raw, steps) if built is None else built)
-    engine = GigatokenEncoder(backend, steps["routed"], reference, parallel)
+    guard = guard_of(steps)  # after gigatoken's own refusal, which says more
+    engine = GigatokenEncoder(backend, steps["routed"], reference, parallel, guard)
     if not probe:
         return engine
-    probes = [p for p in PROBES if not engine.routed([p.encode("utf-8")])]
+    probes = [p for p in PROBES if not engine.routed([p], [p.encode("utf-8")])]
     got = engine.encode_fast([p.encode("utf-8") for p in probes])
     want = reference(probes, [p.encode("utf-8") for p in probes])
     if not (np.array_equal(got.ids, want.ids) and np.array_equal(got.offsets, want.offsets)):

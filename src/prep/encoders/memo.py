@@ -30,9 +30,10 @@ from prep.fsio import atomic_write_bytes, cache_home
 from prep.state.versions import installed_version
 
 FORMAT = 1
-# The modules whose rules a memo's answers follow (the gate and probes, the facts, the
-# separator), read as files: importing them from here would be a cycle.
-_RULES = ("gigatoken.py", "hf.py", "separator.py")
+# The modules whose rules a memo's answers follow (the gate and probes, the guard, the facts,
+# the separator), read as files: importing them from here would be a cycle; and the shipped
+# guard sets (a newly shipped one changes gigatoken's verdict).
+_RULES = ("gigatoken.py", "guard.py", "hf.py", "separator.py")
 ACCEPTED = ""  # an engine's verdict: reproduces the file exactly (else the reason it declines)
 
 
@@ -42,8 +43,9 @@ def _key() -> dict[str, Any]:
     bytes of the modules whose rules decide (the gate and probes, the separator rule)."""
     libraries = {name: installed_version(name) for name in ("tokenizers", "gigatoken")}
     rules = hashlib.sha256()
-    for module in _RULES:
-        rules.update(Path(__file__).with_name(module).read_bytes())
+    here = Path(__file__).parent
+    for path in [here / m for m in _RULES] + sorted((here / "guards").glob("*.json")):
+        rules.update(path.read_bytes())
     return {"format": FORMAT, "libraries": libraries, "rules": rules.hexdigest()}
 
 

@@ -81,6 +81,8 @@ def provenance(
         engine=measured.engine,
         workers=measured.workers,
         cross_check=None if measured.cross_check is None else measured.cross_check.stats(),
+        documents_by_engine=None if measured.cross_check is None
+        else dict(sorted(measured.cross_check.by_engine.items())),
         main_cpu_seconds=measured.main_cpu,
         commit_thread_cpu_seconds=measured.commit_thread_cpu,
         main_threads_cpu_seconds=measured.threads_cpu,

@@ -98,6 +98,8 @@ class Provenance:
     engine: str | None = None  # how the ids were computed (not part of the recipe)
     workers: int | None = None  # worker processes that tokenized (0: the main process did)
     cross_check: dict[str, Any] | None = None  # what the run-time cross-check re-encoded
+    # documents each engine encoded (a checked engine gives its guard's to the reference)
+    documents_by_engine: dict[str, int] | None = None
     main_cpu_seconds: float | None = None  # this process's CPU while committing
     commit_thread_cpu_seconds: float | None = None  # the committing thread's share of it
     main_threads_cpu_seconds: dict[str, float] | None = None  # each thread's, by name
@@ -123,6 +125,7 @@ class Provenance:
             "engine": self.engine,
             "workers": self.workers,
             "cross_check": self.cross_check,
+            "documents_by_engine": self.documents_by_engine,
             "text_bytes": self.text_bytes,
             "main_cpu_seconds": _seconds(self.main_cpu_seconds),
             "commit_thread_cpu_seconds": _seconds(self.commit_thread_cpu_seconds),

@@ -83,7 +83,7 @@ def test_engine_is_exact_or_declines_with_the_reason(name: str, tokenizers: dict
     assert np.array_equal(got.offsets, want.offsets)
     assert np.array_equal(got.ids, want.ids)
     # Special-token text is encoded by gigatoken itself (nothing routed), and is present.
-    assert engine.routed(utf8) == []
+    assert engine.routed(texts, utf8) == []
     assert sum("<|endoftext|>" in t for t in texts) > 10
 
 
@@ -104,7 +104,7 @@ def test_special_token_text_is_ordinary_text_in_order() -> None:
     engine = load_gigatoken(path.read_bytes(), hf_reference(path))
     texts = ["Hello world", "a <|endoftext|> b", "Hi", "<|endoftext|>", "Hello world"]
     utf8 = [t.encode() for t in texts]
-    assert engine.routed(utf8) == []
+    assert engine.routed(texts, utf8) == []
     got = [a.tolist() for a in engine.encode_flat(texts, utf8).split()]
     # tiktoken's encode_ordinary gives these; gigatoken given the file with its special
     # token would give [64, 220, 50256, 275] for the second one.
@@ -124,7 +124,7 @@ def test_text_of_a_non_special_added_token_goes_to_the_reference(tmp_path: Path)
     engine = load_gigatoken(path.read_bytes(), ref)
     texts = ["plain text", "see [NOTE] here", "<|endoftext|> [NOTE]", "more plain text"]
     utf8 = [t.encode() for t in texts]
-    assert engine.routed(utf8) == [1, 2]
+    assert engine.routed(texts, utf8) == [1, 2]
     got, want = engine.encode_flat(texts, utf8), ref(texts, utf8)
     assert np.array_equal(got.ids, want.ids) and np.array_equal(got.offsets, want.offsets)
     assert 50257 in got.split()[1].tolist()

@@ -39,6 +39,7 @@ def test_a_run_measures_afresh_and_the_figures_reach_only_the_provenance(
     assert provenance["workers"] == measured_workers
     assert provenance["main_cpu_seconds"] > 0
     assert provenance["cross_check"] is None  # the reference is not checked against itself
+    assert provenance["documents_by_engine"] is None  # nor does it route documents
 
 
 def test_nothing_is_measured_before_the_run_measures_it() -> None:

@@ -27,7 +27,8 @@ from prep.state.provenance import (
 
 KEYS = ["started_at", "finished_at", "active_seconds", "resumes", "tokens_per_second",
         "text_mb_per_second", "python", "platform", "host", "packages", "argv",
-        "source_mtimes_ns", "refresh", "engine", "workers", "cross_check", "text_bytes",
+        "source_mtimes_ns", "refresh", "engine", "workers", "cross_check", "documents_by_engine",
+        "text_bytes",
         "main_cpu_seconds", "commit_thread_cpu_seconds", "main_threads_cpu_seconds", "copiers"]
 
 

@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from prep.encoders import FlatEncoder
-from prep.encoders.engine import EngineChoice, EngineSpec, build_encoder, reference_of
+from prep.encoders.engine import (
+    EngineChoice,
+    EngineSpec,
+    build_encoder,
+    documents_by_engine,
+    reference_of,
+)
 from prep.encoders.flatids import FlatIds
 from prep.errors import PrepError
 from prep.procs.copiers import Copiers
@@ -214,8 +220,11 @@ def _piece(w: _Worker, batch: Batch, sha: tuple[int, str] | None) -> Piece:
     (:func:`laid_or_ids`): that work is done here, in parallel, and the committing process
     only appends."""
     identity = w.settings.engine.identity
+    before = documents_by_engine(w.encoder)
     ids = in_vocabulary(tokenize(w.encoder, batch), batch, identity.vocab_size)
     checked, error = _cross_check(w.check, batch, ids)
+    checked.by_engine = {k: n - before.get(k, 0)
+                         for k, n in documents_by_engine(w.encoder).items()}
     if isinstance(ids, FlatIds):
         ids = ids.as_dtype(w.settings.id_dtype)
     payload = (RowByRow(ids) if error is not None

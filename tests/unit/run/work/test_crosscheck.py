@@ -13,7 +13,14 @@ from conftest import GPT2_DIR, bpe_tokenizer, numbered_docs
 from prep.encoders.engine import Reference
 from prep.encoders.gigatoken import load_gigatoken
 from prep.recipe import Recipe
-from prep.run.work.crosscheck import MAX_BYTES, RATE, CrossCheck, EngineMismatch, sampled
+from prep.run.work.crosscheck import (
+    MAX_BYTES,
+    RATE,
+    CrossCheck,
+    EngineMismatch,
+    outside_ascii,
+    sampled,
+)
 from prep.sources import SourceFile
 from prep.stream.order import Batch, Preparer
 
@@ -60,8 +67,23 @@ def test_a_difference_names_the_document_and_how_to_continue(tmp_path: Path) -> 
         check.check(batch_of(texts, "b.parquet", rows), engine_ids(texts))
     msg = str(err.value)
     assert msg.startswith(f"b.parquet row {rows[0]}: the gigatoken engine's ids differ")
+    assert "so its guard's set is incomplete: the document holds no code point outside " \
+           "ASCII" in msg
     assert "prep prepare --out /data/out --resume --engine hf" in msg
     assert err.value.exit_code == 1
+
+
+def test_a_difference_names_the_code_points_outside_ascii(tmp_path: Path) -> None:
+    other = str(bpe_tokenizer(tmp_path / "other", numbered_docs(200)) / "tokenizer.json")
+    rows = sampled_rows("d.parquet", 1)
+    texts = ["caf\u00e9 na\u00efve caf\u00e9 \U00032dba"]
+    check = CrossCheck("gigatoken", Reference(other), "/out")
+    with pytest.raises(EngineMismatch) as err:
+        check.check(batch_of(texts, "d.parquet", rows), [np.array([1, 2, 3])])
+    assert "guard's set is incomplete: the document's code points outside ASCII: U+00E9, " \
+           "U+00EF, U+32DBA. Nothing of its batch" in str(err.value)
+    many = outside_ascii("".join(chr(0x100 + i) for i in range(40)))
+    assert many.endswith("U+011F and 8 more")
 
 
 def test_unsampled_and_huge_documents_are_not_re_encoded(tmp_path: Path) -> None:
