@@ -56,7 +56,7 @@ def weight(_: object) -> int:
 
 
 HELD: list[bytes] = []  # what a ``hog`` worker keeps, task after task
-HOG_BYTES = 64 << 20
+HOG_BYTES = 256 << 20  # far above how much a fresh worker's resident size varies
 
 
 def resident(_: object) -> Iterator[tuple[int, int]]:
@@ -67,7 +67,7 @@ def resident(_: object) -> Iterator[tuple[int, int]]:
 
 
 def hog(_: object) -> Iterator[tuple[int, int]]:
-    """Keep 64 MiB more (written, so resident), then yield (pid, resident bytes)."""
+    """Keep 256 MiB more (written, so resident), then yield (pid, resident bytes)."""
     from prep.procs.pool import resident_bytes
 
     HELD.append(b"\x01" * HOG_BYTES)

@@ -4,6 +4,7 @@ process nor take its signals."""
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -140,13 +141,16 @@ def test_weight_decides_when_a_worker_retires() -> None:
 
 
 def test_resident_memory_decides_when_a_worker_retires() -> None:
-    """``retire_rss`` (``--worker-memory``): each task keeps 64 MiB more in its worker; with
-    the budget 100 MiB above a fresh worker's resident size, a worker passes it after its
+    """``retire_rss`` (``--worker-memory``): each task keeps 256 MiB more in its worker; with
+    the budget 384 MiB above a fresh worker's resident size, a worker passes it after its
     second task, and only then retires: the tasks run in pairs, each pair on a new process.
-    Without the budget one process runs them all."""
+    Without the budget one process runs them all. The margins (128 MiB either way) are far
+    above how much a fresh worker's resident size can differ between two forks of a test
+    process whose collector may free memory in between."""
+    gc.collect()
     with OrderedPool(wt.resident, workers=1, retire_after=1) as probe:
         base = max(rss for _, rss in probe.map(range(2)))  # fresh workers, forked alike
-    budget = base + (100 << 20)
+    budget = base + (384 << 20)
     with OrderedPool(wt.hog, workers=1, retire_rss=budget) as pool:
         out = list(pool.map(range(6)))
         assert pool.retired == 3
