@@ -237,10 +237,12 @@ class FlatFormat:
                 "does not belong to this manifest",
                 path=path,
             )
-        self.check_companions(directory, entry, n)
+        self.check_companions(directory, entry, manifest, n)
         return map_file(self.layout, path, manifest.dtype, n)
 
-    def check_companions(self, directory: Path, entry: ManifestFile, n: int) -> None:
+    def check_companions(
+        self, directory: Path, entry: ManifestFile, manifest: Manifest, n: int
+    ) -> None:
         """Raise ``IntegrityError`` when a shard's further files disagree with it (none
         here)."""
 
@@ -274,9 +276,11 @@ class FlatFormat:
         if n == entry.n_tokens:
             ids = map_file(self.layout, path, manifest.dtype, n)
             problems += ids_problems(name, ids, entry.n_docs, manifest)
-        return problems + self.companion_problems(directory, entry, n)
+        return problems + self.companion_problems(directory, entry, manifest, n)
 
-    def companion_problems(self, directory: Path, entry: ManifestFile, n: int) -> list[str]:
+    def companion_problems(
+        self, directory: Path, entry: ManifestFile, manifest: Manifest, n: int
+    ) -> list[str]:
         """Problems of a shard's further files (none here)."""
         return []
 
