@@ -109,6 +109,13 @@ def _continue_sealed(
     return IdFileOpen(entry.name, entry.n_tokens, chain)
 
 
+def _no_index(
+    fmt: FlatFormat, directory: Path, entry: ManifestFile, manifest: Manifest
+) -> npt.NDArray[Any] | None:
+    """:meth:`ShardFormat.doc_lengths` of a format without a document index: None."""
+    return None
+
+
 class FlatFormat:
     """A :class:`~prep.formats.base.ShardFormat` of one id file per shard."""
 
@@ -239,6 +246,8 @@ class FlatFormat:
             )
         self.check_companions(directory, entry, manifest, n)
         return map_file(self.layout, path, manifest.dtype, n)
+
+    doc_lengths = _no_index  # a single id file does not index its documents
 
     def check_companions(
         self, directory: Path, entry: ManifestFile, manifest: Manifest, n: int
