@@ -211,6 +211,20 @@ class IndexedFormat(FlatFormat):
                     )
         return problems
 
+    def describe(self, path: Path, dtype_name: str | None) -> tuple[str, npt.NDArray[Any]]:
+        """The shard of ``path`` (its id file or a companion) and how many documents its
+        index holds."""
+        m = _STEM.match(path.name)
+        data = path.with_name(m.group(0) + self.suffix) if m else path
+        line, ids = super().describe(data, dtype_name)
+        names = self.index.companions(data.name)
+        try:
+            raws = [path.with_name(n).read_bytes() for n in names]
+            lengths, _ = self.index.parse(raws, str(ids.dtype), where=names[0])
+        except (FormatError, OSError) as e:
+            return f"{line}; index: unreadable ({e})", ids
+        return f"{line}; index: {len(lengths):,} documents ({', '.join(names)})", ids
+
     def _index_problems(self, directory: Path, entry: ManifestFile, dtype_name: str) -> list[str]:
         missing = [n for n in self.index.companions(entry.name) if not (directory / n).is_file()]
         if missing:

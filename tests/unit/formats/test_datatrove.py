@@ -46,3 +46,25 @@ def test_prepared_shards_read_back_by_datatroves_layout(tmp_path: Path) -> None:
     assert main(["verify", str(out)]) == 0
     (shards[0].with_name(shards[0].name + ".index")).write_bytes(b"\0" * 8)
     assert main(["verify", str(out)]) == 1
+
+
+def test_datatroves_own_writer_writes_the_same_bytes(tmp_path: Path) -> None:
+    """Where datatrove is installed (``pip install datatrove``: no torch needed for its
+    writer), its ``TokenizedFile`` writes the same documents to the same three files."""
+    tokenizer = pytest.importorskip("datatrove.pipeline.tokens.tokenizer")
+    src = make_corpus(tmp_path / "src", [numbered_docs(40)])
+    out = tmp_path / "out"
+    assert main(["prepare", "--out", str(out), "--source", str(src), "--tokenizer",
+                 str(GPT2_DIR), "--format", "datatrove", "--val-fraction", "0.3",
+                 "--max-file-tokens", "300", "--quiet"]) == 0
+    theirs = tmp_path / "theirs"
+    for path in split_files(out, "train") + split_files(out, "val"):
+        ids, ends, _ = read_datatrove(path)
+        f = tokenizer.TokenizedFile(str(theirs), path.name, save_final_metadata=True,
+                                    tokenizer_name_or_path="gpt2", token_size=2)
+        for a, b in zip([0, *ends], ends, strict=False):
+            f.write(ids[a:b], None)
+        f.close()
+        for suffix in ("", ".index", ".metadata"):
+            name = path.name + suffix
+            assert (out / name).read_bytes() == (theirs / name).read_bytes(), name

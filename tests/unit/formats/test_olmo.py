@@ -12,6 +12,7 @@ from conftest import GPT2_DIR, make_corpus, numbered_docs
 from format_readers import manifest_of, read_olmo, split_files
 
 from prep.cli.commands import main
+from prep.formats import get_format
 from prep.formats.olmo import OlmoIndex, deterministic_gzip
 
 
@@ -46,3 +47,11 @@ def test_prepared_shards_read_back_by_olmo_cores_layout(tmp_path: Path) -> None:
         index = path.with_name(path.name.replace(".npy", ".csv.gz"))
         assert index.read_bytes() == (outs[1] / index.name).read_bytes()
     assert main(["verify", str(outs[0])]) == 0
+    # prep inspect on the index describes its shard
+    index = shards[0].with_name(shards[0].name.replace(".npy", ".csv.gz"))
+    line, ids = get_format("olmo").describe(index, m["dtype"])
+    assert ids.tolist() == read_olmo(shards[0], m["dtype"])[0] + [
+        i for d in read_olmo(shards[0], m["dtype"])[1:] for i in d]
+    n_docs = files[shards[0].name]["n_docs"]
+    assert line.startswith(f"{shards[0].name}: olmo uint16 ids")
+    assert f"index: {n_docs:,} documents ({index.name})" in line

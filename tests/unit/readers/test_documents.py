@@ -95,3 +95,15 @@ def test_an_ordinary_separator_inside_documents_is_refused(tmp_path: Path) -> No
     with pytest.raises(IntegrityError, match=r"separators \(32\) for .* documents: the "
                        r"separator also occurs inside documents"):
         TokenStream(out, "train", 16, documents=True)
+
+
+def test_the_worked_example(tmp_path: Path) -> None:
+    # docs/format.md: "Hello world", "Hi" -> [50256, 15496, 995, 50256, 17250], T = 4
+    src = make_corpus(tmp_path / "src", [["Hello world", "Hi"]])
+    out = tmp_path / "out"
+    assert main(["prepare", "--out", str(out), "--source", str(src), "--tokenizer",
+                 str(GPT2_DIR), "--val-fraction", "0", "--quiet"]) == 0
+    ts = TokenStream(out, "train", 4, documents=True)
+    x, y, cu, positions = ts[0]
+    assert (x.tolist(), y.tolist(), cu.tolist(), positions.tolist()) == (
+        [50256, 15496, 995, 50256], [15496, 995, 50256, 17250], [0, 3, 4], [0, 1, 2, 0])
