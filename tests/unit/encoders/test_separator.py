@@ -15,7 +15,7 @@ from prep.encoders.separator import (
     eos_from_generation_config,
     eos_from_tokenizer_config,
 )
-from prep.errors import InputError, UsageError
+from prep.errors import InputError
 
 VOCAB = {"</s>": 5, "<eos>": 9}
 
@@ -64,8 +64,9 @@ def test_the_byte_tokenizer_has_no_separator_unless_typed() -> None:
         10, "--doc-sep-id")
 
 
-def test_a_typed_id_outside_the_vocabulary_is_a_usage_error(tmp_path: Path) -> None:
-    with pytest.raises(UsageError) as e:
+def test_a_typed_id_outside_the_vocabulary_is_an_input_error(tmp_path: Path) -> None:
+    # InputError (exit 1), not a usage error (2): seeing it needed the tokenizer opened.
+    with pytest.raises(InputError) as e:
         choose(tmp_path, typed=1_000, vocab_size=1_000)
     assert str(e.value) == ("--doc-sep-id 1,000 is outside the vocabulary of tok (size 1,000); "
                             "choose an id below 1,000 or pass --no-doc-sep")
