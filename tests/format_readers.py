@@ -90,9 +90,10 @@ def manifest_of(out: Path) -> dict[str, Any]:
 
 
 def split_files(out: Path, split: str) -> list[Path]:
-    """A split's token files in stream order (``.bin`` or seed 003's ``<split>_NNNNN.npy``;
-    ``.idx`` are companions)."""
-    return sorted([*out.glob(f"{split}-*.bin"), *out.glob(f"{split}_*.npy")])
+    """A split's token files in stream order (``<split>-NNNNN.bin``, datatrove's ``.ds``,
+    OLMo-core's ``.npy`` or seed 003's ``<split>_NNNNN.npy``; the indexes are companions)."""
+    stem = {"datatrove": "-*.ds", "olmo": "-*.npy", "npy": "_*.npy"}
+    return sorted(out.glob(split + stem.get(manifest_of(out).get("format", ""), "-*.bin")))
 
 
 def read_file(out: Path, path: Path) -> list[int]:
@@ -109,6 +110,10 @@ def read_file(out: Path, path: Path) -> list[int]:
         return read_raw(path, m["dtype"])
     if fmt == "npy":
         return read_npy(path)
+    if fmt == "datatrove":
+        return read_datatrove(path)[0]
+    if fmt == "olmo":
+        return [i for doc in read_olmo(path, m["dtype"]) for i in doc]
     raise AssertionError(f"unknown format {fmt!r}")
 
 
@@ -133,3 +138,41 @@ def segment_chain(*segments: bytes, width: int = 2) -> tuple[str, tuple[int, ...
         chain = hashlib.sha256(chain + n.to_bytes(8, "little") + hashlib.sha256(seg).digest())\
             .digest()
     return chain.hex(), tuple(len(seg) // width for seg in segments)
+
+
+def read_datatrove(path: Path) -> tuple[list[int], list[int], list[str]]:
+    """(ids, document ends, metadata lines) of a datatrove ``.ds`` set, as datatrove's
+    ``DatatroveFileDataset`` reads it (``utils/dataset.py``: ``token_size`` 2 -> uint16, 4 ->
+    uint32; ``.ds.index`` of uint64 ends) and ``TokenizedFile.write_final_metadata`` writes the
+    metadata (``name|token_size``, the count, its ``humanize.metric``)."""
+    meta = path.with_name(path.name + ".metadata").read_text().split("\n")
+    assert len(meta) == 3, f"{path.name}.metadata: {meta!r}"
+    size = int(meta[0].rsplit("|", 1)[1])
+    code = {2: "H", 4: "I"}[size]
+    raw = path.read_bytes()
+    assert len(raw) % size == 0
+    ids = list(struct.unpack(f"<{len(raw) // size}{code}", raw))
+    index = path.with_name(path.name + ".index").read_bytes()
+    ends = list(struct.unpack(f"<{len(index) // 8}Q", index))
+    assert len(index) == 8 * len(ends) and ends == sorted(ends)
+    assert (ends[-1] if ends else 0) == len(ids) == int(meta[1])
+    return ids, ends, meta
+
+
+def read_olmo(path: Path, dtype: str) -> list[list[int]]:
+    """The documents of an OLMo-core ``.npy`` (a headerless ``np.memmap`` of ``dtype``) cut
+    by its ``.csv.gz`` (``iter_document_indices``: ``start,end,...`` per line, gzip text;
+    the name is the array's with ``.npy`` replaced by ``.csv.gz``)."""
+    import gzip
+
+    ids = read_raw(path, dtype)
+    meta = path.with_name(path.name.replace(".npy", ".csv.gz"))
+    docs, at = [], 0
+    with gzip.open(meta, "rt") as f:
+        for line in f:
+            start, end, *_ = line.split(",")
+            assert int(start) == at and at <= int(end) <= len(ids), line
+            docs.append(ids[int(start) : int(end)])
+            at = int(end)
+    assert at == len(ids), f"{meta.name} covers {at} of {len(ids)} ids"
+    return docs

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,15 @@ EXPECTED = {
         "0000000000000000" "0600000000000000"  # byte pointers (int64)
         "0000000000000000" "0100000000000000" "0200000000000000",  # document index
     },
+    "datatrove": {
+        "train-00000.ds": U16,
+        "train-00000.ds.index": "0300000000000000" "0500000000000000",  # ends 3, 5 (uint64)
+        # .ds.metadata: "gpt2|2\n5\n5.00 T" (the manifest's tokenizer_id)
+    },
+    "olmo": {"train-00000.npy": U16},  # .csv.gz: checked below (its deflate is zlib's)
 }
+SIZES = {"llmc": 1034, "llmc-llama3": 1044, "raw": 10, "npy": 138, "megatron": 10,
+         "datatrove": 10, "olmo": 10}
 
 
 @pytest.mark.parametrize("fmt", sorted(EXPECTED))
@@ -45,7 +54,14 @@ def test_worked_example(tmp_path: Path, cli, fmt: str) -> None:  # type: ignore[
     assert r.code == 0, r.err
     for name, hexbytes in EXPECTED[fmt].items():
         assert (out / name).read_bytes().hex() == hexbytes, name
-    name, size = {"llmc": ("train-00000.bin", 1034), "llmc-llama3": ("train-00000.bin", 1044),
-                  "raw": ("train-00000.bin", 10), "megatron": ("train-00000.bin", 10),
-                  "npy": ("train_00000.npy", 138)}[fmt]
-    assert len((out / name).read_bytes()) == size
+    ids_file = next(iter(EXPECTED[fmt]))
+    assert len((out / ids_file).read_bytes()) == SIZES[fmt]
+    if fmt == "datatrove":
+        meta = (out / "train-00000.ds.metadata").read_bytes()
+        assert meta == b"gpt2|2\n5\n5.00 T"
+        assert (out / "val-00000.ds.metadata").read_bytes() == b"gpt2|2\n0\n0.00 T"
+    if fmt == "olmo":
+        raw = (out / "train-00000.csv.gz").read_bytes()
+        # gzip header: magic, deflate, no flags (no file name), mtime 0, XFL 2, OS 255
+        assert raw[:10].hex() == "1f8b0800000000000" "2ff"
+        assert gzip.decompress(raw) == b"0,3\n3,5\n"

@@ -14,7 +14,8 @@ import harness as h
 import pytest
 from harness import World
 
-FORMATS = ["llmc-llama3", "megatron", "npy", "raw"]  # llmc: tests/faults/test_kill_resume.py
+# llmc: tests/faults/test_kill_resume.py
+FORMATS = ["datatrove", "llmc-llama3", "megatron", "npy", "olmo", "raw"]
 # 4,500 batches of 8 take at least 2.25 s on any machine: more than the 2 x 0.6 s of the
 # longest delays before the two kills the random test counts on.
 PACE = h.paced(0.0005)
@@ -53,13 +54,14 @@ def test_sigkill_at_random_moments_then_resume_is_identical(
 
 
 SEAL = "prep.formats.idfile.IdFileWriter.seal"  # the .bin's final header and fsync
-REPLACE = "prep.fsio.os.replace"  # megatron: the .idx's atomic write, right after
+REPLACE = "prep.fsio.os.replace"  # an indexed format's companions' atomic writes, right after
 SEAL_SITES = [
     pytest.param(fmt, SEAL, when, id=f"{fmt}-seal-{when}")
     for fmt in FORMATS
     for when in ("before", "after")
 ] + [
-    pytest.param("megatron", REPLACE, when, id=f"megatron-idx-replace-{when}")
+    pytest.param(fmt, REPLACE, when, id=f"{fmt}-index-replace-{when}")
+    for fmt in ("datatrove", "megatron", "olmo")
     for when in ("before", "after")
 ]
 

@@ -310,7 +310,7 @@ def test_a_v2_dataset_still_verifies(cli, w: World) -> None:
     assert r.code == 0, r.err
 
 
-@pytest.mark.parametrize("fmt", ["megatron", "llmc-llama3", "npy", "raw"])
+@pytest.mark.parametrize("fmt", ["datatrove", "megatron", "llmc-llama3", "npy", "olmo", "raw"])
 def test_every_format_is_continued_byte_identical(cli, w: World, fmt: str) -> None:
     # The last shard is reopened through the format (Megatron's .idx gives its documents).
     out = w.root / "out"

@@ -17,7 +17,7 @@ OUT = "a/b/out"  # --out below the volume: its parents are created by the run
 RUN = ("--batch-size", "64", "--checkpoint-interval", "0.000001", "--workers", "1")
 CORPUS = h.Corpus(n_docs=400, n_files=2, max_file_tokens=1500, tokenizer_docs=400,
                   vocab_size=300, dataset="pl")
-FORMATS = ("llmc", "llmc-llama3", "megatron", "npy", "raw")
+FORMATS = ("datatrove", "llmc", "llmc-llama3", "megatron", "npy", "olmo", "raw")
 NAMES = (*FORMATS, "resume", "refresh", "merge", "mount-out", "copiers")
 
 

@@ -1,14 +1,18 @@
 """Output formats. Every format implements :class:`~prep.formats.base.ShardFormat`; the
 registry below is the only place that names one. Formats that differ only in constants are
 rows of data (:class:`~prep.formats.layout.Layout`), not classes: ``llmc``, ``llmc-llama3``,
-``npy`` and ``raw`` are one class over four layouts; ``megatron`` extends it with the ``.idx``."""
+``npy`` and ``raw`` are one class over four layouts; ``megatron``, ``datatrove`` and ``olmo``
+are one class (:class:`~prep.formats.indexed.IndexedFormat`) over a layout and the companions
+that index its documents."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from prep.errors import UsageError
+from prep.formats import datatrove, olmo
 from prep.formats.base import IdScan, ShardFormat, ShardWriter, VerifiedOpen
+from prep.formats.indexed import IndexedFormat
 from prep.formats.layout import Layout
 from prep.formats.llmc import LLMC, LLMC_LLAMA3
 from prep.formats.megatron import MegatronFormat
@@ -30,20 +34,26 @@ DEFAULT_FORMAT = "llmc"
 DTYPES = ("auto", "uint16", "uint32", "int32")
 # Headerless little-endian ids; the manifest records the dtype (a PretrainDataset's shards).
 RAW = Layout("raw", {"uint16": None, "uint32": None})
-_FORMATS: dict[str, Callable[[str], ShardFormat]] = {
-    "llmc": lambda dtype: FlatFormat(LLMC, dtype),
-    "llmc-llama3": lambda dtype: FlatFormat(LLMC_LLAMA3, dtype),
+# Each maker takes the dtype and the tokenizer's name (written by layouts that record it).
+_FORMATS: dict[str, Callable[[str, str], ShardFormat]] = {
+    "datatrove": lambda dtype, label: IndexedFormat(
+        datatrove.LAYOUT, datatrove.DatatroveIndex(), dtype, label
+    ),
+    "llmc": lambda dtype, label: FlatFormat(LLMC, dtype),
+    "llmc-llama3": lambda dtype, label: FlatFormat(LLMC_LLAMA3, dtype),
     "megatron": MegatronFormat,
-    "npy": lambda dtype: FlatFormat(NPY, dtype),
-    "raw": lambda dtype: FlatFormat(RAW, dtype),
+    "npy": lambda dtype, label: FlatFormat(NPY, dtype),
+    "olmo": lambda dtype, label: IndexedFormat(olmo.LAYOUT, olmo.OlmoIndex(), dtype, label),
+    "raw": lambda dtype, label: FlatFormat(RAW, dtype),
 }
 FORMAT_NAMES = tuple(_FORMATS)
 
 
-def get_format(name: str = DEFAULT_FORMAT, dtype: str = "auto") -> ShardFormat:
+def get_format(name: str = DEFAULT_FORMAT, dtype: str = "auto", label: str = "") -> ShardFormat:
     """The format called ``name`` storing ``dtype`` ids (``auto``: the narrowest that holds
-    the vocabulary); raises ``UsageError`` naming the known formats or the dtypes it
-    stores."""
+    the vocabulary), writing ``label`` as the tokenizer's name where its layout records one
+    (readers need not pass it: they read it back); raises ``UsageError`` naming the known
+    formats or the dtypes it stores."""
     try:
         make = _FORMATS[name]
     except KeyError:
@@ -52,4 +62,4 @@ def get_format(name: str = DEFAULT_FORMAT, dtype: str = "auto") -> ShardFormat:
         ) from None
     if dtype not in DTYPES:
         raise UsageError(f"unknown --dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
-    return make(dtype)
+    return make(dtype, label)

@@ -198,6 +198,14 @@ class ShardFormat(Protocol):
         against the entry (no hashing); raises ``IntegrityError`` or ``FormatError``."""
         ...
 
+    def doc_lengths(
+        self, directory: Path, entry: ManifestFile, manifest: Manifest
+    ) -> npt.NDArray[Any] | None:
+        """The ids per document of a published shard, from its document index checked
+        against the manifest (``IntegrityError`` when they disagree), or None when the
+        format has no index (its separators may tell: :mod:`prep.readers.documents`)."""
+        ...
+
     def describe(self, path: Path, dtype_name: str | None) -> tuple[str, npt.NDArray[Any]]:
         """A one-line description of a shard file and its ids (for ``prep inspect``);
         ``dtype_name`` is the manifest's, for layouts that do not record it."""

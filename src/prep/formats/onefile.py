@@ -62,6 +62,13 @@ def _continue_sealed(
     return IdFileOpen(entry.name, entry.n_tokens, chain)
 
 
+def _no_index(
+    fmt: FlatFormat, directory: Path, entry: ManifestFile, manifest: Manifest
+) -> npt.NDArray[Any] | None:
+    """:meth:`ShardFormat.doc_lengths` of a format without a document index: None."""
+    return None
+
+
 class FlatFormat:
     """A :class:`~prep.formats.base.ShardFormat` of one id file per shard."""
 
@@ -193,10 +200,14 @@ class FlatFormat:
                 "does not belong to this manifest",
                 path=path,
             )
-        self.check_companions(directory, entry, n)
+        self.check_companions(directory, entry, manifest, n)
         return map_file(self.layout, path, manifest.dtype, n)
 
-    def check_companions(self, directory: Path, entry: ManifestFile, n: int) -> None:
+    doc_lengths = _no_index  # a single id file does not index its documents
+
+    def check_companions(
+        self, directory: Path, entry: ManifestFile, manifest: Manifest, n: int
+    ) -> None:
         """Raise ``IntegrityError`` when a shard's further files disagree with it (none
         here)."""
 
@@ -230,9 +241,11 @@ class FlatFormat:
         if n == entry.n_tokens:
             ids = map_file(self.layout, path, manifest.dtype, n)
             problems += ids_problems(name, ids, entry.n_docs, manifest)
-        return problems + self.companion_problems(directory, entry, n)
+        return problems + self.companion_problems(directory, entry, manifest, n)
 
-    def companion_problems(self, directory: Path, entry: ManifestFile, n: int) -> list[str]:
+    def companion_problems(
+        self, directory: Path, entry: ManifestFile, manifest: Manifest, n: int
+    ) -> list[str]:
         """Problems of a shard's further files (none here)."""
         return []
 

@@ -29,9 +29,13 @@ from prep.errors import IntegrityError, UsageError
 from prep.formats import get_format
 from prep.fsio import cache_home, file_sha256
 from prep.outputs import is_uri, published_at
+from prep.readers import documents as documents_
 from prep.state.manifest import Manifest, ManifestFile
 
 Batch = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
+# (x, y, cu_seqlens, position ids): a window or batch with its documents' boundaries
+DocBatch = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int32],
+                 npt.NDArray[np.int64]]
 
 
 def reader_cache(location: str, manifest: Manifest) -> Path:
@@ -67,13 +71,15 @@ class TokenStream:
     (with ``verify=True``) the wrong SHA-256; ``UsageError`` for a bad split or length."""
 
     def __init__(
-        self, path: str | Path, split: str = "train", seq_len: int = 1024, *, verify: bool = False
+        self, path: str | Path, split: str = "train", seq_len: int = 1024, *,
+        verify: bool = False, documents: bool = False,
     ) -> None:
         if seq_len < 1:
             raise UsageError(f"seq_len must be at least 1, got {seq_len}")
         self.path = path if is_uri(path) else Path(path)
         self.split = split
         self.seq_len = seq_len
+        self.documents = documents
         where = published_at(self.path)
         manifest = where.published_manifest()
         if split not in manifest.totals:
@@ -88,6 +94,9 @@ class TokenStream:
                 shards.append(fmt.map_ids(directory, entry, manifest))
                 if verify:
                     _check_hashes(directory, entry)
+            # Every document's first offset in the stream (documents=True only).
+            self._doc_starts = (documents_.doc_starts(fmt, directory, entries, shards, manifest)
+                                if documents else None)
         # Plain ndarray views of the maps: slicing an np.memmap costs a subclass round trip.
         self._shards = [s.view(np.ndarray) for s in shards if s.size]
         sizes = np.array([s.size for s in self._shards], dtype=np.int64)
@@ -103,10 +112,12 @@ class TokenStream:
     def __getstate__(self) -> dict[str, Any]:
         # Pickle by reference, not by value: a DataLoader worker reopens the maps instead of
         # receiving a copy of every file (np.memmap pickles its data).
-        return {"path": self.path, "split": self.split, "seq_len": self.seq_len}
+        return {"path": self.path, "split": self.split, "seq_len": self.seq_len,
+                "documents": self.documents}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"], state["split"], state["seq_len"])  # type: ignore[misc]
+        self.__init__(state["path"], state["split"], state["seq_len"],  # type: ignore[misc]
+                      documents=state.get("documents", False))
 
     def __len__(self) -> int:
         return max(0, (self.n_tokens - 1) // self.seq_len)
@@ -130,13 +141,18 @@ class TokenStream:
             done += take
             k += 1
 
-    def __getitem__(self, i: int) -> Batch:
-        """Window ``i``: ``(stream[i*T : i*T+T], stream[i*T+1 : i*T+T+1])`` as int64."""
+    def __getitem__(self, i: int) -> Batch | DocBatch:
+        """Window ``i``: ``(stream[i*T : i*T+T], stream[i*T+1 : i*T+T+1])`` as int64; with
+        ``documents=True`` also x's ``cu_seqlens`` (int32, ``0 ... T``) and position ids
+        (:mod:`prep.readers.documents`)."""
         n = len(self)
         if not -n <= i < n:
             raise IndexError(f"window {i} outside 0..{n - 1} ({self.split}, T = {self.seq_len})")
         w = self.read((i % n) * self.seq_len, self.seq_len + 1)
-        return w[:-1], w[1:]
+        if self._doc_starts is None:
+            return w[:-1], w[1:]
+        cu, positions = documents_.window(self._doc_starts, (i % n) * self.seq_len, self.seq_len)
+        return w[:-1], w[1:], cu, positions
 
     def n_batches(self, batch_size: int, world_size: int = 1) -> int:
         """Batches each rank gets per epoch: whole global batches only, the rest dropped."""
@@ -162,8 +178,10 @@ class TokenStream:
         seed: int = 0,
         epoch: int = 0,
         start: int = 0,
-    ) -> Iterator[Batch]:
-        """Yield this rank's ``(x, y)`` batches, each ``(batch_size, seq_len)`` int64.
+    ) -> Iterator[Batch | DocBatch]:
+        """Yield this rank's ``(x, y)`` batches, each ``(batch_size, seq_len)`` int64 (with
+        ``documents=True`` also the batch's ``cu_seqlens`` over its flattened ``B*T``
+        tokens and its ``(B, T)`` position ids, :func:`prep.readers.documents.batch`).
 
         Global batch ``b`` is windows ``order[b*B*W : (b+1)*B*W]`` of :meth:`order`; rank
         ``r`` takes its ``r``-th run of ``B``. Ranks are therefore disjoint, every rank gets
@@ -180,7 +198,12 @@ class TokenStream:
             mine = order[b * step + rank * batch_size : b * step + (rank + 1) * batch_size]
             buf = np.empty((batch_size, self.seq_len + 1), dtype=np.int64)
             self._fill(buf, mine * self.seq_len)
-            yield buf[:, :-1], buf[:, 1:]
+            if self._doc_starts is None:
+                yield buf[:, :-1], buf[:, 1:]
+            else:
+                cu, positions = documents_.batch(self._doc_starts, mine * self.seq_len,
+                                                 self.seq_len)
+                yield buf[:, :-1], buf[:, 1:], cu, positions
 
     def _fill(self, buf: npt.NDArray[np.int64], starts: npt.NDArray[Any]) -> None:
         """Row ``r`` of ``buf`` = the stream from ``starts[r]``; the shard lookup is done

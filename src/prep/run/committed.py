@@ -31,11 +31,12 @@ from prep.stream.writer import SplitWriter
 logger = logging.getLogger(__name__)
 
 
-def output_format(recipe: Recipe, vocab_size: int) -> ShardFormat:
-    """The recipe's ``--format``/``--dtype``; raises ``UsageError`` (before anything is
-    written) when the dtype cannot hold the vocabulary."""
-    fmt = get_format(recipe.format, recipe.dtype)
-    fmt.dtype_name(vocab_size)
+def output_format(recipe: Recipe, identity: TokenizerIdentity) -> ShardFormat:
+    """The recipe's ``--format``/``--dtype`` (writing the tokenizer's id where the layout
+    records a name); raises ``UsageError`` (before anything is written) when the dtype
+    cannot hold the vocabulary."""
+    fmt = get_format(recipe.format, recipe.dtype, identity.tokenizer_id)
+    fmt.dtype_name(identity.vocab_size)
     return fmt
 
 

@@ -236,7 +236,7 @@ def start_increment(
     ``ReuseRefused`` (staging not created) when a published shard fails its check."""
     source, encoder, m = inputs.source, inputs.encoder, inc.manifest
     vocab = encoder.identity.vocab_size
-    fmt = output_format(recipe, vocab)
+    fmt = output_format(recipe, encoder.identity)
     base = inc.base()
     files, stream = open_stream(source, recipe, base.files, base.rows_visited)
     writers = make_writers(out.building, recipe, encoder.identity, fmt, out.sealed)

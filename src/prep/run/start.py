@@ -42,7 +42,7 @@ def start(
     ``refresh`` says what changed, for a refresh build; ``check_lock`` raises once the
     output's lock is no longer this run's (checked at every commit)."""
     source, encoder = inputs.source, inputs.encoder
-    fmt = output_format(recipe, encoder.identity.vocab_size)
+    fmt = output_format(recipe, encoder.identity)
     facts = run_facts(source, refresh)
     files, stream = open_stream(source, recipe)
     writers = make_writers(out.building, recipe, encoder.identity, fmt, out.sealed)

@@ -170,7 +170,7 @@ def _count(staging: Path, recipe: TrainRecipe, run: dict[str, Any],
 def _shards(staging: Path, manifest: Manifest) -> list[tuple[np.ndarray, np.ndarray]]:
     """(ids, document lengths) of every train shard, in order."""
     fmt, directory = MegatronFormat(), staging / CORPUS
-    return [(fmt.map_ids(directory, e, manifest), fmt.doc_lengths(directory, e))
+    return [(fmt.map_ids(directory, e, manifest), fmt.doc_lengths(directory, e, manifest))
             for e in manifest.files if e.split == "train"]
 
 

@@ -65,7 +65,7 @@ def test_the_byte_tokenizer_has_no_separator_unless_typed() -> None:
 
 
 def test_a_typed_id_outside_the_vocabulary_is_an_input_error(tmp_path: Path) -> None:
-    """Exit 1, not 2: the check needs the tokenizer opened (docs/operations.md)."""
+    # InputError (exit 1), not a usage error (2): seeing it needed the tokenizer opened.
     with pytest.raises(InputError) as e:
         choose(tmp_path, typed=1_000, vocab_size=1_000)
     assert str(e.value) == ("--doc-sep-id 1,000 is outside the vocabulary of tok (size 1,000); "

@@ -27,7 +27,8 @@ def ids(*values: int) -> np.ndarray:
 
 # The id width each format stores V = 300 in, from its layout (docs/format.md; llm.c's
 # HEADERS_INFO for Llama-3; Megatron's uint16 code; raw: narrowest).
-WIDTH = {"llmc": "<u2", "llmc-llama3": "<u4", "megatron": "<u2", "npy": "<u2", "raw": "<u2"}
+WIDTH = {"llmc": "<u2", "llmc-llama3": "<u4", "megatron": "<u2", "npy": "<u2", "raw": "<u2",
+         "datatrove": "<u2", "olmo": "<u2"}
 WIDTH_BYTES = {name: np.dtype(code).itemsize for name, code in WIDTH.items()}
 
 
@@ -64,7 +65,7 @@ def test_llmc_names_are_the_spec_names() -> None:
 
 
 def test_unknown_format_names_the_known_ones() -> None:
-    with pytest.raises(UsageError, match=r"unknown output format 'nope'; choose one of llmc"):
+    with pytest.raises(UsageError, match=r"unknown output format 'nope'; choose one of datatrove"):
         get_format("nope")
 
 

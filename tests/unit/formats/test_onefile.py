@@ -15,9 +15,11 @@ import pytest
 
 from prep.errors import FormatError, InputError, IntegrityError, UsageError
 from prep.formats import get_format
-from prep.formats.header256 import GPT2
+from prep.formats.llmc import LLMC
 from prep.formats.onefile import check_sealed_file
 from prep.state.manifest import Manifest, ManifestFile, ManifestSource
+
+V1 = LLMC.headers["uint16"]  # llm.c's version 1 header (1,024 bytes) before uint16 ids
 
 
 def llmc_bytes(ids: list[int], vocab: int, magic: int = 20240520, version: int = 1) -> bytes:
@@ -167,19 +169,19 @@ def test_a_sealed_file_is_checked_for_size_hash_and_header(tmp_path: Path) -> No
     path = tmp_path / "train-00000.bin"
     path.write_bytes(llmc_bytes(IDS, 300))
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    scan = check_sealed_file(tmp_path, path, 5, sha, GPT2, 2, 0)
+    scan = check_sealed_file(tmp_path, path, 5, sha, V1, 2, 0)
     assert (scan.count, scan.first, scan.last) == (2, 0, 256)
     with pytest.raises(IntegrityError) as e:
-        check_sealed_file(tmp_path, path, 5, "f" * 64, GPT2, 2, None)
+        check_sealed_file(tmp_path, path, 5, "f" * 64, V1, 2, None)
     assert str(e.value) == (f"{path}: SHA-256 {sha[:12]}… is not the checkpoint's ffffffffffff…; "
                             f"the file was modified after it was sealed. Delete {tmp_path} to "
                             "start over")
     with pytest.raises(IntegrityError) as e:
-        check_sealed_file(tmp_path, path, 4, sha, GPT2, 2, None)
+        check_sealed_file(tmp_path, path, 4, sha, V1, 2, None)
     assert str(e.value) == (f"{path}: its size does not hold 4 ids; staging or its checkpoint "
                             f"was modified. Delete {tmp_path} to start over")
     with pytest.raises(IntegrityError) as e:
-        check_sealed_file(tmp_path, path, 6, sha, GPT2, 2, None)
+        check_sealed_file(tmp_path, path, 6, sha, V1, 2, None)
     assert str(e.value).startswith(f"{path} is shorter (1,034 bytes) than its 6 sealed ids. "
                                    "A power loss")
 
@@ -191,7 +193,7 @@ def test_a_sealed_file_whose_header_lies_about_its_count(tmp_path: Path) -> None
     path.write_bytes(bytes(raw))
     sha = hashlib.sha256(raw).hexdigest()
     with pytest.raises(IntegrityError) as e:
-        check_sealed_file(tmp_path, path, 5, sha, GPT2, 2, None)
+        check_sealed_file(tmp_path, path, 5, sha, V1, 2, None)
     assert str(e.value).startswith(f"{path}: ")
     assert str(e.value).endswith(f"Delete {tmp_path} to start over")
     assert np.frombuffer(raw[1024:], "<u2").tolist() == IDS

@@ -215,7 +215,7 @@ def plan_restore(
     versions = output_versions()
     check_versions(staging, cp, versions, opts.allow_version_change)
     inputs = Inputs(source, encoder)
-    fmt = output_format(cp.recipe, encoder.identity.vocab_size)
+    fmt = output_format(cp.recipe, encoder.identity)
     shards = check_shards(staging, cp, fmt, encoder)
     base = cp.progress.base  # a continued stream opens after the published files
     files, stream = open_stream(source, cp.recipe, *StreamBase.start(base))
