@@ -1,4 +1,4 @@
-"""What the guard (issue 38) costs: the same ``prepare`` with it and without it.
+"""What the guard costs: the same ``prepare`` with it and without it.
 
 Two measurements on a real-text corpus (``benchmarks/make_corpus.py``):
 
@@ -10,10 +10,10 @@ Two measurements on a real-text corpus (``benchmarks/make_corpus.py``):
   seconds per GB of text, and how many documents are routed.
 - **prepare**: whole ``python scripts/prepare.py`` processes (GPT-2, default engine),
   alternated ``--pairs`` times between this checkout and ``--base``, a checkout of the
-  commit before the guard (``git worktree add /work/wt/f38-base h-base``), each with its
+  commit before the guard (``git worktree add ../prep-before COMMIT``), each with its
   own ``PYTHONPATH``; ``ratio = median(guard) / median(base)``.
 
-    python benchmarks/guard.py --corpus /tmp/f38corpus [--base /work/wt/f38-base] [--pairs 3]
+    python benchmarks/guard.py --corpus CORPUS_DIR [--base ../prep-before] [--pairs 3]
 
 Prints one JSON line.
 """
@@ -96,7 +96,7 @@ def prepare(checkout: Path, corpus: Path, out: Path) -> float:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", type=Path, required=True)
-    p.add_argument("--base", type=Path, help="a checkout without the guard (h-base)")
+    p.add_argument("--base", type=Path, help="a checkout of the code before the guard")
     p.add_argument("--pairs", type=int, default=3)
     args = p.parse_args(argv)
     result: dict[str, object] = {"scan": scan(args.corpus)}
