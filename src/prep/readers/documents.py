@@ -15,6 +15,7 @@ at the window's start, as datatrove's ``return_positions`` does).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,7 @@ def separator_lengths(
 
 def doc_starts(
     fmt: ShardFormat,
-    directory: Any,
+    directory: Path,
     entries: Sequence[ManifestFile],
     shards: Sequence[npt.NDArray[Any]],
     manifest: Manifest,
