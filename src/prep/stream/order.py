@@ -205,6 +205,13 @@ class Batch:
         """The DOC rows' UTF-8 bytes, in order (a DOC row always has them)."""
         return [b for b, k in zip(self.utf8, self.kinds, strict=True) if k == DOC and b is not None]
 
+    def refuse(self, error: PrepError, utf8: bytes | None = None) -> None:
+        """Append an ERROR row: its exception, no digest (it is never visited)."""
+        self.errors[len(self.kinds)] = error
+        self.kinds.append(ERROR)
+        self.digests += _NO_DIGEST
+        self.utf8.append(utf8)
+
     def digest(self, i: int) -> bytes:
         """Row ``i``'s digest."""
         return bytes(self.digests[i * ROW_DIGEST_BYTES : (i + 1) * ROW_DIGEST_BYTES])
@@ -241,24 +248,18 @@ class Preparer:
         b.doc_where = where
         for item in items:
             if isinstance(item, Failure):
-                b.errors[len(b.kinds)] = item.error
-                b.kinds.append(ERROR)
-                b.digests += _NO_DIGEST
-                b.utf8.append(None)
+                b.refuse(item.error)
                 continue
             text = item[0]
             if not isinstance(text, str):
                 what = "null" if text is None else f"a {type(text).__name__}"
-                b.errors[len(b.kinds)] = InputError(
+                b.refuse(InputError(
                     f'{self._where(item)}: column "{self.text_column}" is {what}, expected '
                     "a string; drop or fill such rows in the source, or choose the column "
                     "with --text-column",
                     path=self.files[item[2]].path,
                     row=item[3],
-                )
-                b.kinds.append(ERROR)
-                b.digests += _NO_DIGEST
-                b.utf8.append(None)
+                ))
                 continue
             data = text.encode()
             if not text or text.isspace():  # empty after str.strip(), without the copy
@@ -271,16 +272,13 @@ class Preparer:
             else:
                 found = column_split(item[1])
                 if found is None:
-                    b.errors[len(b.kinds)] = InputError(
+                    b.refuse(InputError(
                         f'{self._where(item)}: split column "{self.split_column}" holds '
                         f"{item[1]!r}; only 'train' and 'val' are allowed. Fix the value or "
                         "use the content-hash split (drop --split-column)",
                         path=self.files[item[2]].path,
                         row=item[3],
-                    )
-                    b.kinds.append(ERROR)
-                    b.digests += _NO_DIGEST
-                    b.utf8.append(data)
+                    ), data)
                     continue
                 split = found
             b.kinds.append(DOC)
