@@ -219,8 +219,7 @@ class BucketOutput(Output):
             raise _no_refresh(self)
 
     def check_out(self, seen: Seen, *, resume: bool, refresh: bool) -> None:
-        if refresh:
-            raise _no_refresh(self)
+        # --refresh was refused already, before any look (check_options)
         if seen.holds is OTHER:
             raise _in_use(self, seen)
         if seen.holds is DATASET and not resume:
