@@ -178,6 +178,12 @@ def plan_merge(parts: Sequence[PartManifest], fmt: ShardFormat) -> MergePlan:
     if not parts:
         raise IntegrityError("no parts to merge")
     check_compatible(parts)
+    if parts[0].manifest.pack != "whole":  # --part refuses it: each part's last file is partial
+        raise IntegrityError(
+            f"{parts[0].name} was packed --pack {parts[0].manifest.pack}: merge links the "
+            "parts' files without rewriting them, so the merged files would not all be "
+            "full; rebuild the parts with --pack whole, or the whole source in one run"
+        )
     _check_listing(parts)
     links, entries, recorded = _renumber(parts, fmt)
     first = parts[0].manifest

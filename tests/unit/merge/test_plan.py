@@ -182,3 +182,13 @@ def test_a_part_whose_range_is_not_the_rules_is_refused() -> None:
              dataclasses.replace(p1, manifest=dataclasses.replace(p1.manifest, source=s1))]
     assert refusal(parts) == ("0-of-2 read 2 source files but the partition rule gives it 1; "
                               "rebuild it with prep prepare --part 0/2")
+
+
+def test_fixed_parts_are_refused_as_merge_cannot_fill_their_files() -> None:
+    """Merge links files: a fixed part's partial last file would sit mid-split."""
+    parts = [dataclasses.replace(p, manifest=dataclasses.replace(
+        p.manifest, recipe={**p.manifest.recipe, "pack": "fixed"})) for p in two_parts()]
+    assert refusal(parts) == (
+        "0-of-2 was packed --pack fixed: merge links the parts' files without rewriting "
+        "them, so the merged files would not all be full; rebuild the parts with --pack "
+        "whole, or the whole source in one run")
