@@ -163,13 +163,6 @@ def validate(settings: Mapping[str, Any]) -> None:
         )
     if r.part is not None:
         Part.parse(r.part)
-        if r.pack == "fixed":
-            raise UsageError(
-                "--pack fixed cannot be built in parts: each part's last file of a split "
-                "is partial, and prep merge links the parts' files without rewriting them, "
-                "so the merged files would not all be full; run the whole source in one run "
-                "(workers use every core), or build the parts with --pack whole"
-            )
         for name, value in budgets:
             if value is not None:
                 raise UsageError(

@@ -176,11 +176,3 @@ def test_a_refresh_continues_fixed_files_as_a_fresh_run_cuts_them(tmp_path: Path
         if name != "_PROVENANCE.json":
             assert (tmp_path / "out" / name).read_bytes() == \
                 (tmp_path / "fresh" / name).read_bytes(), name
-
-
-def test_parts_refuse_fixed_packing(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
-    src = make_corpus(tmp_path / "src", [numbered_docs(10)])
-    r = cli("prepare", "--out", tmp_path / "out", "--source", src, "--tokenizer", "byte",
-            "--pack", "fixed", "--part", "0/2")
-    assert r.code == 2
-    assert "--pack fixed cannot be built in parts" in r.err and "--pack whole" in r.err

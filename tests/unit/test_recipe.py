@@ -123,11 +123,6 @@ def test_a_long_wrong_value_is_cut_to_forty_characters() -> None:
      "--split-column 'text' must name a column of its own, holding 'train' or 'val' on each "
      "row (not the text column 'text'); or drop --split-column to split by content hash"),
     ({"pack": "tight"}, "--pack must be whole or fixed, not 'tight'"),
-    ({"part": "0/2", "pack": "fixed"},
-     "--pack fixed cannot be built in parts: each part's last file of a split is partial, "
-     "and prep merge links the parts' files without rewriting them, so the merged files "
-     "would not all be full; run the whole source in one run (workers use every core), or "
-     "build the parts with --pack whole"),
     ({"part": "1/2", "train_tokens": 5},
      "--train-tokens is a global budget, which cannot be honoured across independent parts: "
      "drop --train-tokens with --part, or run the whole source in one run"),
