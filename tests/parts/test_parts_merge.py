@@ -265,3 +265,20 @@ def test_fixed_parts_merge_to_the_single_fixed_runs_files(tmp_path: Path, cli, f
     assert cli("verify", merged).code == 0
     r = cli("merge", merged)
     assert r.code == 0 and "already complete" in r.err
+
+
+def test_fixed_parts_without_separators_in_a_flat_format_are_refused(tmp_path: Path, cli
+                                                                     ) -> None:
+    """Nothing says where their documents start, so their files cannot be cut again."""
+    corpus = uneven_corpus(tmp_path / "c")
+    out = tmp_path / "m"
+    for i in range(2):
+        args = [a for a in part_args(corpus, out, f"{i}/2", ["--pack", "fixed"])
+                if a not in ("--doc-sep-id", "0")]
+        assert cli(*args, "--no-doc-sep").code == 0
+    r = cli("merge", out)
+    assert r.code == 1 and not out.exists()
+    assert not (tmp_path / "m.parts" / "recut").exists()
+    assert "merge must know where its documents start to cut --pack fixed files again: " \
+           "rebuild the parts with a separator or with --format megatron, datatrove or " \
+           "olmo" in r.err

@@ -149,7 +149,11 @@ def _recut(output: Output, parts: list[PartManifest], directory: Path) -> Recut:
     with contextlib.ExitStack() as stack:
         dirs = [stack.enter_context(output.part_at(p.name).reading({})) for p in parts]
         logger.info("re-cutting %d parts packed --pack fixed into %s", len(parts), directory)
-        return recut(parts, dirs, fmt, directory)
+        try:
+            return recut(parts, dirs, fmt, directory)
+        except BaseException:  # refused or failed: nothing of it is left (a kill's is redone)
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
 
 
 def merge(
