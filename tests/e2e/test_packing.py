@@ -29,8 +29,18 @@ LIMIT = 400
 FORMATS = ["llmc", "llmc-llama3", "megatron", "raw", "npy", "datatrove", "olmo"]
 # A document longer than two files, among the numbered ones.
 LONG = "doc long " + " ".join(f"w{k % 97}" for k in range(900))
-KEYS = [f"{f}-{p}-prepend" for f in FORMATS for p in ("whole", "fixed")] + [
+# Every format packed fixed; whole in two (the stream is every format's: tests/e2e/
+# test_formats.py), Megatron's the oracle of the documents; both packings with append.
+KEYS = [f"{f}-fixed-prepend" for f in FORMATS] + ["megatron-whole-prepend",
+                                                  "llmc-whole-prepend"] + [
     f"{f}-{p}-append" for f in ("llmc", "olmo") for p in ("whole", "fixed")]
+
+
+def whole_of(built: dict[str, Path], key: str) -> Path:
+    """The whole run to compare the fixed run ``key`` with: its own format's, else
+    Megatron's (the same stream, the same documents)."""
+    same = key.replace("-fixed-", "-whole-")
+    return built.get(same, built["megatron-whole-prepend"])
 
 
 def prepare(src: Path, out: Path, fmt: str, pack: str, position: str, *extra: str) -> None:
@@ -82,7 +92,7 @@ def naive_fixed(docs: list[list[int]]) -> list[dict[str, object]]:
 def test_fixed_files_are_full_and_hold_the_whole_runs_stream(
     built: dict[str, Path], fmt: str, split: str
 ) -> None:
-    fixed, whole = built[f"{fmt}-fixed-prepend"], built[f"{fmt}-whole-prepend"]
+    fixed, whole = built[f"{fmt}-fixed-prepend"], whole_of(built, f"{fmt}-fixed-prepend")
     sizes = [len(read_file(fixed, p)) for p in split_files(fixed, split)]
     assert sizes[:-1] == [LIMIT] * (len(sizes) - 1) and 0 < sizes[-1] <= LIMIT
     assert split_stream(fixed, split) == split_stream(whole, split)
@@ -117,8 +127,7 @@ def test_tokenstream_documents_are_the_whole_runs_across_the_cuts(
     """The fixed run's windows, boundaries and positions are the whole run's: a document
     that crosses a file counts on (documents=True from the index or the separators)."""
     fixed = TokenStream(built[key], "train", seq_len=64, documents=True)
-    whole = TokenStream(built[key.replace("-fixed-", "-whole-")], "train", seq_len=64,
-                        documents=True)
+    whole = TokenStream(whole_of(built, key), "train", seq_len=64, documents=True)
     assert len(fixed) == len(whole) > 0
     for i in range(len(fixed)):
         for a, b in zip(fixed[i], whole[i], strict=True):
@@ -140,7 +149,7 @@ def test_verify_and_inspect_know_the_packing(built: dict[str, Path], cli, tmp_pa
     second = sorted(m["files"], key=lambda f: f["name"])[1]
     assert f"packing fixed: every file but a split's last holds {LIMIT} ids" in shown
     assert f"{second['name']} {second['first_doc_at']:,}" in shown
-    assert "packing whole" in cli("inspect", built["olmo-whole-prepend"]).out
+    assert "packing whole" in cli("inspect", built["olmo-whole-append"]).out
     # A forged first_doc_at: verify names the file.
     forged = tmp_path / "forged"
     shutil.copytree(built["llmc-fixed-prepend"], forged)

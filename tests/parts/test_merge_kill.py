@@ -80,7 +80,7 @@ def built_fixed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
 
 @pytest.mark.parametrize(("target", "nth", "when"), [
     ("prep.formats.idfile.IdFileWriter.seal", 2, "after"),  # re-cutting the parts' files
-    ("prep.outputs.local.os.link", 2, "after"),
+    pytest.param("prep.outputs.local.os.link", 2, "after", marks=pytest.mark.soak),
 ])
 def test_a_fixed_merge_killed_while_re_cutting_or_linking_reruns_to_the_same_dataset(
     tmp_path: Path, built_fixed: tuple[Path, dict[str, str]], target: str, nth: int,

@@ -239,7 +239,8 @@ def test_parts_with_workers_and_the_fast_engine_equal_a_single_reference_run(
     assert json.loads((single / "_PROVENANCE.json").read_text())["engine"] == "hf"
 
 
-@pytest.mark.parametrize("fmt", ["llmc", "megatron", "datatrove"])
+@pytest.mark.parametrize("fmt", ["megatron", pytest.param("llmc", marks=pytest.mark.soak),
+                                 pytest.param("datatrove", marks=pytest.mark.soak)])
 def test_fixed_parts_merge_to_the_single_fixed_runs_files(tmp_path: Path, cli, fmt: str
                                                          ) -> None:
     """--pack fixed parts: merge cuts the joined streams again, so every merged file is
