@@ -94,6 +94,7 @@ class Corpus:
     vocab_size: int | None = None
     dataset: str = "fixed"
     format: str = "llmc"  # --format of every run in the World
+    pack: str = "whole"  # --pack of every run in the World
     # --workers of every run (args()) in the World; 0: not given, so that a source this
     # small is tokenized in the main process (prep.run.work.sizing.IN_PROCESS_BYTES)
     workers: int = 0
@@ -173,6 +174,8 @@ class World:
             args += ["--shuffle-buffer", str(c.shuffle_buffer)]
         if c.format != "llmc":
             args += ["--format", c.format]
+        if c.pack != "whole":
+            args += ["--pack", c.pack]
         return [*args, "--dataset", c.dataset]
 
     def args(self, out: Path, *extra: object) -> list[str]:

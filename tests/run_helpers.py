@@ -5,20 +5,23 @@ checkpoint)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
 from conftest import make_corpus, numbered_docs
 
-from prep.formats import get_format
+from prep.formats import ShardFormat, get_format
 from prep.outputs import LocalDir, resolve_output
 from prep.recipe import Recipe, RunOptions
 from prep.run.committed import RunState
 from prep.run.inputs import fresh_inputs
 from prep.run.loop import commit_batch
+from prep.run.resume.claims import Shard, shards_of
 from prep.run.start import start
 from prep.run.work.tokenize import laid_or_ids, tokenize
 from prep.stream.order import Preparer, StreamItem, batches
+from prep.stream.writer import SplitWriter
 
 FMT = get_format()
 BATCH = 16
@@ -70,3 +73,23 @@ def killed(s: Setup, committed: int = 4, after: int = 3) -> None:
 
 def tree(directory: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
+
+
+def checked_shards(directory: Path, fmt: ShardFormat, lengths: list[int], limit: int,
+                   append: bool, fixed: bool = False) -> list[Shard]:
+    """Documents of ``lengths`` ids (document k's all k + 1, separator 0) written by a real
+    writer at ``limit`` (``--pack fixed`` when ``fixed``), each file as resume checks it:
+    sealed files whole, the open one's committed prefix, with what the check saw."""
+    w = SplitWriter(directory, fmt, "train", 256, 0, append, limit, fixed=fixed)
+    w.start()
+    for k, n in enumerate(lengths):
+        w.add(np.full(n, k + 1, dtype=np.uint32), n)
+    w.sync()
+    state = w.state()
+    w.close()
+    scans = [fmt.check_sealed(directory, r.name, r.n_tokens, r.sha256, 256, 0)
+             for r in state.sealed]
+    if state.open is None:
+        raise AssertionError("a writer's state always has an open file")
+    scans.append(fmt.check_open(directory, state.open, 256, 0).scan)
+    return [replace(f, scan=s) for f, s in zip(shards_of(state), scans, strict=True)]

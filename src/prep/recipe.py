@@ -23,6 +23,9 @@ DEFAULT_BATCH_SIZE = 1024  # documents: the main process pays per batch (docs/pe
 # grows the engine's word cache without end until it gets there (docs/performance.md).
 DEFAULT_WORKER_MEMORY = 400_000_000
 SEP_POSITIONS = ("prepend", "append")
+# How a split's ids are cut into files: ``whole`` documents per file, or ``fixed`` files of
+# exactly max_file_tokens ids (but a split's last) that documents run across.
+PACKS = ("whole", "fixed")
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class Recipe:
     no_doc_sep: bool = False
     sep_position: str = "prepend"
     max_file_tokens: int = DEFAULT_MAX_FILE_TOKENS
+    pack: str = "whole"
     format: str = "llmc"
     dtype: str = "auto"
     dataset: str | None = None
@@ -91,6 +95,8 @@ class Recipe:
         out["max_file_tokens"] = self.max_file_tokens
         out["format"] = self.format
         out["dtype"] = self.dtype
+        if self.pack != "whole":  # a manifest without it (every earlier one) means whole
+            out["pack"] = self.pack
         return out
 
 
@@ -139,6 +145,8 @@ def validate(settings: Mapping[str, Any]) -> None:
             raise UsageError(f"{name} {value} must be > 0")
     if not 1 <= r.max_file_tokens <= 2**31 - 1:
         raise UsageError(f"--max-file-tokens {r.max_file_tokens} must be in 1..2**31-1")
+    if r.pack not in PACKS:
+        raise UsageError(f"--pack must be whole or fixed, not {r.pack!r}")
     if r.sep_position not in SEP_POSITIONS:
         raise UsageError(f"--sep-position must be prepend or append, not {r.sep_position!r}")
     if r.doc_sep_id is not None and r.doc_sep_id < 0:

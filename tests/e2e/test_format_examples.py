@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,58 @@ def test_worked_example(tmp_path: Path, cli, fmt: str) -> None:  # type: ignore[
         # gzip header: magic, deflate, no flags (no file name), mtime 0, XFL 2, OS 255
         assert raw[:10].hex() == "1f8b0800000000000" "2ff"
         assert gzip.decompress(raw) == b"0,3\n3,5\n"
+
+
+# docs/format.md's packing example: --pack fixed --max-file-tokens 4 cuts the stream after
+# 4 ids, "Hi" running on into train-00001; each index lists the pieces its file holds.
+HEAD4 = "88d83401" "01000000" "04000000" "51c40000"  # llm.c header, n = 4
+HEAD1 = "88d83401" "01000000" "01000000" "51c40000"  # n = 1
+FIRST, REST = "50c4" "883c" "e303" "50c4", "6243"
+FIXED = {
+    "llmc": {"train-00000.bin": HEAD4 + HEAD_TAIL + FIRST,
+             "train-00001.bin": HEAD1 + HEAD_TAIL + REST},
+    "npy": {
+        "train_00000.npy": "934e554d5059" "0100" "7600"
+        + b"{'descr': '<u2', 'fortran_order': False, 'shape': (4,), }".hex() + "20" * 60 + "0a"
+        + FIRST,
+        "train_00001.npy": "934e554d5059" "0100" "7600"
+        + b"{'descr': '<u2', 'fortran_order': False, 'shape': (1,), }".hex() + "20" * 60 + "0a"
+        + REST,
+    },
+    "megatron": {
+        "train-00000.bin": FIRST,
+        "train-00000.idx": "4d4d494449445800" "00" "0100000000000000" "08"
+        "0200000000000000" "0300000000000000" "03000000" "01000000"
+        "0000000000000000" "0600000000000000"
+        "0000000000000000" "0100000000000000" "0200000000000000",
+        "train-00001.bin": REST,
+        "train-00001.idx": "4d4d494449445800" "00" "0100000000000000" "08"
+        "0100000000000000" "0200000000000000" "01000000" "0000000000000000"
+        "0000000000000000" "0100000000000000",
+    },
+    "datatrove": {
+        "train-00000.ds": FIRST, "train-00000.ds.index": "0300000000000000" "0400000000000000",
+        "train-00000.ds.metadata": b"gpt2|2\n4\n4.00 T".hex(),
+        "train-00001.ds": REST, "train-00001.ds.index": "0100000000000000",
+        "train-00001.ds.metadata": b"gpt2|2\n1\n1.00 T".hex(),
+    },
+    "olmo": {"train-00000.npy": FIRST, "train-00001.npy": REST},
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(FIXED))
+def test_packing_example(tmp_path: Path, cli, fmt: str) -> None:  # type: ignore[no-untyped-def]
+    src = make_corpus(tmp_path / "src", [["Hello world", "Hi"]])
+    out = tmp_path / "out"
+    r = cli("prepare", "--out", out, "--source", src, "--tokenizer", GPT2_DIR,
+            "--val-fraction", "0", "--format", fmt, "--pack", "fixed", "--max-file-tokens", "4",
+            "--quiet")
+    assert r.code == 0, r.err
+    for name, hexbytes in FIXED[fmt].items():
+        assert (out / name).read_bytes().hex() == hexbytes, name
+    files = json.loads((out / "_MANIFEST.json").read_bytes())["files"]
+    assert [(f["n_tokens"], f["n_docs"], f["first_doc_at"]) for f in files[:2]] == [
+        (4, 2, 0), (1, 0, 1)]
+    if fmt == "olmo":
+        assert [gzip.decompress((out / f"train-0000{k}.csv.gz").read_bytes()) for k in (0, 1)
+                ] == [b"0,3\n3,4\n", b"0,1\n"]

@@ -24,20 +24,25 @@ SITES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+def _parts_and_merge(tmp_path_factory: pytest.TempPathFactory, name: str,
+                     extra: tuple[str, ...] = ()) -> tuple[Path, dict[str, str]]:
     """Three published parts (kept pristine) and the tree of their uninterrupted merge."""
     from prep.cli.commands import main
 
-    root = tmp_path_factory.mktemp("mergekill")
+    root = tmp_path_factory.mktemp(name)
     corpus = uneven_corpus(root / "c")
     out = root / "pristine" / "ds"
     for i in range(3):
-        assert main(part_args(corpus, out, f"{i}/3")) == 0
+        assert main(part_args(corpus, out, f"{i}/3", extra)) == 0
     ref = root / "ref" / "ds"
     shutil.copytree(out.with_name("ds.parts"), ref.with_name("ds.parts"))
     assert main(["merge", str(ref)]) == 0
     return out, _published(ref)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    return _parts_and_merge(tmp_path_factory, "mergekill")
 
 
 def _published(out: Path) -> dict[str, str]:
@@ -62,3 +67,23 @@ def test_killed_merge_reruns_to_the_same_dataset(
     assert main(["merge", str(out)]) == 0
     assert _published(out) == expected
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "ds.lock", "ds.parts", "mark"]
+
+
+FIXED = ("--pack", "fixed", "--max-file-tokens", "700")
+
+
+@pytest.fixture(scope="module")
+def built_fixed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """The same, packed --pack fixed: the merge writes files anew."""
+    return _parts_and_merge(tmp_path_factory, "mergekill-fixed", FIXED)
+
+
+@pytest.mark.parametrize(("target", "nth", "when"), [
+    ("prep.formats.idfile.IdFileWriter.seal", 2, "after"),  # re-cutting the parts' files
+    pytest.param("prep.outputs.local.os.link", 2, "after", marks=pytest.mark.soak),
+])
+def test_a_fixed_merge_killed_while_re_cutting_or_linking_reruns_to_the_same_dataset(
+    tmp_path: Path, built_fixed: tuple[Path, dict[str, str]], target: str, nth: int,
+    when: str,
+) -> None:
+    test_killed_merge_reruns_to_the_same_dataset(tmp_path, built_fixed, target, nth, when)

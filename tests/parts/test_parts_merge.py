@@ -237,3 +237,49 @@ def test_parts_with_workers_and_the_fast_engine_equal_a_single_reference_run(
             part = root.parent / "ds.parts" / f"{i}-of-2" / "_PROVENANCE.json"
             assert json.loads(part.read_text())["engine"] == "gigatoken"
     assert json.loads((single / "_PROVENANCE.json").read_text())["engine"] == "hf"
+
+
+@pytest.mark.parametrize("fmt", ["megatron", pytest.param("llmc", marks=pytest.mark.soak),
+                                 pytest.param("datatrove", marks=pytest.mark.soak)])
+def test_fixed_parts_merge_to_the_single_fixed_runs_files(tmp_path: Path, cli, fmt: str
+                                                         ) -> None:
+    """--pack fixed parts: merge cuts the joined streams again, so every merged file is
+    byte for byte the single fixed run's (each full but a split's last, each index the
+    pieces its file holds); part 0's aligned files are linked, the rest written anew, and
+    the re-cut directory is gone once published."""
+    corpus = uneven_corpus(tmp_path / "c")
+    extra = ["--format", fmt, "--pack", "fixed", "--max-file-tokens", "700"]
+    single, merged = tmp_path / "single", tmp_path / "merged"
+    assert cli("prepare", "--source", corpus, "--out", single, *RECIPE, "--tokenizer", "byte",
+               *extra).code == 0
+    got = merged_by_hand(cli, corpus, merged, 3, extra)
+    a, b = manifest(single), manifest(merged)
+    assert b["files"] == a["files"]  # names, counts, first_doc_at, every hash
+    assert b["totals"] == a["totals"] and b["recipe"] == a["recipe"]
+    ref = {p.name: p.read_bytes() for p in single.iterdir() if not p.name.startswith("_")}
+    assert {n: v for n, v in got.items() if not n.startswith("_")} == ref
+    assert any(f["first_doc_at"] > 0 for f in b["files"])  # documents cross the cuts
+    assert not (tmp_path / "merged.parts" / "recut").exists()
+    linked = [p["files"] for p in b["parts"]]
+    assert linked[0] and os.stat(merged / "train-00000.bin" if fmt == "llmc" else
+                                 merged / next(iter(linked[0].values()))).st_nlink == 2
+    assert cli("verify", merged).code == 0
+    r = cli("merge", merged)
+    assert r.code == 0 and "already complete" in r.err
+
+
+def test_fixed_parts_without_separators_in_a_flat_format_are_refused(tmp_path: Path, cli
+                                                                     ) -> None:
+    """Nothing says where their documents start, so their files cannot be cut again."""
+    corpus = uneven_corpus(tmp_path / "c")
+    out = tmp_path / "m"
+    for i in range(2):
+        args = [a for a in part_args(corpus, out, f"{i}/2", ["--pack", "fixed"])
+                if a not in ("--doc-sep-id", "0")]
+        assert cli(*args, "--no-doc-sep").code == 0
+    r = cli("merge", out)
+    assert r.code == 1 and not out.exists()
+    assert not (tmp_path / "m.parts" / "recut").exists()
+    assert "merge must know where its documents start to cut --pack fixed files again: " \
+           "rebuild the parts with a separator or with --format megatron, datatrove or " \
+           "olmo" in r.err

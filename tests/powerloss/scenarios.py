@@ -1,6 +1,7 @@
-"""The recorded runs: every format from scratch, a resume writing into a staging directory a
-stopped run left, a refresh's swap, a merge of parts, and a publish into a mount point. Each
-one's expected dataset is published by the same command run outside the recorder."""
+"""The recorded runs: every format from scratch (and one packed ``--pack fixed``), a resume
+writing into a staging directory a stopped run left, a refresh's swap, a merge of parts,
+and a publish into a mount point. Each one's expected dataset is published by the same
+command run outside the recorder."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ RUN = ("--batch-size", "64", "--checkpoint-interval", "0.000001", "--workers", "
 CORPUS = h.Corpus(n_docs=400, n_files=2, max_file_tokens=1500, tokenizer_docs=400,
                   vocab_size=300, dataset="pl")
 FORMATS = ("datatrove", "llmc", "llmc-llama3", "megatron", "npy", "olmo", "raw")
-NAMES = (*FORMATS, "resume", "refresh", "merge", "mount-out", "copiers")
+NAMES = (*FORMATS, "fixed", "resume", "refresh", "merge", "mount-out", "copiers")
 
 
 _WORLDS: dict[int, h.World] = {}
@@ -56,6 +57,13 @@ def fresh(w: h.World, work: Path, fmt: str) -> Scenario:
         return Scenario(fmt, _prepare(w), w.reference)
     cmd = _prepare(w, "--format", fmt)
     return Scenario(fmt, cmd, _published(cmd(work / "ref"), work / "ref" / OUT))
+
+
+def fixed(w: h.World, work: Path) -> Scenario:
+    """``--pack fixed``, in an indexed format: documents run across files, and each open
+    file's index is rebuilt from the pieces its checkpoint keeps."""
+    cmd = _prepare(w, "--format", "megatron", "--pack", "fixed")
+    return Scenario("fixed", cmd, _published(cmd(work / "ref"), work / "ref" / OUT))
 
 
 def resumed(w: h.World, work: Path) -> Scenario:
@@ -135,5 +143,5 @@ def build(name: str, w: h.World, work: Path) -> Scenario:
     work.mkdir(parents=True, exist_ok=True)
     if name in FORMATS:
         return fresh(w, work, name)
-    return {"resume": resumed, "refresh": refresh, "merge": merge, "mount-out": mount_out,
-            "copiers": copiers}[name](w, work)
+    return {"fixed": fixed, "resume": resumed, "refresh": refresh, "merge": merge,
+            "mount-out": mount_out, "copiers": copiers}[name](w, work)

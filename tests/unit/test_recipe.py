@@ -122,6 +122,7 @@ def test_a_long_wrong_value_is_cut_to_forty_characters() -> None:
     ({"split_column": "text"},
      "--split-column 'text' must name a column of its own, holding 'train' or 'val' on each "
      "row (not the text column 'text'); or drop --split-column to split by content hash"),
+    ({"pack": "tight"}, "--pack must be whole or fixed, not 'tight'"),
     ({"part": "1/2", "train_tokens": 5},
      "--train-tokens is a global budget, which cannot be honoured across independent parts: "
      "drop --train-tokens with --part, or run the whole source in one run"),
@@ -166,3 +167,12 @@ def test_run_options_compare_without_their_argv() -> None:
     assert a == RunOptions(out="o", argv=None)
     assert "argv" not in repr(a)
     assert a != RunOptions(out="o", workers=2)
+
+
+def test_pack_is_in_the_manifest_recipe_only_when_fixed() -> None:
+    """A whole manifest keeps the bytes it always had: no pack key (absent means whole)."""
+    whole = Recipe(source="s", tokenizer="t").manifest_recipe()
+    fixed = Recipe(source="s", tokenizer="t", pack="fixed").manifest_recipe()
+    assert "pack" not in whole and list(fixed) == [*whole, "pack"] and fixed["pack"] == "fixed"
+    old = {k: v for k, v in Recipe(source="s", tokenizer="t").to_json().items() if k != "pack"}
+    assert Recipe.from_json(old).pack == "whole"  # a checkpoint written before --pack

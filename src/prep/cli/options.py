@@ -245,8 +245,14 @@ def _output(g: Group, d: Mapping[str, Any]) -> None:
                    help="the dataset's name in the manifest (default: DIR's name)")
     g.add_argument(
         "--max-file-tokens", type=count(1), metavar="N",
-        help=f"start a new file before a document that would take one past N tokens "
-        f"(default: {d['max_file_tokens']})",
+        help=f"the most ids a file holds (default: {d['max_file_tokens']}); see --pack",
+    )
+    g.add_argument(
+        "--pack", choices=("whole", "fixed"),
+        help=f"how files are cut (default: {d['pack']}): whole starts a new file before a "
+        "document that would take one past --max-file-tokens; fixed fills every file of a "
+        "split but its last to exactly --max-file-tokens ids, documents running on into the "
+        "next file (llm.c's fineweb.py, .npy shards); the stream is the same",
     )
 
 

@@ -215,10 +215,13 @@ class ShardFormat(Protocol):
 _SCAN_CHUNK = 1 << 22
 
 
-def ids_problems(name: str, ids: npt.NDArray[Any], n_docs: int, manifest: Manifest) -> list[str]:
+def ids_problems(name: str, ids: npt.NDArray[Any], n_docs: int, manifest: Manifest,
+                 first_doc_at: int | None = None) -> list[str]:
     """Problems of a shard's ids against the manifest: an id outside the vocabulary, fewer
     separators than documents, a shard that does not start (prepend) or end (append) with
-    the separator. Streams the ids in bounded memory."""
+    the separator; under ``--pack fixed`` (``first_doc_at`` given) its first document
+    must start (prepend) or follow (append) one at ``first_doc_at``, and a last document
+    may end in the next shard. Streams the ids in bounded memory."""
     if ids.size == 0:
         return []
     sep, vocab = manifest.doc_sep_id, manifest.vocab_size
@@ -231,10 +234,21 @@ def ids_problems(name: str, ids: npt.NDArray[Any], n_docs: int, manifest: Manife
     problems = []
     if top >= vocab:
         problems.append(f"{name}: id {top:,} is outside the vocabulary ({vocab:,})")
-    if sep is not None and seps < n_docs:
+    if sep is None:
+        return problems
+    append = manifest.sep_position == "append"
+    need, edge = n_docs, int(ids[0]) if not append else int(ids[-1])
+    what = f"does not {'end' if append else 'start'} with the separator {sep}"
+    if first_doc_at is not None:  # fixed: the cuts fall anywhere
+        edge = sep
+        if append and first_doc_at == 0 and n_docs:
+            need -= 1  # the last document may end in the next shard
+        if n_docs and (not append or first_doc_at):
+            edge = int(ids[first_doc_at - 1 if append else first_doc_at])
+        where = "the document before" if append else "its first document"
+        what = f"{where} (first_doc_at {first_doc_at:,}) {what}"
+    if seps < need:
         problems.append(f"{name}: {seps:,} separators for {n_docs:,} documents")
-    edge = int(ids[0]) if manifest.sep_position == "prepend" else int(ids[-1])
-    if sep is not None and edge != sep:
-        where = "start" if manifest.sep_position == "prepend" else "end"
-        problems.append(f"{name}: does not {where} with the separator {sep}")
+    if edge != sep:
+        problems.append(f"{name}: {what}")
     return problems

@@ -5,6 +5,11 @@ documents: Megatron's ``.bin`` + ``.idx``, datatrove's ``.ds`` + ``.ds.index`` +
 :class:`DocIndex` (the companions' names and bytes); this module holds everything they
 share.
 
+Under ``--pack fixed`` a document may run across shards: each shard indexes the pieces it
+holds (:func:`~prep.state.shards.pieces`), the end of a document begun in an earlier shard
+first, so every index covers exactly its own id file, as the trainers' readers require;
+where the documents themselves start, the manifest's ``first_doc_at`` says.
+
 The id file grows like any id file. The companions depend on every document's length, so
 they are written once, each atomically, when the shard is sealed; until then the committed
 documents' lengths travel in the checkpoint (``OpenFile.doc_lengths``), so a shard open at
@@ -33,7 +38,7 @@ from prep.formats.onefile import FlatFormat
 from prep.formats.segments import SegmentChain
 from prep.fsio import atomic_write_bytes, file_sha256
 from prep.state.manifest import Manifest, ManifestFile
-from prep.state.shards import Companion, OpenFile
+from prep.state.shards import Companion, OpenFile, pieces
 
 
 class DocIndex(Protocol):
@@ -128,10 +133,11 @@ class IndexedFormat(FlatFormat):
     ) -> IdFileOpen:
         checked = super().check_open(directory, op, vocab_size, count_id)
         lengths = op.doc_lengths or ()
-        if len(lengths) != op.n_docs or sum(lengths) != op.n_tokens:
+        held = pieces(op.n_docs, op.first_doc_at)
+        if len(lengths) != held or sum(lengths) != op.n_tokens:
             raise IntegrityError(
                 f"{directory / op.name}: the checkpoint's document lengths ({len(lengths):,} "
-                f"documents, {sum(lengths):,} ids) do not match its {op.n_docs:,} documents "
+                f"pieces, {sum(lengths):,} ids) do not match its {held:,} document pieces "
                 f"and {op.n_tokens:,} ids, so the index cannot be rebuilt. Delete {directory} "
                 "to start over",
                 path=directory / op.name,
@@ -167,11 +173,18 @@ class IndexedFormat(FlatFormat):
         if list(self.index.pack(lengths, dtype_name, label)) != raws:
             raise FormatError(f"{names[0]}: not as the {self.name} layout writes it "
                               f"({', '.join(names)})", path=names[0])
-        if len(lengths) != entry.n_docs or sum(lengths) != entry.n_tokens:
+        held = pieces(entry.n_docs, entry.first_doc_at)
+        if len(lengths) != held or sum(lengths) != entry.n_tokens:
             raise FormatError(
                 f"{names[0]}: indexes {len(lengths):,} documents of {sum(lengths):,} ids, not "
-                f"{entry.name}'s {entry.n_docs:,} documents of {entry.n_tokens:,} ids",
+                f"{entry.name}'s {held:,} document pieces of {entry.n_tokens:,} ids",
                 path=names[0],
+            )
+        if entry.first_doc and lengths[0] != entry.first_doc:
+            raise FormatError(
+                f"{names[0]}: its first piece holds {lengths[0]:,} ids, but the manifest's "
+                f"first_doc_at says the first document of {entry.name} starts at "
+                f"{entry.first_doc:,}", path=names[0],
             )
         return lengths
 

@@ -240,7 +240,7 @@ class FlatFormat:
             )
         if n == entry.n_tokens:
             ids = map_file(self.layout, path, manifest.dtype, n)
-            problems += ids_problems(name, ids, entry.n_docs, manifest)
+            problems += ids_problems(name, ids, entry.n_docs, manifest, entry.first_doc_at)
         return problems + self.companion_problems(directory, entry, manifest, n)
 
     def companion_problems(

@@ -22,16 +22,18 @@ MAX_PENDING = 2  # seals in flight before submit() waits for the oldest (open fi
 
 
 def seal_record(file: ShardWriter, n_docs: int,
-                on_sealed: Callable[[FileRecord], None] | None = None) -> FileRecord:
-    """Seal ``file`` and return its record, after telling ``on_sealed`` of it (in this
-    thread); on failure the file is closed (it stays an open shard on disk, which resume
-    handles) and the error raised."""
+                on_sealed: Callable[[FileRecord], None] | None = None,
+                first_doc_at: int | None = None) -> FileRecord:
+    """Seal ``file`` and return its record (``first_doc_at`` as
+    :class:`~prep.state.shards.FileRecord` has it), after telling ``on_sealed`` of it (in
+    this thread); on failure the file is closed (it stays an open shard on disk, which
+    resume handles) and the error raised."""
     try:
         sha, companions = file.seal()
     except BaseException:
         file.close()
         raise
-    record = FileRecord(file.name, file.n, n_docs, sha, companions)
+    record = FileRecord(file.name, file.n, n_docs, sha, companions, first_doc_at)
     if on_sealed is not None:
         on_sealed(record)
     return record
@@ -53,14 +55,15 @@ class Sealing:
         return self._seals.finished()
 
     def submit(self, file: ShardWriter, n_docs: int, into: list[FileRecord],
-               on_sealed: Callable[[FileRecord], None] | None = None) -> None:
+               on_sealed: Callable[[FileRecord], None] | None = None,
+               first_doc_at: int | None = None) -> None:
         """Start sealing ``file`` (nothing is appended to it any more), after appending to
         ``into`` the records of earlier seals it had to wait for to stay within
         ``max_pending``. ``on_sealed`` is told of its record as soon as it is sealed, in
         the sealing thread (before :meth:`wait` returns it)."""
         for record in self._seals.room(1):
             into.append(record)
-        self._seals.submit(1, seal_record, file, n_docs, on_sealed)
+        self._seals.submit(1, seal_record, file, n_docs, on_sealed, first_doc_at)
 
     def wait(self, into: list[FileRecord]) -> None:
         """Append to ``into`` the record of every pending seal, in order, as each is done.

@@ -3,21 +3,25 @@
 Under ``DIR``'s lock: find parts ``0..N-1`` (refusing a missing or unfinished one), check
 each (:meth:`prep.outputs.Parted.check_for_merge`: a local part verified, every file
 re-hashed, parts in parallel; a part in a bucket by listing), plan the merge
-(:mod:`prep.merge.plan`), then publish it through the output
+(:mod:`prep.merge.plan`; parts packed ``--pack fixed`` first have their files cut again,
+:mod:`prep.merge.recut`), then publish it through the output
 (:meth:`~prep.outputs.Parted.publish_merge`): a directory is built as ``DIR.merging/``
 from hard links to the parts' files, the merged ``_MANIFEST.json`` and
 ``_PROVENANCE.json``, and renamed to ``DIR`` (never replacing one); a bucket gets
-server-side copies, the manifest last. Token data never passes through this process. A
+server-side copies, the manifest last. Token data never passes through this process, but
+for the files of ``--pack fixed`` parts written anew. A
 refusal publishes nothing. Killed at any instant, a rerun builds it again or finds ``DIR``
 published and reports it complete.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import re
+import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,9 +30,10 @@ from pathlib import Path
 
 from prep.errors import IntegrityError, Interrupted, OutputError, never
 from prep.formats import get_format
-from prep.merge.plan import MergePlan, PartManifest, plan_merge
-from prep.outputs import ABSENT, DATASET, Output, Parted, resolve_output
-from prep.partition import PARTS_SUFFIX, Part
+from prep.merge.plan import RECUT, MergePlan, PartManifest, Recut, check_compatible, plan_merge
+from prep.merge.recut import recut
+from prep.outputs import ABSENT, DATASET, Output, Parted, is_uri, resolve_output
+from prep.partition import PARTS_SUFFIX, Part, parts_root
 from prep.readers.verify import verify_output
 from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, Manifest, parse_manifest
 from prep.state.provenance import MergeProvenance, provenance_bytes, read_provenance_json
@@ -128,6 +133,29 @@ def _already_published(out: Output, plan: MergePlan) -> bool:
     return True
 
 
+def _recut(output: Output, parts: list[PartManifest], directory: Path) -> Recut:
+    """The files of parts packed ``--pack fixed`` cut again (:mod:`prep.merge.recut`),
+    written into ``directory``; ``OutputError`` for a bucket, where merge copies objects
+    server-side and writes none."""
+    if is_uri(output.location):
+        raise OutputError(
+            f"{output}: parts packed --pack fixed are merged by writing their files anew, "
+            "which merge does in a local directory only; merge a local copy of the parts, "
+            "or build the parts with --pack whole",
+            path=str(output),
+        )
+    first = parts[0].manifest
+    fmt = get_format(first.format, first.dtype, first.tokenizer_id)
+    with contextlib.ExitStack() as stack:
+        dirs = [stack.enter_context(output.part_at(p.name).reading({})) for p in parts]
+        logger.info("re-cutting %d parts packed --pack fixed into %s", len(parts), directory)
+        try:
+            return recut(parts, dirs, fmt, directory)
+        except BaseException:  # refused or failed: nothing of it is left (a kill's is redone)
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+
+
 def merge(
     out: Path | str, *, wait_lock: float = 0.0, threads: int | None = None,
     argv: list[str] | None = None, stop: Callable[[], bool] = never,
@@ -154,8 +182,12 @@ def merge(
             loaded = list(pool.map(lambda n: _load_part(output, n), names))
         parts = [p for p, _ in loaded]
         first = parts[0].manifest  # plan_merge checks the others share its format
-        plan = plan_merge(parts, get_format(first.format, first.dtype))
+        check_compatible(parts)
+        recut_dir = parts_root(Path(str(output.location))) / RECUT
+        cut = _recut(output, parts, recut_dir) if first.pack == "fixed" else None
+        plan = plan_merge(parts, get_format(first.format, first.dtype), cut)
         if _already_published(output, plan):
+            shutil.rmtree(recut_dir, ignore_errors=True)
             logger.info("%s is already this merge; nothing to do", output)
             return MergeOutcome("already-complete", output.location, plan.manifest,
                                 time.monotonic() - t0)
@@ -173,9 +205,9 @@ def merge(
         )
         files = [(output.part_at(link.part), link.name, link.new_name) for link in plan.links]
         output.publish_merge(files, provenance_bytes(provenance), plan.manifest.to_bytes())
+        shutil.rmtree(recut_dir, ignore_errors=True)  # DIR holds links to its files
         logger.info(
-            "published %s from %d parts: %d files, none read or written by this process "
-            "(hard links, or server-side copies in a bucket)", output, len(parts),
-            len(plan.links),
-        )
+            "published %s from %d parts: %d files (hard links, or server-side copies in a "
+            "bucket; %s)", output, len(parts), len(plan.links),
+            "the re-cut ones written here" if cut else "none read or written here")
         return MergeOutcome("published", output.location, plan.manifest, time.monotonic() - t0)

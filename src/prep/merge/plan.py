@@ -14,7 +14,7 @@ source file in read order, sums the counts, and records each part (:class:`Merge
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,19 +120,39 @@ def _check_listing(parts: Sequence[PartManifest]) -> None:
             )
 
 
+def kept_shards(parts: Sequence[PartManifest], split: str
+                ) -> list[tuple[PartManifest, ManifestFile]]:
+    """The split's shards in merged order: part by part, each part's in name order, the
+    empty ones left out unless the whole split is empty (then its first is kept)."""
+    shards = [
+        (p, e) for p in parts for e in sorted(p.manifest.files, key=lambda e: e.name)
+        if e.split == split
+    ]
+    return [(p, e) for p, e in shards if e.n_tokens > 0] or shards[:1]
+
+
+Recut = Mapping[str, tuple[int, tuple[ManifestFile, ...]]]  # per split: (kept, written anew)
+RECUT = "recut"  # the directory in DIR.parts that holds the files written anew
+
+
 def _renumber(
-    parts: Sequence[PartManifest], fmt: ShardFormat
+    parts: Sequence[PartManifest], fmt: ShardFormat, recut: Recut | None = None
 ) -> tuple[list[Link], list[ManifestFile], dict[str, MergedPart]]:
-    """Links, merged file entries, and per part the renames of its shards."""
+    """Links, merged file entries, and per part the renames of its shards; with ``recut``
+    (``--pack fixed``), only each split's first ``kept`` shards are renamed, and the files
+    written anew follow them."""
     links: list[Link] = []
     entries: list[ManifestFile] = []
     renamed: dict[str, dict[str, str]] = {p.name: {} for p in parts}
     for split in parts[0].manifest.totals:
-        shards = [
-            (p, e) for p in parts for e in sorted(p.manifest.files, key=lambda e: e.name)
-            if e.split == split
-        ]
-        kept = [(p, e) for p, e in shards if e.n_tokens > 0] or shards[:1]
+        kept = kept_shards(parts, split)
+        recut_files: tuple[ManifestFile, ...] = ()
+        if recut is not None:
+            keep, recut_files = recut[split]
+            kept = kept[:keep]
+        for f in recut_files:  # written anew into DIR.parts/recut (prep.merge.recut)
+            entries.append(f)
+            links.extend(Link(RECUT, n, n) for n in fmt.shard_files(f.name))
         for number, (p, e) in enumerate(kept):
             new = fmt.shard_name(split, number)
             renamed[p.name][e.name] = new
@@ -172,14 +192,19 @@ def _val_bytes_per_token(parts: Sequence[PartManifest]) -> float | None:
     return text_bytes / text_tokens if text_tokens else None
 
 
-def plan_merge(parts: Sequence[PartManifest], fmt: ShardFormat) -> MergePlan:
-    """The merged manifest and the links, for parts ``0..N-1`` in order. Raises
-    ``IntegrityError`` (naming the part and the fix) when they are not parts of one run."""
+def plan_merge(parts: Sequence[PartManifest], fmt: ShardFormat, recut: Recut | None = None
+               ) -> MergePlan:
+    """The merged manifest and the links, for parts ``0..N-1`` in order (``recut``: the
+    files :func:`prep.merge.recut.recut` wrote for parts packed ``--pack fixed``, which it
+    needs). Raises ``IntegrityError`` (naming the part and the fix) when they are not parts
+    of one run."""
     if not parts:
         raise IntegrityError("no parts to merge")
     check_compatible(parts)
+    if (parts[0].manifest.pack == "fixed") != (recut is not None):
+        raise ValueError("parts packed --pack fixed are merged with their re-cut files only")
     _check_listing(parts)
-    links, entries, recorded = _renumber(parts, fmt)
+    links, entries, recorded = _renumber(parts, fmt, recut)
     first = parts[0].manifest
     source = dataclasses.replace(
         first.source,

@@ -2,7 +2,11 @@
 shard's document index where its format has one (``megatron``, ``datatrove``, ``olmo``),
 else from its separators, which are exact when a shard holds exactly one separator per
 document (the manifest's count): each document has its own, so none occurs inside a
-document. A shard with more (an ordinary-token separator that also occurs in text) or a
+document. Under ``--pack fixed`` a document may run across shards: it starts once, in the
+shard the manifest counts it in, at ``first_doc_at`` for a shard's first (its index lists
+the piece before as a piece; its separator may sit in the shard before or after).
+
+A shard with more (an ordinary-token separator that also occurs in text) or a
 dataset without separators (``--no-doc-sep``) in a format without an index cannot be cut
 into documents: that is refused, naming the shard and what to rebuild with.
 
@@ -29,11 +33,12 @@ _CHUNK = 1 << 22
 INDEXED = "megatron, datatrove or olmo"  # the formats that index their documents
 
 
-def separator_lengths(
+def separator_starts(
     ids: npt.NDArray[Any], entry: ManifestFile, manifest: Manifest
 ) -> npt.NDArray[np.int64]:
-    """The lengths of a shard's documents from its separators; ``IntegrityError`` when they
-    do not tell the documents apart exactly (see the module docstring)."""
+    """The offsets in a shard where its documents start, from its separators (before each
+    document, or after the one before); ``IntegrityError`` when they do not tell the
+    documents apart exactly (see the module docstring)."""
     sep, n = manifest.doc_sep_id, int(ids.size)
     if sep is None:
         raise IntegrityError(
@@ -44,18 +49,36 @@ def separator_lengths(
         )
     at = [np.flatnonzero(ids[i : i + _CHUNK] == sep) + i for i in range(0, n, _CHUNK)]
     pos = np.concatenate([np.zeros(0, dtype=np.int64), *at]).astype(np.int64)
-    append = manifest.sep_position == "append"
-    edge_ok = not n or (pos.size and (pos[-1] == n - 1 if append else pos[0] == 0))
-    if pos.size != entry.n_docs or not edge_ok:
+    starts, first = pos, entry.first_doc
+    edge_ok = True
+    if manifest.sep_position == "append":
+        starts = pos[pos + 1 < n] + 1
+        if first == 0 and n and entry.n_docs:  # a document follows the last file's end
+            starts = np.concatenate(([0], starts))
+        # whole: the shard ends where its last document does, with its separator
+        edge_ok = entry.first_doc_at is not None or not n or bool(pos.size and pos[-1] == n - 1)
+    if starts.size != entry.n_docs or (starts.size and starts[0] != first) or not edge_ok:
         raise IntegrityError(
-            f"{entry.name}: {pos.size:,} separators ({sep}) for {entry.n_docs:,} documents: "
-            "the separator also occurs inside documents, so they cannot be told apart; "
+            f"{entry.name}: {pos.size:,} separators ({sep}) for {entry.n_docs:,} documents"
+            + ("" if entry.first_doc_at is None else f" (starting in it, the first at {first:,})")
+            + ": the separator also occurs inside documents, so they cannot be told apart; "
             f"rebuild with --format {INDEXED} (which index documents) to read it with "
             "documents=True",
             path=entry.name,
         )
-    cuts = np.concatenate(([-1], pos)) + 1 if append else np.concatenate((pos, [n]))
-    return np.diff(cuts).astype(np.int64)
+    return starts
+
+
+def file_starts(fmt: ShardFormat, directory: Path, entry: ManifestFile,
+                ids: npt.NDArray[Any], manifest: Manifest) -> npt.NDArray[np.int64]:
+    """The offsets in a shard where its documents start: from its index where the format
+    has one (each piece's start but a first piece that ends a document begun in an earlier
+    shard, ``--pack fixed``), else from its separators."""
+    lengths = fmt.doc_lengths(directory, entry, manifest)
+    if lengths is None:
+        return separator_starts(ids, entry, manifest)
+    starts: npt.NDArray[np.int64] = np.cumsum(lengths, dtype=np.int64) - lengths
+    return starts[1:] if entry.first_doc else starts
 
 
 def doc_starts(
@@ -66,14 +89,11 @@ def doc_starts(
     manifest: Manifest,
 ) -> npt.NDArray[np.int64]:
     """Every document's first offset in the split's stream (the concatenation of
-    ``shards``, the ids of ``entries``), ascending."""
+    ``shards``, the ids of ``entries``), ascending; a document that runs across shards
+    (``--pack fixed``) is one document, starting once."""
     starts, at = [], 0
     for entry, ids in zip(entries, shards, strict=True):
-        lengths = fmt.doc_lengths(directory, entry, manifest)
-        if lengths is None:
-            lengths = separator_lengths(ids, entry, manifest)
-        ends = np.cumsum(lengths, dtype=np.int64) + at
-        starts.append(ends - lengths)
+        starts.append(file_starts(fmt, directory, entry, ids, manifest) + at)
         at += int(ids.size)
     return np.concatenate([np.zeros(0, dtype=np.int64), *starts])
 

@@ -116,9 +116,22 @@ def describe_manifest(m: Manifest) -> list[str]:
     ]
     for split, t in m.totals.items():
         lines.append(f"{split}: {t.n_tokens:,} tokens, {t.n_docs:,} docs, {t.n_files} files")
+    lines.append(packing_line(m))
     beta = m.val_bytes_per_token
     lines.append(f"val bytes per token: {beta:.4f}" if beta else "val bytes per token: n/a")
     return lines
+
+
+def packing_line(m: Manifest, shown: int = 6) -> str:
+    """How the files are cut (``--pack``), and under ``fixed`` where the first document
+    starting in each of the first ``shown`` files starts."""
+    if m.pack != "fixed":
+        return f"packing whole: files of at most {m.max_file_tokens:,} ids, whole documents"
+    files = sorted(m.files, key=lambda e: e.name)
+    at = ", ".join(f"{e.name} {e.first_doc:,}" for e in files[:shown])
+    more = f", … ({len(files) - shown} more)" if len(files) > shown else ""
+    return (f"packing fixed: every file but a split's last holds {m.max_file_tokens:,} ids, "
+            f"documents run on across files; first document at: {at}{more}")
 
 
 def inspect_staging(directory: Path) -> list[str]:

@@ -42,6 +42,30 @@ def _split_problems(
     n_files = total.n_files if total else None
     if len(entries) != n_files:
         problems.append(f"{split}: {len(entries)} files but totals say {n_files}")
+    return problems + pack_problems(entries, manifest)
+
+
+def pack_problems(entries: list[ManifestFile], manifest: Manifest) -> list[str]:
+    """A split's files (in order) against the manifest's ``--pack``: under ``fixed``, each
+    file but the last holds exactly ``max_file_tokens`` ids and records ``first_doc_at``,
+    at most its size, 0 in the first file, its size exactly when no document starts in it;
+    under ``whole`` no file records it."""
+    fixed, problems = manifest.pack == "fixed", []
+    for k, e in enumerate(entries):
+        first = e.first_doc_at
+        if not fixed:
+            if first is not None:
+                problems.append(f"{e.name}: first_doc_at {first} in a --pack whole dataset")
+            continue
+        if k < len(entries) - 1 and e.n_tokens != manifest.max_file_tokens:
+            problems.append(f"{e.name}: {e.n_tokens:,} ids, not --max-file-tokens "
+                            f"{manifest.max_file_tokens:,} (--pack fixed, not the last file)")
+        if first is None:
+            problems.append(f"{e.name}: no first_doc_at in a --pack fixed dataset")
+        elif first > e.n_tokens or (k == 0 and first) or ((first == e.n_tokens) != (
+                e.n_docs == 0) and e.n_tokens):
+            problems.append(f"{e.name}: first_doc_at {first:,} does not fit its "
+                            f"{e.n_tokens:,} ids and {e.n_docs:,} documents starting in it")
     return problems
 
 

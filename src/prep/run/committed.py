@@ -58,6 +58,7 @@ def make_writers(
             sep_id=identity.doc_sep_id,
             append_sep=recipe.sep_position == "append",
             max_file_tokens=recipe.max_file_tokens,
+            fixed=recipe.pack == "fixed",
             on_sealed=on_sealed,
         )
         for split in SPLITS

@@ -211,10 +211,12 @@ def _split_state(
     t = manifest.totals[split]
     return SplitState(
         sealed=tuple(
-            FileRecord(f.name, f.n_tokens, f.n_docs, f.sha256, f.companions) for f in sealed
+            FileRecord(f.name, f.n_tokens, f.n_docs, f.sha256, f.companions, f.first_doc_at)
+            for f in sealed
         ),
         open=OpenFile(last.name, last.n_tokens, last.n_docs, EMPTY_CHAIN,  # reopen's
-                      (last.n_tokens,) if last.n_tokens else ()),
+                      (last.n_tokens,) if last.n_tokens else (),
+                      first_doc_at=last.first_doc_at),
         n_tokens=t.n_tokens,
         n_docs=t.n_docs,
         text_bytes=_base_text_bytes(manifest, split),

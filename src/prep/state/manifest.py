@@ -22,7 +22,13 @@ from prep.recipe import Recipe
 from prep.split import SPLITS
 from prep.state.identity import FileIdentity, SourceIdentity, TokenizerIdentity
 from prep.state.parts import MergedPart, PartOf
-from prep.state.shards import Companion, FileRecord, companions_from_json, companions_to_json
+from prep.state.shards import (
+    Companion,
+    FileRecord,
+    companions_from_json,
+    companions_to_json,
+    first_doc_to_json,
+)
 from prep.state.versions import installed_version
 
 MANIFEST_NAME = "_MANIFEST.json"
@@ -122,6 +128,7 @@ class ManifestFile:
     n_docs: int
     sha256: str
     companions: tuple[Companion, ...] = ()
+    first_doc_at: int | None = None  # --pack fixed only (FileRecord's)
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -131,7 +138,12 @@ class ManifestFile:
             "n_docs": self.n_docs,
             "sha256": self.sha256,
         }
-        return companions_to_json(out, self.companions)
+        return first_doc_to_json(companions_to_json(out, self.companions), self.first_doc_at)
+
+    @property
+    def first_doc(self) -> int:
+        """Ids before the first document that starts in this file (0 under ``whole``)."""
+        return self.first_doc_at or 0
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ManifestFile:
@@ -142,6 +154,7 @@ class ManifestFile:
             n_docs=int(d["n_docs"]),
             sha256=str(d["sha256"]),
             companions=companions_from_json(d),
+            first_doc_at=None if d.get("first_doc_at") is None else int(d["first_doc_at"]),
         )
 
 
@@ -250,6 +263,13 @@ class Manifest:
             )
         return _read_published(location)
 
+    @property
+    def pack(self) -> str:
+        """``--pack``: ``whole`` (files hold whole documents; what a manifest without the
+        setting means) or ``fixed`` (each file but a split's last holds exactly
+        ``max_file_tokens`` ids, and documents run on into the next file)."""
+        return str(self.recipe.get("pack", "whole"))
+
     def to_bytes(self) -> bytes:
         """The manifest's exact serialization (docs/format.md)."""
         return (json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
@@ -282,7 +302,8 @@ def build_manifest(
     beta = val.text_bytes / val.text_tokens if val.text_tokens else None
     files = sorted(
         (
-            ManifestFile(r.name, split, r.n_tokens, r.n_docs, r.sha256, r.companions)
+            ManifestFile(r.name, split, r.n_tokens, r.n_docs, r.sha256, r.companions,
+                         r.first_doc_at)
             for split in SPLITS
             for r in totals[split].files
         ),

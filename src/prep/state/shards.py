@@ -39,6 +39,22 @@ def companions_from_json(d: dict[str, Any]) -> tuple[Companion, ...]:
     return fields.each(d, "companions", fields.as_object(Companion.from_json), default=())
 
 
+def first_doc_to_json(out: dict[str, Any], first_doc_at: int | None) -> dict[str, Any]:
+    """``out`` with ``first_doc_at`` when the file was packed ``fixed`` (a ``whole`` file
+    keeps the shape it always had: every document starts in it at offset 0 or later)."""
+    if first_doc_at is not None:
+        out["first_doc_at"] = first_doc_at
+    return out
+
+
+def pieces(n_docs: int, first_doc_at: int | None) -> int:
+    """The document pieces a file holds: the documents that start in it (``n_docs``) and,
+    under ``--pack fixed``, the end of the one that started in an earlier file when the
+    file does not begin with a document (``first_doc_at`` > 0). What a format's document
+    index lists per file."""
+    return n_docs + (1 if first_doc_at else 0)
+
+
 @dataclass(frozen=True)
 class FileRecord:
     """A sealed shard: what the manifest and checkpoint list."""
@@ -48,6 +64,8 @@ class FileRecord:
     n_docs: int
     sha256: str
     companions: tuple[Companion, ...] = ()
+    # ``--pack fixed``: ids before the first document that starts here (n_tokens if none)
+    first_doc_at: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -56,7 +74,7 @@ class FileRecord:
             "n_docs": self.n_docs,
             "sha256": self.sha256,
         }
-        return companions_to_json(out, self.companions)
+        return first_doc_to_json(companions_to_json(out, self.companions), self.first_doc_at)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> FileRecord:
@@ -66,6 +84,7 @@ class FileRecord:
             n_docs=fields.integer(d, "n_docs"),
             sha256=fields.sha256(d, "sha256"),
             companions=companions_from_json(d),
+            first_doc_at=fields.maybe_integer(d, "first_doc_at"),
         )
 
 
@@ -81,7 +100,9 @@ class OpenFile:
     n_docs: int
     ids_chain: str
     segments: tuple[int, ...]
-    doc_lengths: tuple[int, ...] | None = None
+    doc_lengths: tuple[int, ...] | None = None  # of its pieces (:func:`pieces`) under fixed
+    first_doc_at: int | None = None  # as :class:`FileRecord`'s
+
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -93,7 +114,7 @@ class OpenFile:
         }
         if self.doc_lengths is not None:
             out["doc_lengths"] = list(self.doc_lengths)
-        return out
+        return first_doc_to_json(out, self.first_doc_at)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> OpenFile:
@@ -112,6 +133,7 @@ class OpenFile:
             ids_chain=fields.sha256(d, "ids_chain"),
             segments=segments,
             doc_lengths=lengths,
+            first_doc_at=fields.maybe_integer(d, "first_doc_at"),
         )
 
 

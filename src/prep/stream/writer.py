@@ -1,10 +1,21 @@
-"""Per-split writers: separator placement, whole-document rollover, exact counts.
+"""Per-split writers: separator placement, rollover, exact counts.
 
-A split's shards are numbered from 0 and named by the output format. Before a document
-(separator included) that would push the open shard past ``max_file_tokens``, the open
-shard is sealed and the next one started, unless the open shard is still empty: a long
-document fills a shard alone. So no shard starts or ends mid-document and no empty shard
-precedes a non-empty one.
+A split's shards are numbered from 0 and named by the output format. How they are cut is
+the recipe's ``--pack``:
+
+- ``whole``: before a document (separator included) that would push the open shard past
+  ``max_file_tokens``, the open shard is sealed and the next one started, unless the open
+  shard is still empty: a long document fills a shard alone. So no shard starts or ends
+  mid-document and no empty shard precedes a non-empty one.
+- ``fixed``: the open shard is filled to exactly ``max_file_tokens`` ids and the next one
+  started when more ids come, so a document may run on across any number of shards and
+  every shard but a split's last is full. A shard's record counts the documents that start
+  in it and says where the first of them starts (``first_doc_at``, its length when none
+  does); its document pieces (:func:`prep.state.shards.pieces`) are what an indexed format
+  indexes. A document of no ids at a cut starts in the next shard, at the end of the
+  stream in the last one.
+
+The split's stream, the concatenation of its shards, is the same under both.
 """
 
 from __future__ import annotations
@@ -77,6 +88,66 @@ def lay_out_splits(ids: npt.NDArray[Any], offsets: npt.NDArray[np.int64],
     return tuple(laid)
 
 
+@dataclass(frozen=True)
+class Piece:
+    """Ids ``begin:end`` of a batch that go into one shard (:func:`whole_pieces`,
+    :func:`fixed_pieces`): ``docs`` documents start in them, the first at ``first`` from
+    ``begin`` (None: none does), and they are document pieces of ``lengths`` ids; a new
+    shard is started first when ``new_file``."""
+
+    begin: int
+    end: int
+    docs: int
+    first: int | None
+    lengths: list[int]
+    new_file: bool
+
+
+def whole_pieces(lengths: npt.NDArray[np.int64], file_tokens: int, max_file_tokens: int
+                 ) -> list[Piece]:
+    """How documents of ``lengths`` ids go into shards under ``--pack whole`` when the open
+    shard holds ``file_tokens`` already: each into the open shard or, when
+    :func:`needs_rollover`, a new one (a pure function of its arguments)."""
+    ends = np.cumsum(lengths)
+    pos, base, held, new_file, out = 0, 0, file_tokens, False, []
+    while pos < len(lengths):
+        fit = max(pos, int(np.searchsorted(ends, base + max_file_tokens - held, side="right")))
+        if fit == pos:  # the next document does not fit the open shard
+            if needs_rollover(held, int(lengths[pos]), max_file_tokens):
+                held, new_file = 0, True
+                continue
+            fit = pos + 1  # an empty shard takes a document of any size alone
+        end = int(ends[fit - 1])
+        out.append(Piece(base, end, fit - pos, 0, lengths[pos:fit].tolist(), new_file))
+        held, new_file = held + end - base, False
+        pos, base = fit, end
+    return out
+
+
+def fixed_pieces(lengths: npt.NDArray[np.int64], file_tokens: int, max_file_tokens: int
+                 ) -> list[Piece]:
+    """How documents of ``lengths`` ids, laid out one after the other, go into shards of
+    exactly ``max_file_tokens`` ids when the open shard holds ``file_tokens`` already: the
+    open shard is filled, then a new one, and so on (a pure function of its arguments)."""
+    starts = np.cumsum(lengths) - lengths
+    total, pos, base, held, out = int(lengths.sum()), 0, 0, file_tokens, []
+    while base < total or pos < len(lengths):
+        new_file = held == max_file_tokens
+        held = 0 if new_file else held
+        end = min(total, base + max_file_tokens - held)
+        # An empty document at a cut starts in the next shard; at the end, in this one.
+        hi = int(np.searchsorted(starts, end, side="right" if end == total else "left"))
+        # The piece before the first start ends a document begun in an earlier shard.
+        piece = np.diff(np.concatenate(([base], starts[pos:hi], [end])))
+        if hi > pos and int(starts[pos]) == base:
+            piece = piece[1:]
+        first = int(starts[pos]) - base if hi > pos else None
+        out.append(Piece(base, end, hi - pos, first, piece.tolist(), new_file))
+        held += end - base
+        pos, base = hi, end
+    return out
+
+
 @dataclass
 class SplitWriter:
     """Appends whole documents of one split to its files in ``directory``.
@@ -93,6 +164,7 @@ class SplitWriter:
     sep_id: int | None
     append_sep: bool
     max_file_tokens: int
+    fixed: bool = False  # --pack fixed (see the module docstring)
     sealed: list[FileRecord] = field(default_factory=list)
     n_tokens: int = 0
     n_docs: int = 0
@@ -101,6 +173,7 @@ class SplitWriter:
     _file: ShardWriter | None = None
     _file_docs: int = 0
     _file_tokens: int = 0  # including pending
+    _file_first: int | None = None  # fixed: where the open shard's first document starts
     _pending: list[npt.NDArray[Any]] = field(default_factory=list)
     _pending_lengths: list[int] = field(default_factory=list)
     _pending_digest: bytes | None = None  # of the one pending piece, when it is a whole Laid
@@ -150,6 +223,8 @@ class SplitWriter:
         self._file = open_writer
         self._file_docs = state.open.n_docs if state.open else 0
         self._file_tokens = state.open.n_tokens if state.open else 0
+        first = state.open.first_doc_at if state.open else None
+        self._file_first = (first or 0) if self._file_docs else None
 
     def add(self, ids: npt.NDArray[Any], n_bytes: int) -> None:
         """Append one document (its ids, and its text's UTF-8 length for β); raises
@@ -165,33 +240,42 @@ class SplitWriter:
 
     def add_laid(self, docs: Laid) -> None:
         """Append documents :func:`lay_out` prepared (none too long for a file: see
-        :func:`lay_out_splits`), in order, each to the open shard or, when
-        :func:`needs_rollover`, to a new one: a few array operations whatever their number."""
-        n, ids, lengths = len(docs.lengths), docs.ids, docs.lengths
-        if n == 0:
+        :func:`lay_out_splits`), in order, into shards as :func:`whole_pieces` or
+        :func:`fixed_pieces` cuts them: a few array operations whatever their number."""
+        ids, lengths = docs.ids, docs.lengths
+        if len(lengths) == 0:
             return
-        ends = np.cumsum(lengths)
-        pos, base = 0, 0
-        while pos < n:
-            room = self.max_file_tokens - self._file_tokens
-            fit = max(pos, int(np.searchsorted(ends, base + room, side="right")))
-            if fit == pos:  # the next document does not fit the open shard
-                if needs_rollover(self._file_tokens, int(lengths[pos]), self.max_file_tokens):
-                    self._roll()
-                    continue
-                fit = pos + 1  # an empty shard takes a document of any size alone
-            end = int(ends[fit - 1])
-            whole = not self._pending and base == 0 and end == len(ids)
-            self._pending_digest = docs.digest if whole else None
-            self._pending.append(ids[base:end])
-            self._pending_lengths.extend(lengths[pos:fit].tolist())
-            self._file_tokens += end - base
-            self._file_docs += fit - pos
-            pos, base = fit, end
-        self.n_tokens += base
+        cut = fixed_pieces if self.fixed else whole_pieces
+        for p in cut(lengths, self._file_tokens, self.max_file_tokens):
+            if p.new_file:
+                self._roll()
+            if p.first is not None and self._file_first is None:
+                self._file_first = self._file_tokens + p.first
+            self._put(docs, p.begin, p.end, p.lengths, p.docs)
+        self._count(docs, int(ids.size))
+
+    def _put(self, docs: Laid, begin: int, end: int, lengths: list[int], n_docs: int) -> None:
+        """Buffer ``docs.ids[begin:end]``, pieces of ``lengths``, ``n_docs`` documents
+        starting in them, for the open shard."""
+        whole = not self._pending and begin == 0 and end == len(docs.ids)
+        self._pending_digest = docs.digest if whole else None
+        self._pending.append(docs.ids[begin:end])
+        self._pending_lengths.extend(lengths)
+        self._file_tokens += end - begin
+        self._file_docs += n_docs
+
+    def _count(self, docs: Laid, tokens: int) -> None:
+        n = len(docs.lengths)
+        self.n_tokens += tokens
         self.n_docs += n
         self.text_bytes += docs.text_bytes
-        self.text_tokens += base - (n if self._sep is not None else 0)
+        self.text_tokens += tokens - (n if self._sep is not None else 0)
+
+    def _first_doc_at(self) -> int | None:
+        """The open shard's ``first_doc_at`` (None under ``whole``)."""
+        if not self.fixed:
+            return None
+        return self._file_tokens if self._file_first is None else self._file_first
 
     def flush(self) -> None:
         """Write buffered documents to the open file (not yet durable)."""
@@ -220,10 +304,12 @@ class SplitWriter:
         if self._file is None:
             raise RuntimeError(f"{self.split}: no open shard to seal")
         self.flush()
-        self._sealing.submit(self._file, self._file_docs, self.sealed, self.on_sealed)
+        self._sealing.submit(self._file, self._file_docs, self.sealed, self.on_sealed,
+                             self._first_doc_at())
         self._file = None
         self._file_docs = 0
         self._file_tokens = 0
+        self._file_first = None
 
     def state(self) -> SplitState:
         """The committed state; call after :meth:`sync`. Waits for the pending seals (and
@@ -238,6 +324,7 @@ class SplitWriter:
                 self._file.ids_chain,
                 self._file.segments,
                 self._file.doc_lengths,
+                self._first_doc_at(),
             )
         return SplitState(
             sealed=tuple(self.sealed),

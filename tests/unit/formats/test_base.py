@@ -63,3 +63,18 @@ def test_ids_are_scanned_in_chunks_without_missing_one(monkeypatch: pytest.Monke
         "s.bin: id 11,000 is outside the vocabulary (11,000)",
         "s.bin: 3 separators for 4 documents",
     ]
+
+
+def test_a_fixed_shard_is_checked_at_its_first_document() -> None:
+    """--pack fixed: a shard may start inside a document (first_doc_at ids before its first
+    start) and, with append, end inside one whose separator is in the next shard."""
+    ids = np.array([7, 8, 0, 5, 0, 6], dtype=np.uint16)  # ends a document, two start at 2, 4
+    assert ids_problems("s.bin", ids, 2, manifest(), first_doc_at=2) == []
+    assert ids_problems("s.bin", ids, 2, manifest(), first_doc_at=3) == [
+        "s.bin: its first document (first_doc_at 3) does not start with the separator 0"]
+    tail = np.array([7, 0, 5, 0, 6], dtype=np.uint16)  # append: 7 ends one; 5 one; 6 runs on
+    assert ids_problems("s.bin", tail, 2, manifest(position="append"), first_doc_at=2) == []
+    assert ids_problems("s.bin", tail, 2, manifest(position="append"), first_doc_at=1) == [
+        "s.bin: the document before (first_doc_at 1) does not end with the separator 0"]
+    assert ids_problems("s.bin", np.array([4, 4], np.uint16), 0, manifest(),
+                        first_doc_at=2) == []  # the middle of a long document

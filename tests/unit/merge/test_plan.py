@@ -182,3 +182,18 @@ def test_a_part_whose_range_is_not_the_rules_is_refused() -> None:
              dataclasses.replace(p1, manifest=dataclasses.replace(p1.manifest, source=s1))]
     assert refusal(parts) == ("0-of-2 read 2 source files but the partition rule gives it 1; "
                               "rebuild it with prep prepare --part 0/2")
+
+
+def test_fixed_parts_link_the_kept_shards_and_the_files_written_anew() -> None:
+    """--pack fixed: each split's first ``kept`` shards are renamed, then the files the
+    re-cut wrote follow them, linked from DIR.parts/recut; the plan needs them."""
+    parts = [dataclasses.replace(p, manifest=dataclasses.replace(
+        p.manifest, recipe={**p.manifest.recipe, "pack": "fixed"})) for p in two_parts()]
+    new = dataclasses.replace(shard("train-00001.bin", 37, 4), first_doc_at=5)
+    plan = plan_merge(parts, get_format("llmc"), {"train": (1, (new,)), "val": (1, ())})
+    assert [(e.name, e.n_tokens, e.first_doc_at) for e in plan.manifest.files] == [
+        ("train-00000.bin", 50, None), ("train-00001.bin", 37, 5), ("val-00000.bin", 5, None)]
+    assert ("recut", "train-00001.bin", "train-00001.bin") in [
+        (link.part, link.name, link.new_name) for link in plan.links]
+    with pytest.raises(ValueError, match="re-cut"):
+        plan_merge(parts, get_format("llmc"))

@@ -378,3 +378,20 @@ def test_a_v1_manifest_still_reads_as_llmc(tmp_path: Path, bin_version: int, dty
     got = read_manifest(tmp_path)
     assert (got.version, got.format, got.dtype, got.bin_version) == ("v1", "llmc", dtype,
                                                                       bin_version)
+
+
+def test_a_manifest_without_pack_means_whole_and_fixed_files_keep_first_doc_at(
+    tmp_path: Path
+) -> None:
+    m = built()
+    (tmp_path / "_MANIFEST.json").write_text(json.dumps(m))
+    got = read_manifest(tmp_path)
+    assert got.pack == "whole" and all(f.first_doc_at is None for f in got.files)
+    m["recipe"]["pack"] = "fixed"
+    for k, f in enumerate(m["files"]):
+        f["first_doc_at"] = 3 * k
+    (tmp_path / "_MANIFEST.json").write_text(json.dumps(m))
+    got = read_manifest(tmp_path)
+    assert got.pack == "fixed" and [f.first_doc for f in got.files] == [
+        3 * k for k in range(len(m["files"]))]
+    assert json.loads(got.to_bytes())["files"] == m["files"]

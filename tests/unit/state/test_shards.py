@@ -17,6 +17,7 @@ from prep.state.shards import (
     FileRecord,
     OpenFile,
     SplitState,
+    pieces,
 )
 
 SHA = "0123456789abcdef" * 4
@@ -93,3 +94,20 @@ def test_a_forged_count_is_named_by_its_path() -> None:
     d["sealed"][0]["n_docs"] = -1
     assert problem(lambda: SplitState.from_json(d)) == (
         "sealed[0].n_docs: holds -1, expected at least 0")
+
+
+def test_first_doc_at_is_written_only_for_a_fixed_file_and_round_trips() -> None:
+    whole = FileRecord("train-00001.bin", 10, 2, SHA)
+    fixed = FileRecord("train-00001.bin", 10, 2, SHA, first_doc_at=0)
+    assert "first_doc_at" not in whole.to_json() and fixed.to_json()["first_doc_at"] == 0
+    assert FileRecord.from_json(json.loads(json.dumps(fixed.to_json()))) == fixed
+    op = OpenFile("train-00002.bin", 7, 0, EMPTY_CHAIN, (7,), (7,), first_doc_at=7)
+    assert OpenFile.from_json(json.loads(json.dumps(op.to_json()))) == op
+    d = {**fixed.to_json(), "first_doc_at": "3"}
+    assert problem(lambda: FileRecord.from_json(d)) == (
+        "first_doc_at: holds string '3', expected an integer")
+
+
+def test_a_file_holds_its_documents_and_the_end_of_one_begun_before() -> None:
+    assert [pieces(2, None), pieces(2, 0), pieces(2, 5), pieces(0, 9), pieces(0, 0)] == [
+        2, 2, 3, 1, 0]

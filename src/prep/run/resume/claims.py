@@ -26,6 +26,9 @@ claim, or a new way to check one, belongs here):
   at a budget (``--max-documents`` rows, or the train document that reached
   ``--train-tokens``, its length known as the cut rule's are).
 
+A split packed ``--pack fixed`` is cut by other rules, checked by :mod:`prep.run.resume.packed`
+in place of the cut rule's.
+
 Whatever passes all of them describes what a run with the checkpoint's recipe would have
 written, so continuing it publishes a manifest that says truthfully how it was made.
 """
@@ -37,7 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prep.errors import IntegrityError
-from prep.formats import IdScan, ShardFormat
+from prep.formats import ShardFormat
+from prep.run.resume.packed import Shard, check_fixed_cuts, check_fixed_records
 from prep.split import SPLITS, TRAIN
 from prep.state.checkpoint import Checkpoint
 from prep.state.shards import SplitState
@@ -78,23 +82,12 @@ def wanted_docs(cp: Checkpoint) -> dict[str, set[int]]:
     for split, state in cp.splits.items():
         first = 0 if base is None else base.docs.get(split, 0)
         starts = itertools.accumulate(f.docs for f in shards_of(state)[:-1])
-        wanted[split] = {n for n in starts if n >= first}
+        # fixed: a file is cut at its size, whatever document comes next
+        wanted[split] = {n for n in starts if n >= first and cp.recipe.pack == "whole"}
     budget, train = cp.recipe.train_tokens, cp.splits[_TRAIN]
     if cp.progress.finished and budget is not None and train.n_docs:
         wanted[_TRAIN].add(train.n_docs - 1)
     return wanted
-
-
-@dataclass(frozen=True)
-class Shard:
-    """A split's file as the checkpoint records it (with its documents' lengths when the
-    format indexes them and the file is open), and what checking it saw."""
-
-    name: str
-    tokens: int
-    docs: int
-    scan: IdScan = field(default_factory=IdScan)
-    lengths: tuple[int, ...] | None = None
 
 
 def refuse(staging: Path, path: Path, what: str) -> IntegrityError:
@@ -110,10 +103,11 @@ def _forged(staging: Path, what: str) -> IntegrityError:
 
 def shards_of(state: SplitState) -> list[Shard]:
     """The split's files in order, sealed then open."""
-    files = [Shard(r.name, r.n_tokens, r.n_docs) for r in state.sealed]
+    files = [Shard(r.name, r.n_tokens, r.n_docs, first=r.first_doc_at) for r in state.sealed]
     op = state.open
     if op is not None:
-        files.append(Shard(op.name, op.n_tokens, op.n_docs, lengths=op.doc_lengths))
+        files.append(Shard(op.name, op.n_tokens, op.n_docs, lengths=op.doc_lengths,
+                           first=op.first_doc_at))
     return files
 
 
@@ -138,17 +132,21 @@ def check_budgets(staging: Path, cp: Checkpoint) -> None:
 
 def check_records(
     staging: Path, split: str, state: SplitState, fmt: ShardFormat, sep: int | None,
-    max_file_tokens: int,
+    max_file_tokens: int, fixed: bool = False,
 ) -> None:
     """A split's file records before any file is read: names, totals, and the cut rule from
-    above."""
+    above (``fixed``: the fixed packing's, :func:`check_fixed_records`)."""
     files = shards_of(state)
+    if fixed:
+        check_fixed_records(staging, files, max_file_tokens)
     for k, f in enumerate(files):
         if f.name != fmt.shard_name(split, k):
             raise _forged(
                 staging,
                 f"{split} file {k} is named {f.name!r}, not {fmt.shard_name(split, k)!r}",
             )
+        if not fixed and f.first is not None:
+            raise _forged(staging, f"{f.name} records first_doc_at under --pack whole")
         if f.docs > 1 and f.tokens > max_file_tokens:
             raise refuse(
                 staging,
@@ -199,11 +197,14 @@ def edge_docs(f: Shard, append: bool) -> tuple[int, int]:
 
 def check_cuts(
     staging: Path, files: list[Shard], sep: int | None, exclusive: bool, append: bool,
-    max_file_tokens: int,
+    max_file_tokens: int, fixed: bool = False,
 ) -> int | None:
     """A split's checked files (in order, with their scans): documents against separators,
-    where the separators sit, and the cut rule from below. Returns the length of the
-    split's last document when the shards tell it (an exclusive separator), else None."""
+    where the separators sit, and the cut rule from below (``fixed``: the fixed packing's,
+    :func:`check_fixed_cuts`). Returns the length of the split's last document when the
+    shards tell it (an exclusive separator), else None."""
+    if fixed:
+        return check_fixed_cuts(staging, files, sep, exclusive, append)
     last: int | None = None
     for k, f in enumerate(files):
         check_docs(staging, f.name, f.docs, f.scan.count, sep, exclusive)
@@ -246,6 +247,8 @@ def check_source_cuts(staging: Path, cp: Checkpoint, lengths: dict[tuple[str, in
     Returns the last train document's length when it was wanted, else None."""
     for split, state in cp.splits.items():
         files, ordinal = shards_of(state), 0
+        if cp.recipe.pack == "fixed":  # no cut rule from below (check_fixed_cuts)
+            continue
         for before, f in itertools.pairwise(files):
             ordinal += before.docs
             first = lengths.get((split, ordinal))

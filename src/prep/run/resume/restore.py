@@ -142,7 +142,8 @@ def check_shards(
     recipe, exclusive = cp.recipe, encoder.sep_exclusive
     checked = CheckedShards({}, {})
     for split, state in cp.splits.items():
-        check_records(staging, split, state, fmt, sep, recipe.max_file_tokens)
+        fixed = recipe.pack == "fixed"
+        check_records(staging, split, state, fmt, sep, recipe.max_file_tokens, fixed)
         scans = []
         for rec in state.sealed:
             _require_sealed(staging, staging / rec.name)
@@ -155,7 +156,8 @@ def check_shards(
             scans.append(verified.scan)
         files = [replace(f, scan=s) for f, s in zip(shards_of(state), scans, strict=True)]
         append = recipe.sep_position == "append"
-        last = check_cuts(staging, files, sep, exclusive, append, recipe.max_file_tokens)
+        last = check_cuts(staging, files, sep, exclusive, append, recipe.max_file_tokens,
+                          fixed)
         checked.opened[split], checked.last_doc[split] = verified, last
     return checked
 

@@ -9,13 +9,12 @@ import itertools
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
+from run_helpers import checked_shards
 
 from prep.errors import IntegrityError
 from prep.formats import ShardFormat, get_format
-from prep.run.resume.claims import Shard, check_cuts, shards_of
-from prep.stream.writer import SplitWriter
+from prep.run.resume.claims import Shard, check_cuts
 
 FMT = get_format("llmc")
 SEP = 0
@@ -24,20 +23,8 @@ LIMIT = 12
 
 
 def written(directory: Path, append: bool, fmt: ShardFormat = FMT) -> list[Shard]:
-    """The documents written with rollover at LIMIT; each file as resume checks it (sealed
-    files whole, the open one's committed prefix), with what the check saw."""
-    w = SplitWriter(directory, fmt, "train", 256, SEP, append, LIMIT)
-    w.start()
-    for k, n in enumerate(LENGTHS):
-        w.add(np.full(n, k + 1, dtype=np.uint32), n)
-    w.sync()
-    state = w.state()
-    w.close()
-    scans = [fmt.check_sealed(directory, r.name, r.n_tokens, r.sha256, 256, SEP)
-             for r in state.sealed]
-    assert state.open is not None
-    scans.append(fmt.check_open(directory, state.open, 256, SEP).scan)
-    return [replace(f, scan=s) for f, s in zip(shards_of(state), scans, strict=True)]
+    """The documents written with rollover at LIMIT, each file as resume checks it."""
+    return checked_shards(directory, fmt, LENGTHS, LIMIT, append)
 
 
 def simulated_files() -> list[list[int]]:
