@@ -56,7 +56,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[bytes]]
 
 def args(src: Path, out: Path, *extra: object) -> list[str]:
     return ["train-tokenizer", "--source", str(src), "--split-column", "split",
-            "--vocab-size", str(256 + MERGES), "--min-pair-frequency", "1",
+            "--vocab-size", str(256 + MERGES + 1), "--min-pair-frequency", "1",
             "--special-token", "<|end|>", "--out", str(out), *map(str, extra)]
 
 
