@@ -205,6 +205,8 @@ def choose_engine(requested: str, encoder: Encoder, threads: int | None
             ) from e
         logger.info("engine: hf (gigatoken cannot reproduce %s exactly: %s)", identity.spec, e)
         return hf, encoder
+    logger.info("engine: gigatoken (reproduces %s exactly; cross-checked against hf)",
+                identity.spec)
     return EngineSpec(GIGATOKEN, identity, json_path, threads), engine
 
 
