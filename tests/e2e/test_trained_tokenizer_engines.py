@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import dir_bytes, write_parquet
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from conftest import dir_bytes, write_parquet
 from parity_corpus import parity_texts
 from tokenizers import Tokenizer as HFTokenizer
 
