@@ -24,27 +24,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from prep.encoders.merges import byte_to_unicode
 from prep.encoders.vocab_bytes import BYTE_FILE, read_byte_file
 from prep.errors import InputError
 from prep.tokenizer.pretokenize import NONE, name_of, split_json
 
 TOKENIZER_FILE = "tokenizer.json"
 GENERATION_CONFIG = "generation_config.json"
-
-
-def byte_to_unicode() -> dict[int, str]:
-    """GPT-2's table: printable Latin-1 bytes stand for themselves, the others for the
-    code points from 256 up, in byte order."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-            *range(ord("®"), ord("ÿ") + 1)]
-    table, extra = {}, 0
-    for b in range(256):
-        if b in keep:
-            table[b] = chr(b)
-        else:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
 
 
 def _dumps(obj: object) -> bytes:

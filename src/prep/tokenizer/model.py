@@ -16,14 +16,13 @@ distinct bytes, ascending.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import operator
 import os
 from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, TypeGuard
 
+from prep.encoders.merges import apply_merges
 from prep.tokenizer.bpe import flat_sequence, make_trainer
 from prep.tokenizer.pieces import PieceTable
 from prep.tokenizer.pretokenize import NONE, Splitter, check_name, count_pieces
@@ -285,36 +284,3 @@ def _specials(tokens: object) -> list[str]:
     if any(not isinstance(t, str) or not t for t in out) or len(set(out)) != len(out):
         raise ValueError(f"special_tokens={tokens!r}: a sequence of distinct, non-empty str")
     return out
-
-
-def apply_merges(
-    seq: list[int], merges: Sequence[tuple[int, int]], rank: dict[tuple[int, int], int]
-) -> list[int]:
-    """Merges in training order, each left to right without overlap, in O(n log n): a heap
-    of (rank, position) over the adjacent pairs that have a merge, the lowest first. A merge
-    only creates pairs holding its new id, whose ranks are higher, so every occurrence of
-    rank ``r`` is merged before any of a higher rank, leftmost first; an entry whose tokens
-    have changed since (an overlap, as in ``aaa``) is skipped."""
-    n = len(seq)
-    tok = list(seq)
-    nxt = list(range(1, n + 1))
-    prv = list(range(-1, n - 1))
-    heap = [(rank[p], i) for i, p in enumerate(itertools.pairwise(tok)) if p in rank]
-    heapq.heapify(heap)
-    while heap:
-        r, i = heapq.heappop(heap)
-        j = nxt[i] if tok[i] >= 0 else n
-        if j >= n or (tok[i], tok[j]) != merges[r]:
-            continue
-        tok[i], tok[j] = 256 + r, -1
-        nxt[i] = nxt[j]
-        if nxt[i] < n:
-            prv[nxt[i]] = i
-            k = rank.get((tok[i], tok[nxt[i]]))
-            if k is not None:
-                heapq.heappush(heap, (k, i))
-        if prv[i] >= 0:
-            k = rank.get((tok[prv[i]], tok[i]))
-            if k is not None:
-                heapq.heappush(heap, (k, prv[i]))
-    return [t for t in tok if t >= 0]
