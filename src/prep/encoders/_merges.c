@@ -1,11 +1,12 @@
 /* prep.encoders._merges: a byte-level BPE encoder over a merge table, compiled.
  *
  * The same algorithm as prep/encoders/merges.py's apply_merges (its pure-Python twin) and as
- * Hugging Face tokenizers' BPE word merge: each document's bytes are one word; a min-heap of
- * (rank, position) over the adjacent pairs that have a merge picks the lowest rank, the
- * leftmost first; an entry whose tokens have changed since it was pushed is skipped (an
- * overlap, as in "aaa"); merging (a, b) at i into 256 + rank pushes the pairs it forms with
- * its neighbours. Merge k makes id 256 + k; ids 0..255 are the bytes.
+ * Hugging Face tokenizers' BPE word merge: each document's bytes are one word; the adjacent
+ * pairs that have a merge are taken by rank, the lowest first, the leftmost first among
+ * equals (a bucket queue by rank, see encode_one, in the place of their heap); an entry whose
+ * tokens have changed since it was queued is skipped (an overlap, as in "aaa"); merging
+ * (a, b) at i into 256 + rank queues the pairs it forms with its neighbours. Merge k makes
+ * id 256 + k; ids 0..255 are the bytes.
  *
  * Encoder(merges) takes the table as a buffer of native uint32, left and right of each merge
  * in turn. encode_batch(list of bytes) -> (ids, offsets): the ids of every document as
@@ -101,37 +102,42 @@ static int Encoder_init(Encoder *e, PyObject *args, PyObject *kw) {
     return 0;
 }
 
-/* Min-heap of rank << 32 | position. */
-static void push(uint64_t *heap, uint64_t *len, uint64_t v) {
-    uint64_t i = (*len)++;
-    while (i > 0) {
-        uint64_t up = (i - 1) / 2;
-        if (heap[up] <= v) break;
-        heap[i] = heap[up];
-        i = up;
+/* Scratch for one batch (one thread): sized by the longest document and the table. */
+typedef struct {
+    uint32_t *tok, *nxt, *prv; /* per position */
+    uint32_t *pos, *link;      /* the pool of queued (position, next in its bucket) */
+    uint32_t *sorted;          /* one bucket's positions */
+    uint32_t *head, *tail;     /* per rank: its bucket's first and last pool entry */
+    uint64_t *bits;            /* per rank: its bucket is not empty */
+    uint64_t words;
+} Scratch;
+
+static void queue(Scratch *s, uint64_t *used, uint32_t r, uint32_t at) {
+    uint32_t e = (uint32_t)(*used)++;
+    s->pos[e] = at;
+    s->link[e] = NONE;
+    if (s->head[r] == NONE) {
+        s->head[r] = e;
+        s->bits[r >> 6] |= 1ull << (r & 63);
+    } else {
+        s->link[s->tail[r]] = e;
     }
-    heap[i] = v;
+    s->tail[r] = e;
 }
 
-static uint64_t pop(uint64_t *heap, uint64_t *len) {
-    uint64_t top = heap[0], last = heap[--(*len)], n = *len, i = 0;
-    for (;;) {
-        uint64_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && heap[c + 1] < heap[c]) c++;
-        if (heap[c] >= last) break;
-        heap[i] = heap[c];
-        i = c;
-    }
-    if (n) heap[i] = last;
-    return top;
+static int ascending(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
 }
 
-/* The ids of data[0..n) into out; returns how many. Scratch: tok, nxt, prv (n each), heap
- * (at least 2n: every merge pushes at most two entries, the start at most n - 1). */
+/* The ids of data[0..n) into out; returns how many. A bucket queue by rank stands for the
+ * heap of (rank, position): a merge of rank r only creates pairs holding id 256 + r, whose
+ * ranks are above r, so the ranks come out in increasing order and each bucket is complete
+ * when it is reached; its positions are then taken in increasing order (leftmost first). */
 static uint64_t encode_one(const Encoder *e, const uint8_t *data, uint64_t n, uint32_t *out,
-                           uint32_t *tok, uint32_t *nxt, uint32_t *prv, uint64_t *heap) {
-    uint64_t len = 0;
+                           Scratch *s) {
+    uint32_t *tok = s->tok, *nxt = s->nxt, *prv = s->prv;
+    uint64_t used = 0;
     for (uint64_t i = 0; i < n; i++) {
         tok[i] = data[i];
         nxt[i] = (uint32_t)(i + 1);
@@ -139,30 +145,78 @@ static uint64_t encode_one(const Encoder *e, const uint8_t *data, uint64_t n, ui
     }
     for (uint64_t i = 0; i + 1 < n; i++) {
         uint32_t r = rank_of(e, tok[i], tok[i + 1]);
-        if (r != NONE) push(heap, &len, ((uint64_t)r << 32) | i);
+        if (r != NONE) queue(s, &used, r, (uint32_t)i);
     }
-    while (len) {
-        uint64_t top = pop(heap, &len);
-        uint32_t r = (uint32_t)(top >> 32), i = (uint32_t)top;
-        if (tok[i] != e->left[r]) continue;
-        uint32_t j = nxt[i];
-        if (j >= n || tok[j] != e->right[r]) continue;
-        tok[i] = 256 + r;
-        tok[j] = DEAD;
-        nxt[i] = nxt[j];
-        if (nxt[i] < n) {
-            prv[nxt[i]] = i;
-            uint32_t k = rank_of(e, tok[i], tok[nxt[i]]);
-            if (k != NONE) push(heap, &len, ((uint64_t)k << 32) | i);
+    for (uint64_t w = 0; w < s->words;) {
+        if (!s->bits[w]) {
+            w++;
+            continue;
         }
-        if (prv[i] != NONE) {
-            uint32_t k = rank_of(e, tok[prv[i]], tok[i]);
-            if (k != NONE) push(heap, &len, ((uint64_t)k << 32) | prv[i]);
+        uint32_t r = (uint32_t)(w * 64 + (uint64_t)__builtin_ctzll(s->bits[w]));
+        s->bits[w] &= s->bits[w] - 1;
+        uint64_t k = 0;
+        int sorted = 1;
+        for (uint32_t q = s->head[r]; q != NONE; q = s->link[q]) {
+            if (k && s->pos[q] < s->sorted[k - 1]) sorted = 0;
+            s->sorted[k++] = s->pos[q];
+        }
+        s->head[r] = NONE;
+        if (!sorted) qsort(s->sorted, k, sizeof(uint32_t), ascending);
+        uint32_t a = e->left[r], b = e->right[r];
+        for (uint64_t q = 0; q < k; q++) {
+            uint32_t i = s->sorted[q];
+            if (tok[i] != a) continue;
+            uint32_t j = nxt[i];
+            if (j >= n || tok[j] != b) continue;
+            tok[i] = 256 + r;
+            tok[j] = DEAD;
+            nxt[i] = nxt[j];
+            if (nxt[i] < n) {
+                prv[nxt[i]] = i;
+                uint32_t x = rank_of(e, tok[i], tok[nxt[i]]);
+                if (x != NONE) queue(s, &used, x, i);
+            }
+            if (prv[i] != NONE) {
+                uint32_t x = rank_of(e, tok[prv[i]], tok[i]);
+                if (x != NONE) queue(s, &used, x, prv[i]);
+            }
         }
     }
     uint64_t m = 0;
     for (uint64_t i = 0; i < n; i = nxt[i]) out[m++] = tok[i];
     return m;
+}
+
+static void scratch_free(Scratch *s) {
+    free(s->tok);
+    free(s->nxt);
+    free(s->prv);
+    free(s->pos);
+    free(s->link);
+    free(s->sorted);
+    free(s->head);
+    free(s->tail);
+    free(s->bits);
+}
+
+/* Every merge queues at most two entries and the start at most n - 1: 3n in all. */
+static int scratch_alloc(Scratch *s, uint64_t longest, uint32_t n_merges) {
+    uint64_t n = longest + 1, ranks = (uint64_t)n_merges + 1;
+    s->words = (ranks + 63) / 64;
+    s->tok = malloc(n * 4);
+    s->nxt = malloc(n * 4);
+    s->prv = malloc(n * 4);
+    s->pos = malloc(3 * n * 4);
+    s->link = malloc(3 * n * 4);
+    s->sorted = malloc(3 * n * 4);
+    s->head = malloc(ranks * 4);
+    s->tail = malloc(ranks * 4);
+    s->bits = calloc(s->words, 8);
+    if (!s->tok || !s->nxt || !s->prv || !s->pos || !s->link || !s->sorted || !s->head ||
+        !s->tail || !s->bits)
+        return -1;
+    memset(s->head, 0xFF, ranks * 4);
+    return 0;
 }
 
 static PyObject *Encoder_encode_batch(Encoder *e, PyObject *arg) {
@@ -192,16 +246,11 @@ static PyObject *Encoder_encode_batch(Encoder *e, PyObject *arg) {
     }
     PyObject *ids = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(total * 4));
     PyObject *offs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((docs + 1) * 8));
-    uint32_t *tok = malloc((longest + 1) * 4), *nxt = malloc((longest + 1) * 4),
-             *prv = malloc((longest + 1) * 4);
-    uint64_t *heap = malloc((2 * longest + 1) * 8);
-    if (!ids || !offs || !tok || !nxt || !prv || !heap) {
+    Scratch s = {0};
+    if (!ids || !offs || scratch_alloc(&s, longest, e->n_merges)) {
         Py_XDECREF(ids);
         Py_XDECREF(offs);
-        free(tok);
-        free(nxt);
-        free(prv);
-        free(heap);
+        scratch_free(&s);
         Py_DECREF(seq);
         return PyErr_NoMemory();
     }
@@ -211,14 +260,10 @@ static PyObject *Encoder_encode_batch(Encoder *e, PyObject *arg) {
     Py_BEGIN_ALLOW_THREADS off[0] = 0;
     for (Py_ssize_t d = 0; d < docs; d++) {
         const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(items[d]);
-        at += encode_one(e, data, (uint64_t)PyBytes_GET_SIZE(items[d]), out + at, tok, nxt,
-                         prv, heap);
+        at += encode_one(e, data, (uint64_t)PyBytes_GET_SIZE(items[d]), out + at, &s);
         off[d + 1] = (int64_t)at;
     }
-    Py_END_ALLOW_THREADS free(tok);
-    free(nxt);
-    free(prv);
-    free(heap);
+    Py_END_ALLOW_THREADS scratch_free(&s);
     Py_DECREF(seq);
     if (_PyBytes_Resize(&ids, (Py_ssize_t)(at * 4))) {
         Py_DECREF(offs);

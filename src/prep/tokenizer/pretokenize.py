@@ -15,14 +15,23 @@ character classes differ from ``tokenizers'`` ships for each (``prep.encoders.gu
 
 The splitter is ``tokenizers`` itself (a ``Split`` regex, isolating its matches, behind a
 word-level model whose offsets give each piece): the pieces prep trains on are by
-construction the ones ``tokenizers`` encodes with the trained file.
+construction the ones ``tokenizers`` encodes with the trained file. For ``gpt2`` the counting
+goes about twenty times faster through gigatoken's own GPT-2 pre-tokenizer, which counts in
+Rust on all cores, used as ``prepare`` uses gigatoken: a document holding a code point of the
+pattern's guard set (where gigatoken's character classes differ from ``tokenizers'``,
+``prep.encoders.guard``) or a NUL (the separator it is given) is split by ``tokenizers``.
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from prep.encoders.guard import Guard, guard_for
+from prep.state.versions import installed_version
 
 NONE = "none"
 PATTERNS: dict[str, str] = {
@@ -67,6 +76,35 @@ def split_json(name: str) -> dict[str, Any] | None:
             "invert": False}
 
 
+Counts = Callable[[bytes, bytes], list[tuple[bytes, int]]]  # gigatoken's pretokenized_counts
+
+
+def _fast_gpt2() -> tuple[Counts, Guard] | None:
+    """gigatoken's GPT-2 piece counter and the guard of ``gpt2``'s pattern, or None when
+    gigatoken is not installed or no guard ships for its version."""
+    try:
+        from gigatoken.gigatoken_rs import pretokenized_counts
+    except ImportError:
+        return None
+    guard = guard_for("gigatoken", installed_version("gigatoken") or "unknown",
+                      PATTERNS["gpt2"])
+    return None if isinstance(guard, str) else (pretokenized_counts, guard)
+
+
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 to /dev/null meanwhile: gigatoken's counter prints two lines of its
+    own to stderr on every call (this phase's logging is on this thread, between calls)."""
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
 class Splitter:
     """Text into pieces as ``tokenizers`` splits it by the named pattern (``none``: each
     text is one piece)."""
@@ -81,6 +119,7 @@ class Splitter:
             tok = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
             tok.pre_tokenizer = pre_tokenizers.Split(Regex(pattern), "isolated")
             self._tok = tok
+        self._fast = _fast_gpt2() if name == "gpt2" else None
 
     def split(self, texts: list[str]) -> list[list[str]]:
         """Each text's pieces, in order; they concatenate to the text."""
@@ -95,8 +134,22 @@ class Splitter:
 
     def count(self, texts: list[str], into: Counter[str]) -> None:
         """Add each piece of ``texts`` to ``into`` (its multiplicity)."""
-        for pieces in self.split(texts):
+        if self._fast is None:
+            for pieces in self.split(texts):
+                into.update(pieces)
+            return
+        counts, guard = self._fast
+        utf8 = [t.encode("utf-8") for t in texts]
+        slow = set(guard.hits(texts, utf8)).union(i for i, t in enumerate(texts) if "\0" in t)
+        for pieces in self.split([texts[i] for i in sorted(slow)]):
             into.update(pieces)
+        fast = b"\0".join(d for i, d in enumerate(utf8) if i not in slow)
+        if not fast:
+            return
+        with _quiet_stderr():
+            found = counts(fast, b"\0")
+        for piece, n in found:
+            into[piece.decode("utf-8")] += n
 
 
 def count_pieces(texts: Iterable[str], name: str) -> Counter[str]:

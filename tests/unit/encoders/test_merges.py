@@ -20,7 +20,8 @@ from prep.encoders.gigatoken import Declined
 from prep.encoders.merges import COMPILED, MergesEncoder, apply_merges, gate, load_merges_engine
 from prep.tokenizer.files import tokenizer_json
 
-CORPUS = [b"aaaa aaaa abab", b"the cat sat on the mat", b"\x00\x00\x00 \xff\xfe", "日本語 café".encode()]
+CORPUS = [b"aaaa aaaa abab", b"the cat sat on the mat", b"\x00\x00\x00 \xff\xfe",
+          "日本語 café".encode()]
 
 
 def merges_of_reference(size: int) -> list[tuple[int, int]]:

@@ -1,12 +1,17 @@
 """The split patterns: GPT-2's worked example by hand, each pattern splitting as Hugging
 Face's ``Split`` does (the reference) and as the ``regex`` module's ``findall`` reads the
-same regex on ASCII text, and the names."""
+same regex on ASCII text, gpt2's fast count (gigatoken, guarded) equal to the reference's on
+any text, and the names."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import bpe_reference as ref
 import pytest
 import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from prep.tokenizer.pretokenize import (
     NAMES,
@@ -58,3 +63,24 @@ def test_names_patterns_and_the_split_json() -> None:
     assert name_of(None) == "none" and name_of("x+") is None
     with pytest.raises(ValueError, match="pre-tokenizer 'gpt3': choose one of none, gpt2"):
         check_name("gpt3")
+
+
+def test_gpt2s_fast_count_is_the_split_count_of_tokenizers() -> None:
+    """gigatoken's counter for the plain documents, tokenizers' split for those holding a
+    NUL (its separator) or a guarded code point (U+0C5C, U+088F): the same counts as the
+    reference splitting every document."""
+    fast = Splitter("gpt2")
+    assert fast._fast is not None  # gigatoken and gpt2's guard set ship with prep
+    texts = [TEXT, "plain words, 42 of them", "a\x00b", "x\u0c5cy \u088f1", "", "  \n\n ",
+             "don't STOP'LL"] * 3
+    got: Counter[str] = Counter()
+    fast.count(texts, got)
+    assert got == Counter(p for t in texts for p in ref.split(t, PATTERNS["gpt2"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(st.characters(codec="utf-8"), max_size=30), max_size=8))
+def test_gpt2s_fast_count_on_any_text(texts: list[str]) -> None:
+    got: Counter[str] = Counter()
+    Splitter("gpt2").count(texts, got)
+    assert got == Counter(p for t in texts for p in ref.split(t, PATTERNS["gpt2"]))
