@@ -93,9 +93,13 @@ def main() -> int:
     med = {k: (statistics.median(w for w, _ in v), statistics.median(m for _, m in v))
            for k, v in runs.items()}
     speed = {k: tokens[k] / med[k][0] for k in cases}  # tokens/s of the median run
-    mb = sum(f.stat().st_size for f in Path(args.corpus).rglob("*.parquet")) / 1e6
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    mb = sum(pc.sum(pc.binary_length(pq.read_table(f, columns=["text"])["text"])).as_py()
+             for f in sorted(Path(args.corpus).rglob("*.parquet"))) / 1e6
     result = {
-        "corpus_parquet_mb": round(mb, 1), "rounds": args.rounds,
+        "text_mb": round(mb, 1), "rounds": args.rounds,
         **{f"{k}_s": round(v[0], 2) for k, v in med.items()},
         **{f"{k}_peak_mib": round(v[1]) for k, v in med.items()},
         **{f"{k}_mtok_s": round(v / 1e6, 3) for k, v in speed.items()},

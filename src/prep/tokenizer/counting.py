@@ -13,6 +13,7 @@ the interruptions; the finished one is written to ``pieces.bin``, the merge phas
 from __future__ import annotations
 
 import logging
+import mmap
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -34,6 +35,16 @@ BATCH_BYTES = 4_000_000  # text per batch at most (and per look at the clock and
 Shards = list[tuple[np.ndarray, np.ndarray]]  # (byte ids, document lengths) per train shard
 
 
+def _drop_pages(ids: np.ndarray) -> None:
+    """Give back the pages of a shard's map once read (file-backed, so they would count in
+    the process's RSS until the kernel needed them: the whole corpus, twice its size)."""
+    base: object = ids
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "_mmap", None) or getattr(base, "base", None)
+    if isinstance(base, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        base.madvise(mmap.MADV_DONTNEED)
+
+
 def documents(shards: Shards, skip: int) -> Iterator[str]:
     """The train documents' texts in order, after the first ``skip``."""
     seen = 0
@@ -46,6 +57,7 @@ def documents(shards: Shards, skip: int) -> Iterator[str]:
             start = int(ends[k - 1]) if k else 0  # one document read at a time: the map
             yield ids[start : int(ends[k])].astype(np.uint8).tobytes().decode("utf-8")
         seen += int(lengths.size)
+        _drop_pages(ids)
 
 
 def load_pieces(staging: Path) -> PieceTable | None:
