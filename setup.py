@@ -1,5 +1,6 @@
-"""The compiled parts of prep: the BPE trainer (src/prep/tokenizer/_bpe.c) and the prefix
-digest's chain (src/prep/stream/chain/_chain.c, over OpenSSL's SHA-256).
+"""The compiled parts of prep: the BPE trainer (src/prep/tokenizer/_bpe.c), the BPE encoder
+of the ``bpe`` engine (src/prep/encoders/_merges.c) and the prefix digest's chain
+(src/prep/stream/chain/_chain.c, over OpenSSL's SHA-256).
 
 Optional: where no C compiler (or no OpenSSL headers) is found the build goes on without them
 and prep uses their pure-Python twins (the same results, slower); `prep train-tokenizer`
@@ -12,6 +13,12 @@ setup(
         Extension(
             "prep.tokenizer._bpe",
             ["src/prep/tokenizer/_bpe.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(
+            "prep.encoders._merges",
+            ["src/prep/encoders/_merges.c"],
             extra_compile_args=["-O2"],
             optional=True,
         ),

@@ -3,16 +3,19 @@
 Usage::
 
     python benchmarks/train_tokenizer.py [--mb 40] [--vocab-size 50257] [--rounds 3]
-        [--corpus DIR] [--workdir DIR]
+        [--pre-tokenizer none|gpt2|gpt4|o200k] [--corpus DIR] [--workdir DIR]
 
 Builds (or takes, ``--corpus``) a corpus of real text with ``make_corpus.py``, then runs, in
 alternating order, ``--rounds`` times each:
 
 - **prep**: ``python -m prep train-tokenizer --source CORPUS --vocab-size V --val-fraction 0
-  --out ...``: exact rules, no pre-tokenization (each document is one sequence);
+  --pre-tokenizer P --out ...``: exact rules; ``none`` (the default) without
+  pre-tokenization (each document is one sequence), ``gpt2`` with GPT-2's;
 - **hf**: a child Python process that reads the same documents (the non-empty rows, as
   prep does) and trains ``tokenizers``' ``BpeTrainer`` (vocabulary V, minimum frequency 2
-  as prep's default, the byte-level alphabet) behind GPT-2's byte-level pre-tokenizer.
+  as prep's default, the byte-level alphabet) behind GPT-2's byte-level pre-tokenizer (for
+  ``none`` and ``gpt2``), or the same ``Split`` regex as prep's before ``ByteLevel``
+  without its regex (``gpt4``, ``o200k``): like for like from ``gpt2`` on.
 
 Each run's wall time, the peak RSS of its process tree (``os.wait4``'s ``ru_maxrss``: the
 largest process, in MiB) and its CPU time (user + system, the waited-for children
@@ -43,19 +46,33 @@ HF_CHILD = r"""
 import sys, glob
 import pyarrow.parquet as pq
 from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers
-corpus, vocab, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+corpus, vocab, out, pattern = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 docs = []
 for path in sorted(glob.glob(corpus + "/**/*.parquet", recursive=True)):
     docs += [t for t in pq.read_table(path, columns=["text"]).column("text").to_pylist()
              if t and not t.isspace()]
 tok = Tokenizer(models.BPE())
 tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+if pattern:
+    from tokenizers import Regex
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(pattern), "isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
 tok.decoder = decoders.ByteLevel()
 trainer = trainers.BpeTrainer(vocab_size=vocab, min_frequency=2, show_progress=False,
                               initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
 tok.train_from_iterator(docs, trainer=trainer, length=len(docs))
 tok.save(out)
 """
+
+
+def split_regex(name: str) -> str:
+    """The Split regex hf trains behind, or "" for GPT-2's ByteLevel regex itself."""
+    if name in ("none", "gpt2"):
+        return ""
+    from prep.tokenizer.pretokenize import PATTERNS
+
+    return PATTERNS[name]
 
 
 def timed(argv: list[str]) -> tuple[float, float, float]:
@@ -87,6 +104,7 @@ def main() -> int:
     p.add_argument("--mb", type=float, default=40.0)
     p.add_argument("--vocab-size", type=int, default=50_257)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--pre-tokenizer", default="none", choices=("none", "gpt2", "gpt4", "o200k"))
     p.add_argument("--corpus", help="an existing corpus directory (default: build one)")
     p.add_argument("--workdir", help="where corpus and outputs go (default: a temp dir)")
     args = p.parse_args()
@@ -102,11 +120,12 @@ def main() -> int:
             if name == "prep":
                 argv = [sys.executable, "-m", "prep", "train-tokenizer", "--source",
                         str(corpus), "--vocab-size", str(args.vocab_size), "--val-fraction",
-                        "0", "--out", str(out), "--quiet"]
+                        "0", "--pre-tokenizer", args.pre_tokenizer, "--out", str(out),
+                        "--quiet"]
             else:
                 out.mkdir()
                 argv = [sys.executable, "-c", HF_CHILD, str(corpus), str(args.vocab_size),
-                        str(out / "tokenizer.json")]
+                        str(out / "tokenizer.json"), split_regex(args.pre_tokenizer)]
             runs[name].append(timed(argv))
             wall, rss, cpu = runs[name][-1]
             print(f"round {r} {name}: {wall:.1f} s, {rss:,.0f} MiB, {cpu:.1f} CPU s",
@@ -117,6 +136,7 @@ def main() -> int:
     text_mb = trained["train_bytes"] / 1e6  # every non-empty row: --val-fraction 0
     result = {
         "text_mb": round(text_mb, 3), "vocab_size": args.vocab_size, "rounds": args.rounds,
+        "pre_tokenizer": args.pre_tokenizer,
         "prep_s": round(med["prep"][0], 2), "hf_s": round(med["hf"][0], 2),
         "ratio": round(med["prep"][0] / med["hf"][0], 3),
         "prep_cpu_s": round(med["prep"][2], 2), "hf_cpu_s": round(med["hf"][2], 2),

@@ -54,3 +54,26 @@ def encode(data: bytes, merges: list[tuple[int, int]]) -> list[int]:
     for k, pair in enumerate(merges):
         seq = replace(seq, pair, 256 + k)
     return seq
+
+
+def split(text: str, pattern: str) -> list[str]:
+    """The pieces Hugging Face ``tokenizers``' ``Split`` pre-tokenizer (isolating each match
+    of ``pattern``) makes of ``text``: the reference of what a pre-tokenizer does."""
+    from tokenizers import Regex, pre_tokenizers
+
+    return [piece for piece, _ in
+            pre_tokenizers.Split(Regex(pattern), "isolated").pre_tokenize_str(text)]
+
+
+def train_split(
+    texts: list[str], pattern: str, vocabulary_size: int = 512, minimum_pair_frequency: int = 2
+) -> list[tuple[int, int, int]]:
+    """The rules with pre-tokenization: every piece of every text is its own sequence
+    (pairs are counted inside pieces only, once per occurrence)."""
+    pieces = [p.encode("utf-8") for t in texts for p in split(t, pattern)]
+    return train(pieces, vocabulary_size, minimum_pair_frequency)
+
+
+def encode_split(text: str, pattern: str, merges: list[tuple[int, int]]) -> list[int]:
+    """Each piece encoded by :func:`encode`, in order."""
+    return [i for p in split(text, pattern) for i in encode(p.encode("utf-8"), merges)]

@@ -32,6 +32,9 @@ def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str]:
     [
         (["--method", "wordpiece"], "argument --method: invalid choice: 'wordpiece'"),
         (["--vocab-size", "100"], "--vocab-size 100 must be in 256..4,294,967,295"),
+        (["--vocab-size", "256", "--special-token", "<|end|>"],
+         "--vocab-size 256 must be in 257..4,294,967,295 (2**32-1): it counts every id"),
+        (["--pre-tokenizer", "gpt3"], "argument --pre-tokenizer: invalid choice: 'gpt3'"),
         (["--vocab-size", "4294967296"], "must be in 256..4,294,967,295"),
         (["--method", "byte", "--vocab-size", "512"],
          "--vocab-size was given with --method byte"),
@@ -123,14 +126,21 @@ def test_prepare_with_a_trained_tokenizer_gives_the_reference_ids(capsys, source
                      str(out), "--val-fraction", "0", "--workers", "1"])
     err = capsys.readouterr().err
     assert code == 0, err
-    assert "engine: hf (gigatoken cannot reproduce" in err and "use_regex=false" in err
+    assert "engine: bpe (reproduces" in err  # prep's own encoder: gigatoken declines
+    assert json.loads((out / "_PROVENANCE.json").read_text())["engine"] == "bpe"
     ids = [i for path in split_bins(out, "train") for i in _ids(path)]
     expected = [i for d in DOCS * 3 for i in (sep, *ref.encode(d.encode(), merges))]
     assert ids == expected
     code = cli.main(["prepare", "--source", str(source), "--tokenizer", str(tok), "--out",
+                     str(tmp_path / "hf"), "--val-fraction", "0", "--workers", "1", "--engine",
+                     "hf"])
+    assert code == 0
+    assert [i for path in split_bins(tmp_path / "hf", "train") for i in _ids(path)] == expected
+    code = cli.main(["prepare", "--source", str(source), "--tokenizer", str(tok), "--out",
                      str(tmp_path / "fast"), "--engine", "gigatoken", "--workers", "1"])
     assert code == 2
-    assert "--engine gigatoken cannot reproduce" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--engine gigatoken cannot reproduce" in err and "use_regex=false" in err
 
 
 def _ids(path: Path) -> list[int]:

@@ -56,7 +56,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[bytes]]
 
 def args(src: Path, out: Path, *extra: object) -> list[str]:
     return ["train-tokenizer", "--source", str(src), "--split-column", "split",
-            "--vocab-size", str(256 + MERGES), "--min-pair-frequency", "1",
+            "--vocab-size", str(256 + MERGES + 1), "--min-pair-frequency", "1",
             "--special-token", "<|end|>", "--out", str(out), *map(str, extra)]
 
 
@@ -141,3 +141,61 @@ def test_sigterm_in_each_phase_exits_75_and_resumes(corpus, reference, tmp_path,
     done = plain(args(corpus[0], out, *SLOW, "--resume"))
     assert done.returncode == 0, done.stderr
     assert outputs(out) == reference
+
+
+# With a pre-tokenizer: a phase more (counting pieces), the same guarantees, on words of
+# letters enough to need more than one merge checkpoint (pairs never cross a word).
+@pytest.fixture(scope="module")
+def words(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[bytes]]:
+    root = tmp_path_factory.mktemp("words") / "src"
+    root.mkdir()
+    train: list[bytes] = []
+    for f in range(2):
+        texts = [" ".join("".join(chr(97 + (i * 7 + j * 3 + k * k + f) % 26)
+                                  for k in range(2 + (i + j) % 5)) for j in range(8)) + ", 42!"
+                 for i in range(60)]
+        splits = ["val" if i % 5 == 0 else "train" for i in range(len(texts))]
+        pq.write_table(pa.table({"text": texts, "split": splits}), root / f"part-{f}.parquet",
+                       row_group_size=10)
+        train += [t.encode() for t, s in zip(texts, splits, strict=True) if s == "train"]
+    return root, train
+
+
+def pre_args(src: Path, out: Path, *extra: object) -> list[str]:
+    return args(src, out, "--pre-tokenizer", "gpt2", *extra)
+
+
+@pytest.fixture(scope="module")
+def pre_reference(words, tmp_path_factory) -> dict[str, bytes]:
+    out = tmp_path_factory.mktemp("pre") / "tok"
+    done = plain(pre_args(words[0], out, "--workers", "1"))
+    assert done.returncode == 0, done.stderr
+    return outputs(out)
+
+
+def test_pre_tokenized_merges_are_the_references_whatever_the_workers(words, pre_reference,
+                                                                      tmp_path):
+    from prep.tokenizer.pretokenize import PATTERNS
+
+    (tmp_path / "tokenizer.json").write_bytes(pre_reference["tokenizer.json"])
+    want = ref.train_split([d.decode() for d in words[1]], PATTERNS["gpt2"], 256 + MERGES, 1)
+    assert len(want) == MERGES
+    assert merges_of(tmp_path / "tokenizer.json") == [(a, b) for a, b, _ in want]
+    done = plain(pre_args(words[0], tmp_path / "two", "--workers", "2", "--batch-size", "3"))
+    assert done.returncode == 0, done.stderr
+    assert outputs(tmp_path / "two") == pre_reference
+
+
+@pytest.mark.parametrize("target", ["prep.tokenizer.snapshot.CountCheckpoint.save",
+                                    "prep.tokenizer.snapshot.MergeCheckpoint.save"])
+def test_pre_tokenized_sigkill_in_each_new_phase_then_resume(words, pre_reference, tmp_path,
+                                                             target):
+    out = tmp_path / "tok"
+    code, err = h.run(pre_args(words[0], out, *SLOW),
+                      faults=[{"target": target, "nth": 2, "action": "kill"}])
+    assert code == -signal.SIGKILL, err
+    done = plain(pre_args(words[0], out, *SLOW, "--resume"))
+    assert done.returncode == 0, done.stderr
+    said = "counting pieces: resumed after" if "Count" in target else "merging: resumed after"
+    assert said in done.stderr
+    assert outputs(out) == pre_reference

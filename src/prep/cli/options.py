@@ -285,7 +285,8 @@ def _run_control(g: Group, d: Mapping[str, Any]) -> None:
     g.add_argument(
         "--engine", choices=d["choices"]["engine"],
         help="how ids are computed, never which: auto (the fastest engine that reproduces "
-        "the tokenizer exactly, else hf), hf (tokenizers, the reference) or gigatoken "
+        "the tokenizer exactly, else hf), hf (tokenizers, the reference), gigatoken or bpe "
+        "(prep's own, for a tokenizer prep trained without --pre-tokenizer) "
         f"(default: {d['engine']})",
     )
     add_shared(g, d, "--checkpoint-interval", "--log-interval", "--quiet")

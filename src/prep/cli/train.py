@@ -13,6 +13,7 @@ from prep.cli.options import EXIT_CODES, Parser, add_shared, defaults
 from prep.cli.values import count, fraction, shown
 from prep.recipe import RunOptions
 from prep.tokenizer.model import DEFAULT_MIN_FREQUENCY, DEFAULT_VOCABULARY, METHODS
+from prep.tokenizer.pretokenize import NAMES
 from prep.tokenizer.settings import RECIPE_FIELDS, TrainRecipe
 
 EXAMPLES = """\
@@ -20,6 +21,9 @@ examples:
   a 32,000-id BPE tokenizer from local Parquet files (val documents held out):
     {prog} --source data/fineweb/ --vocab-size 32000 --special-token '<|endoftext|>' \\
         --out tokenizers/fineweb-32k
+  the same with GPT-2's pre-tokenization (merges never cross words, numbers, punctuation):
+    {prog} --source data/fineweb/ --vocab-size 32000 --pre-tokenizer gpt2 \\
+        --special-token '<|endoftext|>' --out tokenizers/fineweb-32k-gpt2
   then tokenize with it (its first special token is the separator):
     prep prepare --source data/fineweb/ --tokenizer tokenizers/fineweb-32k --out tokens/fw
   continue after an interruption (same command, with --resume):
@@ -49,8 +53,12 @@ def parser(prog: str = "prep train-tokenizer") -> Parser:
                    help="the tokenizer directory to create")
     p.add_argument("--method", choices=METHODS, help="bpe (default) or byte")
     p.add_argument("--vocab-size", type=count(1), metavar="N",
-                   help=f"BPE: at most N ids, the 256 bytes included (default: "
-                   f"{DEFAULT_VOCABULARY})")
+                   help=f"BPE: at most N ids in all: the 256 bytes, the merges and the "
+                   f"special tokens (default: {DEFAULT_VOCABULARY})")
+    p.add_argument("--pre-tokenizer", choices=NAMES, metavar="NAME",
+                   help="BPE: split each document by GPT-2's (gpt2), cl100k's (gpt4) or "
+                   "o200k's regex before counting pairs; none: each document is one "
+                   f"sequence (default: {D['pre_tokenizer']})")
     p.add_argument("--min-pair-frequency", type=count(1), metavar="N",
                    help=f"BPE: merge only pairs seen at least N times (default: "
                    f"{DEFAULT_MIN_FREQUENCY})")

@@ -36,6 +36,8 @@ from prep.encoders.gigatoken import (
 from prep.encoders.gigatoken import Reference as ReferenceFn
 from prep.encoders.hf import HFEncoder, batch_encode, configured
 from prep.encoders.memo import ACCEPTED
+from prep.encoders.merges import ENGINE as MERGES
+from prep.encoders.merges import MergesEncoder, load_merges_engine
 from prep.encoders.vocab_bytes import ENGINE as VOCAB_BYTES
 from prep.encoders.vocab_bytes import VocabBytesEncoder
 from prep.errors import UsageError
@@ -52,7 +54,7 @@ ENGINE_JSON = "gigatoken.json"  # kept beside the memo: the compact JSON gigatok
 
 AUTO = "auto"
 HF = "hf"
-CHOICES = (AUTO, HF, GIGATOKEN)
+CHOICES = (AUTO, HF, GIGATOKEN, MERGES)
 
 
 class Engine(Protocol):
@@ -112,6 +114,8 @@ def build_encoder(spec: EngineSpec) -> Engine:
     reference = Reference(spec.json_path)
     if spec.engine == HF:
         return reference
+    if spec.engine == MERGES:
+        return load_merges_engine(Path(spec.json_path).read_bytes(), reference, probe=False)
     return load_gigatoken(Path(spec.json_path).read_bytes(), reference, probe=False,
                           parallel=(spec.threads or 1) > 1)
 
@@ -119,6 +123,8 @@ def build_encoder(spec: EngineSpec) -> Engine:
 def reference_of(engine: Engine) -> ReferenceFn:
     """The reference a checked engine (:attr:`EngineSpec.checked`) falls back to and is
     cross-checked against."""
+    if isinstance(engine, MergesEncoder):
+        return engine.reference
     if not isinstance(engine, GigatokenEncoder):
         raise TypeError(f"{type(engine).__name__} is not checked against a reference")
     return engine.reference
@@ -169,6 +175,26 @@ def _gigatoken(encoder: HFEncoder, threads: int) -> GigatokenEncoder:
     return engine
 
 
+def _merges(encoder: HFEncoder) -> MergesEncoder:
+    """prep's own encoder for ``encoder``'s file, or ``Declined``; its verdict is
+    remembered per file (``encoder.memo``) as the fast engine's is."""
+    memo = encoder.memo
+    verdict = memo.verdict(MERGES)
+    if verdict is not None and verdict != ACCEPTED:
+        raise Declined(verdict)
+    try:
+        engine = load_merges_engine(encoder.raw, encoder.encode_flat, probe=verdict is None)
+    except Declined as e:
+        if verdict is None:
+            memo.judged(MERGES, str(e))
+            memo.keep()
+        raise
+    if verdict is None:
+        memo.judged(MERGES, ACCEPTED)
+        memo.keep()
+    return engine
+
+
 def choose_engine(requested: str, encoder: Encoder, threads: int | None
                   ) -> tuple[EngineSpec, Engine]:
     """Resolve ``--engine`` for the main process's loaded ``encoder``: the spec a worker
@@ -195,17 +221,26 @@ def choose_engine(requested: str, encoder: Encoder, threads: int | None
     hf = EngineSpec(HF, identity, json_path, threads)
     if requested == HF:
         return hf, encoder
-    try:
-        engine = _gigatoken(encoder, threads)
-    except Declined as e:
-        if requested == GIGATOKEN:
-            raise UsageError(
-                f"--engine gigatoken cannot reproduce {identity.spec} exactly: {e}; use "
-                "--engine auto (falls back to hf) or --engine hf"
-            ) from e
-        logger.info("engine: hf (gigatoken cannot reproduce %s exactly: %s)", identity.spec, e)
-        return hf, encoder
-    return EngineSpec(GIGATOKEN, identity, json_path, threads), engine
+    declined = []
+    for name, build in ((GIGATOKEN, lambda: _gigatoken(encoder, threads)),
+                        (MERGES, lambda: _merges(encoder))):
+        if requested not in (AUTO, name):
+            continue
+        try:
+            engine: Engine = build()
+        except Declined as e:
+            if requested == name:
+                raise UsageError(
+                    f"--engine {name} cannot reproduce {identity.spec} exactly: {e}; use "
+                    "--engine auto (falls back to hf) or --engine hf"
+                ) from e
+            declined.append(f"{name} cannot reproduce {identity.spec} exactly: {e}")
+            continue
+        logger.info("engine: %s (reproduces %s exactly; cross-checked against hf)", name,
+                    identity.spec)
+        return EngineSpec(name, identity, json_path, threads), engine
+    logger.info("engine: hf (%s)", "; ".join(declined))
+    return hf, encoder
 
 
 class EngineChoice:

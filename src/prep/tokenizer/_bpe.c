@@ -66,6 +66,7 @@ typedef struct {
     uint64_t n_touched, cap_touched;
     uint32_t *left_of, *right_of; /* during a merge into c: (x, c) and (c, y) by x, y */
     uint64_t cap_side;
+    uint32_t *weight; /* per position: the multiplicity of its piece (NULL: all 1) */
     uint32_t next_id;
     int64_t min_freq;
     uint64_t merges;
@@ -177,6 +178,7 @@ static Entry heap_pop(Trainer *t) {
 
 static void Trainer_dealloc(Trainer *t) {
     free(t->node);
+    free(t->weight);
     free(t->left_of);
     free(t->right_of);
     for (uint64_t i = 0; i < t->n_pairs; i++) free(t->pairs[i].pos);
@@ -189,6 +191,7 @@ static void Trainer_dealloc(Trainer *t) {
 }
 
 #define KEY(a, b) (((uint64_t)(a) << 32) | (uint64_t)(b))
+#define WEIGHT(t, i) ((t)->weight ? (int64_t)(t)->weight[i] : 1)
 
 /* Count every adjacent pair, sizes first, so each list is allocated once, exactly (none for
  * a pair below min_freq: it can never win, old pairs only lose). The hash table is needed
@@ -201,16 +204,21 @@ static int count_all(Trainer *t) {
         if (i + 1 == n || t->node[i].tok == SEP || t->node[i + 1].tok == SEP) continue;
         uint32_t p = pair_of(t, KEY(t->node[i].tok, t->node[i + 1].tok));
         if (p == NONE) return -1;
-        t->count[p]++;
+        t->count[p] += WEIGHT(t, i);
         t->node[i].at = p;
     }
     free(t->table);
     t->table = NULL;
     t->table_cap = 0;
+    /* list sizes: the occurrences (with weights, fewer than the count), counted in cap */
+    for (uint64_t i = 0; i < n; i++)
+        if (t->node[i].at != NONE) t->pairs[t->node[i].at].cap++;
     for (uint64_t i = 0; i < t->n_pairs; i++) {
         Pair *p = &t->pairs[i];
-        if (t->count[i] < t->min_freq) continue;
-        p->cap = (uint32_t)t->count[i];
+        if (t->count[i] < t->min_freq) {
+            p->cap = 0;
+            continue;
+        }
         p->pos = malloc((size_t)p->cap * sizeof(uint32_t));
         if (!p->pos) return -1;
     }
@@ -225,12 +233,18 @@ static int count_all(Trainer *t) {
 }
 
 static int Trainer_init(Trainer *t, PyObject *args, PyObject *kw) {
-    static char *names[] = {"sequence", "next_id", "min_freq", NULL};
-    Py_buffer buf;
+    static char *names[] = {"sequence", "next_id", "min_freq", "weights", NULL};
+    Py_buffer buf, wbuf = {0};
     unsigned long long next_id;
     long long min_freq;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*KL", names, &buf, &next_id, &min_freq))
+    PyObject *weights = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*KL|O", names, &buf, &next_id, &min_freq,
+                                     &weights))
         return -1;
+    if (weights != Py_None && PyObject_GetBuffer(weights, &wbuf, PyBUF_SIMPLE)) {
+        PyBuffer_Release(&buf);
+        return -1;
+    }
     if (buf.len % 4) {
         PyBuffer_Release(&buf);
         PyErr_SetString(PyExc_ValueError, "sequence: a buffer of uint32 ids");
@@ -257,6 +271,31 @@ static int Trainer_init(Trainer *t, PyObject *args, PyObject *kw) {
     const uint32_t *ids = buf.buf;
     for (uint64_t i = 0; i < n; i++) t->node[i].tok = ids[i];
     PyBuffer_Release(&buf);
+    if (weights != Py_None) {
+        /* one uint32 weight per document (SEP-terminated run), spread over its positions */
+        const uint32_t *w = wbuf.buf;
+        uint64_t docs = (uint64_t)wbuf.len / 4, d = 0;
+        t->weight = malloc((n ? n : 1) * sizeof(uint32_t));
+        if (!t->weight) {
+            PyBuffer_Release(&wbuf);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (uint64_t i = 0; i < n; i++) {
+            if (d >= docs || w[d] == 0) {
+                PyBuffer_Release(&wbuf);
+                PyErr_SetString(PyExc_ValueError, "weights: one positive uint32 per document");
+                return -1;
+            }
+            t->weight[i] = w[d];
+            if (t->node[i].tok == SEP) d++;
+        }
+        PyBuffer_Release(&wbuf);
+        if (d != docs) {
+            PyErr_SetString(PyExc_ValueError, "weights: one positive uint32 per document");
+            return -1;
+        }
+    }
     for (uint64_t i = 0; i < n; i++) {
         if (t->node[i].tok == DEAD || (t->node[i].tok != SEP && t->node[i].tok >= t->next_id)) {
             PyErr_Format(PyExc_ValueError, "id %u at %llu is not below next_id", t->node[i].tok,
@@ -275,8 +314,8 @@ static int Trainer_init(Trainer *t, PyObject *args, PyObject *kw) {
 }
 
 /* An old pair lost an occurrence; below min_freq it can never win again: drop its list. */
-static void dec(Trainer *t, uint32_t p) {
-    if (--t->count[p] >= t->min_freq) return;
+static void dec(Trainer *t, uint32_t p, int64_t w) {
+    if ((t->count[p] -= w) >= t->min_freq) return;
     Pair *q = &t->pairs[p];
     if (q->stamp != t->merges && q->pos) {
         free(q->pos);
@@ -287,7 +326,7 @@ static void dec(Trainer *t, uint32_t p) {
 
 /* The pair (a, b) of the merge into c (one of a, b is c), new in this merge, with one more
  * occurrence at `at`; NONE when memory ran out. */
-static uint32_t inc(Trainer *t, uint32_t *slot, uint64_t key, uint32_t at) {
+static uint32_t inc(Trainer *t, uint32_t *slot, uint64_t key, uint32_t at, int64_t w) {
     uint32_t p = *slot;
     if (p == NONE) {
         if (t->n_pairs + 1 >= NONE ||
@@ -305,7 +344,7 @@ static uint32_t inc(Trainer *t, uint32_t *slot, uint64_t key, uint32_t at) {
         t->touched[t->n_touched++] = p;
         *slot = p;
     }
-    t->count[p]++;
+    t->count[p] += w;
     return pos_push(&t->pairs[p], at) ? NONE : p;
 }
 
@@ -338,19 +377,20 @@ static int merge(Trainer *t, uint32_t w) {
         if ((k && pos[k - 1] == i) || nd[i].tok != a || nd[i].at != w) continue;
         uint64_t j = (uint64_t)i + nd[i].span;
         uint64_t after = j + nd[j].span;
+        int64_t wt = WEIGHT(t, i);
         if (i > 0 && nd[i - 1].tok != SEP) {
             uint32_t p = i - nd[i - 1].span, x = nd[p].tok;
-            dec(t, nd[p].at);
+            dec(t, nd[p].at, wt);
             /* (c, c) has one slot, left_of[c], whichever side finds it */
-            nd[p].at = inc(t, &t->left_of[x], KEY(x, c), p);
+            nd[p].at = inc(t, &t->left_of[x], KEY(x, c), p, wt);
             if (nd[p].at == NONE) rc = -1;
         }
-        t->count[w]--;
+        t->count[w] -= wt;
         nd[i].at = NONE;
         if (after < n && nd[after].tok != SEP) {
             uint32_t y = nd[after].tok;
-            dec(t, nd[j].at);
-            nd[i].at = inc(t, y == c ? &t->left_of[c] : &t->right_of[y], KEY(c, y), i);
+            dec(t, nd[j].at, wt);
+            nd[i].at = inc(t, y == c ? &t->left_of[c] : &t->right_of[y], KEY(c, y), i, wt);
             if (nd[i].at == NONE) rc = -1;
         }
         uint32_t joined = nd[i].span + nd[j].span;
@@ -454,7 +494,7 @@ static PyObject *Trainer_sequence(Trainer *t, PyObject *Py_UNUSED(ignored)) {
 }
 
 static PyObject *Trainer_memory(Trainer *t, PyObject *Py_UNUSED(ignored)) {
-    uint64_t bytes = t->n * sizeof(Node) + t->cap_side * 8 + t->cap_pairs * sizeof(Pair) +
+    uint64_t bytes = t->n * sizeof(Node) + (t->weight ? t->n * 4 : 0) + t->cap_side * 8 + t->cap_pairs * sizeof(Pair) +
                      t->cap_count * 8 + t->table_cap * 4 +
                      t->heap_cap * sizeof(Entry) + t->cap_touched * 4;
     for (uint64_t i = 0; i < t->n_pairs; i++) bytes += (uint64_t)t->pairs[i].cap * 4;
@@ -473,7 +513,8 @@ static PyTypeObject TrainerType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "prep.tokenizer._bpe.Trainer",
     .tp_basicsize = sizeof(Trainer),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Trainer(sequence, next_id, min_freq): exact incremental BPE",
+    .tp_doc = "Trainer(sequence, next_id, min_freq, weights=None): exact incremental BPE; "
+              "weights: one uint32 per document, the times it counts",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Trainer_init,
     .tp_dealloc = (destructor)Trainer_dealloc,

@@ -3,12 +3,15 @@ install, else this module's pure-Python twin, which gives the same merges, only 
 
 The algorithm is incremental (docs/tokenizer.md, "How it trains"):
 
-- the corpus is one flat sequence of ids, documents separated by :data:`SEP`. A live token
+- the corpus is one flat sequence of ids, documents separated by :data:`SEP`, each with a
+  weight (the times it counts: a pre-tokenized corpus is its distinct pieces, each once,
+  weighted by its multiplicity; 1 without pre-tokenization). A live token
   starts at a position holding its id; the positions it covers after the first hold
   :data:`DEAD`; ``span`` holds its length at its first and last positions, so the next token
   starts at ``i + span[i]`` and the previous one at ``i - span[i - 1]``;
-- every pair has a 64-bit count and the positions where it was counted, ascending (a pair
-  is created during one pass, which visits positions in order). An entry is checked when
+- every pair has a 64-bit count (the sum of its occurrences' weights) and the positions
+  where it was counted, ascending (a pair is created during one pass, which visits
+  positions in order). An entry is checked when
   used: the pair may have gone from there since;
 - a max-heap of ``(count, pair)`` with lazy deletion: an entry's count is an upper bound of
   the pair's current one (only pairs holding the newest id ever gain), so the first entry
@@ -55,12 +58,14 @@ class PyTrainer:
     """The pure-Python trainer (the fallback when the extension is not built)."""
 
     # a buffer of native uint32 (bytes or a numpy array): typing has no Buffer before 3.12
-    def __init__(self, sequence: Any, next_id: int, min_freq: int) -> None:  # Any: a buffer
+    def __init__(self, sequence: Any, next_id: int, min_freq: int,  # Any: a buffer
+                 weights: Any = None) -> None:
         ids = array("I")
         ids.frombytes(memoryview(sequence).cast("B"))  # bytes, or a numpy array of uint32
         if len(ids) > MAX_POSITIONS or min_freq < 1:
             raise ValueError("corpus too large for 32-bit positions, or min_freq < 1")
         self.tok = list(ids)
+        self.weight = _spread(self.tok, weights)
         self.span = [1] * len(ids)
         self.next_id = next_id
         self.min_freq = min_freq
@@ -74,7 +79,7 @@ class PyTrainer:
             if a >= next_id or b >= next_id:
                 raise ValueError(f"id {max(a, b)} at {i} is not below next_id")
             key = (a, b)
-            self.counts[key] = self.counts.get(key, 0) + 1
+            self.counts[key] = self.counts.get(key, 0) + self.weight[i]
             self.where.setdefault(key, []).append(i)
         self.heap = [(-c, k) for k, c in self.counts.items() if c >= min_freq]
         heapq.heapify(self.heap)
@@ -106,9 +111,9 @@ class PyTrainer:
         n = len(tok)
         touched: set[tuple[int, int]] = set()
 
-        def move(old: tuple[int, int], new: tuple[int, int], at: int) -> None:
-            counts[old] -= 1
-            counts[new] = counts.get(new, 0) + 1
+        def move(old: tuple[int, int], new: tuple[int, int], at: int, w: int) -> None:
+            counts[old] -= w
+            counts[new] = counts.get(new, 0) + w
             self.where.setdefault(new, []).append(at)
             touched.add(new)
 
@@ -121,12 +126,13 @@ class PyTrainer:
             if j >= n or tok[j] != b:
                 continue
             after = j + span[j]
+            w = self.weight[i]
             if i > 0 and tok[i - 1] != SEP:
                 p = i - span[i - 1]
-                move((tok[p], a), (tok[p], c), p)
-            counts[key] -= 1
+                move((tok[p], a), (tok[p], c), p, w)
+            counts[key] -= w
             if after < n and tok[after] != SEP:
-                move((b, tok[after]), (c, tok[after]), i)
+                move((b, tok[after]), (c, tok[after]), i, w)
             span[i] = span[after - 1] = span[i] + span[j]
             tok[j] = DEAD
             tok[i] = c
@@ -143,7 +149,24 @@ class PyTrainer:
         return 8 * len(self.tok) + 100 * len(self.counts)
 
 
-def _compiled() -> Callable[[bytes, int, int], Any] | None:
+def _spread(tok: list[int], weights: Any) -> list[int]:  # Any: a buffer or None
+    """Each position's weight: its document's (one uint32 per document), or 1."""
+    if weights is None:
+        return [1] * len(tok)
+    per_doc = array("I")
+    per_doc.frombytes(memoryview(weights).cast("B"))
+    out, d = [], 0
+    for t in tok:
+        if d >= len(per_doc) or per_doc[d] == 0:
+            raise ValueError("weights: one positive uint32 per document")
+        out.append(per_doc[d])
+        d += t == SEP
+    if d != len(per_doc):
+        raise ValueError("weights: one positive uint32 per document")
+    return out
+
+
+def _compiled() -> Callable[..., Any] | None:
     try:
         from prep.tokenizer import _bpe  # type: ignore[attr-defined]
     except ImportError:
@@ -155,12 +178,15 @@ COMPILED = _compiled()
 IMPLEMENTATION = "c" if COMPILED is not None else "python"
 
 
-def make_trainer(sequence: Any, next_id: int, min_freq: int) -> Trainer:  # Any: a buffer
+def make_trainer(sequence: Any, next_id: int, min_freq: int,  # Any: buffers
+                 weights: Any = None) -> Trainer:
     """The compiled trainer when built, else :class:`PyTrainer` (same merges), over
-    ``sequence`` (any buffer of native uint32 ids, documents separated by :data:`SEP`)."""
+    ``sequence`` (any buffer of native uint32 ids, documents separated by :data:`SEP`),
+    each document counting ``weights[d]`` times (a buffer of native uint32, one per
+    document; None: once each)."""
     if COMPILED is not None:
-        return COMPILED(sequence, next_id, min_freq)  # type: ignore[no-any-return]
-    return PyTrainer(sequence, next_id, min_freq)
+        return COMPILED(sequence, next_id, min_freq, weights)  # type: ignore[no-any-return]
+    return PyTrainer(sequence, next_id, min_freq, weights)
 
 
 def flat_sequence(documents: Iterable[bytes]) -> bytes:

@@ -6,8 +6,9 @@ same bytes), and reading them back.
   byte-to-unicode table, mapped to the rules' ids (``0..255`` are the raw byte values, not
   GPT-2's order); ``merges`` as ``"left right"`` strings in training order (tokenizers 0.15
   rejects the list form); no unknown token, no byte fallback, merges not ignored; a
-  ``ByteLevel`` pre-tokenizer without prefix space or regex (a document is one word) and a
-  ``ByteLevel`` decoder; no normalizer.
+  ``ByteLevel`` pre-tokenizer without prefix space or regex (a document is one word), or,
+  trained with a pre-tokenizer, the ``Split`` of its regex (isolating each match) before
+  that ``ByteLevel``; a ``ByteLevel`` decoder; no normalizer.
 - byte: ``byte_vocabulary.json``, prep's own (:mod:`prep.encoders.vocab_bytes`, which
   ``prepare`` reads it with), because Hugging Face drops characters it does not know.
 - ``generation_config.json`` when special tokens are given: the first is the separator.
@@ -23,26 +24,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from prep.encoders.merges import byte_to_unicode
 from prep.encoders.vocab_bytes import BYTE_FILE, read_byte_file
 from prep.errors import InputError
+from prep.tokenizer.pretokenize import NONE, name_of, split_json
 
 TOKENIZER_FILE = "tokenizer.json"
 GENERATION_CONFIG = "generation_config.json"
-
-
-def byte_to_unicode() -> dict[int, str]:
-    """GPT-2's table: printable Latin-1 bytes stand for themselves, the others for the
-    code points from 256 up, in byte order."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-            *range(ord("®"), ord("ÿ") + 1)]
-    table, extra = {}, 0
-    for b in range(256):
-        if b in keep:
-            table[b] = chr(b)
-        else:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
 
 
 def _dumps(obj: object) -> bytes:
@@ -65,7 +53,8 @@ def _added(specials: Sequence[str], first_id: int) -> list[dict[str, Any]]:
     ]
 
 
-def tokenizer_json(merges: Sequence[tuple[int, int]], specials: Sequence[str] = ()) -> bytes:
+def tokenizer_json(merges: Sequence[tuple[int, int]], specials: Sequence[str] = (),
+                   pre_tokenizer: str = NONE) -> bytes:
     """``tokenizer.json`` for the merge table (module docstring). Raises ``ValueError`` when
     two ids share one piece, which a ``vocab`` keyed by pieces cannot express."""
     table = byte_to_unicode()
@@ -76,13 +65,16 @@ def tokenizer_json(merges: Sequence[tuple[int, int]], specials: Sequence[str] = 
         raise ValueError(f"two ids share the piece {dup!r}; tokenizer.json cannot express it")
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
                   "use_regex": False}
+    split = split_json(pre_tokenizer)
+    pre = byte_level if split is None else {"type": "Sequence",
+                                            "pretokenizers": [split, byte_level]}
     config = {
         "version": "1.0",
         "truncation": None,
         "padding": None,
         "added_tokens": _added(specials, len(names)),
         "normalizer": None,
-        "pre_tokenizer": byte_level,
+        "pre_tokenizer": pre,
         "post_processor": None,
         "decoder": byte_level,
         "model": {
@@ -104,14 +96,34 @@ def _bad(path: Path, why: str) -> InputError:
     return InputError(f"{path}: {why}; give a directory prep train-tokenizer wrote", path=path)
 
 
+def _config(path: Path) -> dict[str, Any]:
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+        config["model"]["vocab"], config["model"]["merges"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise _bad(path, f"not a tokenizer.json with a BPE model ({e!r})") from e
+    return config  # type: ignore[no-any-return]
+
+
+def pre_tokenizer_of(path: Path, config: dict[str, Any] | None = None) -> str:
+    """The pre-tokenizer a ``tokenizer.json`` written by :func:`tokenizer_json` names."""
+    pre = (config if config is not None else _config(path)).get("pre_tokenizer") or {}
+    parts = (pre.get("pretokenizers") or []) if pre.get("type") == "Sequence" else []
+    pattern = ((parts[0].get("pattern") or {}).get("Regex") if parts else None)
+    if pre.get("type") == "Sequence" and not isinstance(pattern, str):
+        raise _bad(path, "its pre-tokenizer is not a Split regex before ByteLevel")
+    name = name_of(pattern)
+    if name is None:
+        raise _bad(path, f"its split regex {str(pattern)[:40]!r}... is none of prep's "
+                   "pre-tokenizers")
+    return name
+
+
 def merges_of(path: Path) -> list[tuple[int, int]]:
     """The merge table of a ``tokenizer.json`` written by :func:`tokenizer_json` (ids
     checked against the rules: merge ``k`` makes id ``256 + k``)."""
-    try:
-        model = json.loads(path.read_text(encoding="utf-8"))["model"]
-        vocab, lines = model["vocab"], model["merges"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise _bad(path, f"not a tokenizer.json with a BPE model ({e!r})") from e
+    model = _config(path)["model"]
+    vocab, lines = model["vocab"], model["merges"]
     table = byte_to_unicode()
     if any(vocab.get(table[b]) != b for b in range(256)):
         raise _bad(path, "ids 0..255 are not the raw bytes (not written by prep)")
@@ -125,16 +137,26 @@ def merges_of(path: Path) -> list[tuple[int, int]]:
     return merges
 
 
+def _extras(pre_tokenizer: str, specials: list[str]) -> dict[str, Any]:
+    """The state's optional members, as :meth:`prep.Tokenizer.state` writes them."""
+    out: dict[str, Any] = {} if pre_tokenizer == NONE else {"pre_tokenizer": pre_tokenizer}
+    return out | ({"special_tokens": specials} if specials else {})
+
+
 def load_state(directory: str | os.PathLike[str]) -> dict[str, Any]:
     """The :meth:`prep.Tokenizer.state` of a trained directory (its learned vocabulary;
     special tokens are not part of it)."""
     root = Path(directory)
     if (root / BYTE_FILE).is_file():
-        values, _ = read_byte_file(root / BYTE_FILE)
-        return {"version": 1, "method": "byte", "bytes": values}
+        values, specials = read_byte_file(root / BYTE_FILE)
+        return {"version": 1, "method": "byte", "bytes": values, **_extras(NONE, specials)}
     if (root / TOKENIZER_FILE).is_file():
-        return {"version": 1, "method": "bpe",
-                "merges": [list(m) for m in merges_of(root / TOKENIZER_FILE)]}
+        path = root / TOKENIZER_FILE
+        config = _config(path)
+        specials = [str(t["content"]) for t in config.get("added_tokens") or []
+                    if t.get("special")]
+        return {"version": 1, "method": "bpe", "merges": [list(m) for m in merges_of(path)],
+                **_extras(pre_tokenizer_of(path, config), specials)}
     raise InputError(
         f"{root}: holds neither {TOKENIZER_FILE} nor {BYTE_FILE}; give the --out directory "
         "of prep train-tokenizer",

@@ -1,27 +1,31 @@
 """``prep.Tokenizer``: the byte and BPE strategies of docs/tokenizer.md, trained on a corpus
 in memory, encoding and decoding, and their exact state.
 
-``Tokenizer(corpus, method="bpe", vocabulary_size=512, minimum_pair_frequency=2)`` trains
-on ``corpus`` (one document: a ``str`` or ``bytes``; or an iterable of documents). The
-rules: ids ``0..255`` are the bytes; each document is its own sequence; every adjacent
+``Tokenizer(corpus, method="bpe", vocabulary_size=512, minimum_pair_frequency=2,
+pre_tokenizer="none", special_tokens=())`` trains on ``corpus`` (one document: a ``str`` or
+``bytes``; or an iterable of documents). The rules: ids ``0..255`` are the bytes; each
+document is its own sequence, or with a ``pre_tokenizer`` (``gpt2``, ``gpt4``, ``o200k``:
+:mod:`prep.tokenizer.pretokenize`) each piece the pattern splits it into; every adjacent
 position counts (``b"aaa"`` holds ``(97, 97)`` twice); the most frequent pair whose count
 reaches ``minimum_pair_frequency`` becomes id ``256 + k``, ties to the smaller ``(left,
 right)``; occurrences are replaced left to right without overlap; training stops at
-``vocabulary_size`` ids or when no pair reaches the threshold. The byte strategy's
-vocabulary is the corpus's distinct bytes, ascending.
+``vocabulary_size`` ids (special tokens included: they take the ids after the learned
+ones) or when no pair reaches the threshold. The byte strategy's vocabulary is the corpus's
+distinct bytes, ascending.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import operator
 import os
 from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, TypeGuard
 
+from prep.encoders.merges import apply_merges
 from prep.tokenizer.bpe import flat_sequence, make_trainer
+from prep.tokenizer.pieces import PieceTable
+from prep.tokenizer.pretokenize import NONE, Splitter, check_name, count_pieces
 
 METHODS = ("bpe", "byte")
 MAX_VOCABULARY = 2**32 - 1
@@ -31,12 +35,16 @@ STATE_VERSION = 1
 _UNSET: Any = object()  # Any: a sentinel standing in for an int default not given
 
 
-def check_options(method: object, vocabulary_size: object, minimum_pair_frequency: object
-                  ) -> None:
+def check_options(method: object, vocabulary_size: object, minimum_pair_frequency: object,
+                  pre_tokenizer: object = NONE, specials: int = 0) -> None:
     """Raise ``ValueError`` saying what was given and what is allowed. ``_UNSET`` stands
     for an option not given (the byte strategy refuses a vocabulary size given at all)."""
     if method not in METHODS:
         raise ValueError(f"method {method!r}: choose 'bpe' or 'byte'")
+    check_name(pre_tokenizer)
+    if method == "byte" and pre_tokenizer != NONE:
+        raise ValueError(f"pre_tokenizer={pre_tokenizer!r} was given with method='byte', "
+                         "which has no merges; leave it out")
     if method == "byte":
         if vocabulary_size is not _UNSET:
             raise ValueError(
@@ -51,9 +59,11 @@ def check_options(method: object, vocabulary_size: object, minimum_pair_frequenc
             )
         return
     size = DEFAULT_VOCABULARY if vocabulary_size is _UNSET else vocabulary_size
-    if not _is_int(size) or not 256 <= size <= MAX_VOCABULARY:
+    if not _is_int(size) or not 256 + specials <= size <= MAX_VOCABULARY:
         raise ValueError(
-            f"vocabulary_size={size!r}: an integer with 256 <= vocabulary_size <= 2**32-1"
+            f"vocabulary_size={size!r}: an integer with {256 + specials} <= vocabulary_size "
+            f"<= 2**32-1 (every id: the 256 bytes, the merges and the {specials} special "
+            "tokens)"
         )
     freq = DEFAULT_MIN_FREQUENCY if minimum_pair_frequency is _UNSET else minimum_pair_frequency
     if not _is_int(freq) or freq < 1:
@@ -84,11 +94,25 @@ def _documents(corpus: object) -> list[bytes]:
     )
 
 
+def _utf8(doc: bytes) -> str:
+    try:
+        return doc.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"a document is not UTF-8 ({e}); a pre-tokenizer splits text") from None
+
+
 def train_merges(
-    documents: Iterable[bytes], vocabulary_size: int, minimum_pair_frequency: int
+    documents: Iterable[bytes], vocabulary_size: int, minimum_pair_frequency: int,
+    pre_tokenizer: str = NONE,
 ) -> list[tuple[int, int, int]]:
-    """The merges ``(left, right, count)`` the rules give, in training order."""
-    trainer = make_trainer(flat_sequence(documents), 256, minimum_pair_frequency)
+    """The merges ``(left, right, count)`` the rules give, in training order, up to
+    ``vocabulary_size`` learned ids."""
+    if pre_tokenizer == NONE:
+        trainer = make_trainer(flat_sequence(documents), 256, minimum_pair_frequency)
+    else:
+        table = PieceTable.of(count_pieces((_utf8(d) for d in documents), pre_tokenizer))
+        seq, weights = table.training_input()
+        trainer = make_trainer(seq, 256, minimum_pair_frequency, weights)
     merges: list[tuple[int, int, int]] = []
     while 256 + len(merges) < vocabulary_size:
         got = trainer.step(min(4096, vocabulary_size - 256 - len(merges)))
@@ -107,9 +131,14 @@ class Tokenizer:
         method: str = "bpe",
         vocabulary_size: int = _UNSET,
         minimum_pair_frequency: int = _UNSET,
+        pre_tokenizer: str = NONE,
+        special_tokens: Sequence[str] = (),
     ) -> None:
-        check_options(method, vocabulary_size, minimum_pair_frequency)
+        specials = _specials(special_tokens)
+        check_options(method, vocabulary_size, minimum_pair_frequency, pre_tokenizer,
+                      len(specials))
         docs = _documents(corpus)
+        self._set_extras(pre_tokenizer, specials)
         if method == "byte":
             self._set_bytes(sorted({b for d in docs for b in d}))
             return
@@ -117,7 +146,13 @@ class Tokenizer:
         freq = DEFAULT_MIN_FREQUENCY if minimum_pair_frequency is _UNSET else (
             minimum_pair_frequency
         )
-        self._set_merges([(a, b) for a, b, _ in train_merges(docs, size, freq)])
+        merges = train_merges(docs, size - len(specials), freq, pre_tokenizer)
+        self._set_merges([(a, b) for a, b, _ in merges])
+
+    def _set_extras(self, pre_tokenizer: str, specials: Sequence[str]) -> None:
+        self.pre_tokenizer = check_name(pre_tokenizer)
+        self.special_tokens: tuple[str, ...] = tuple(specials)
+        self._splitter = None if pre_tokenizer == NONE else Splitter(pre_tokenizer)
 
     def _set_bytes(self, values: Sequence[int]) -> None:
         self.method = "byte"
@@ -138,7 +173,8 @@ class Tokenizer:
 
     @property
     def vocab_size(self) -> int:
-        return len(self.vocabulary)
+        """Every id: the learned vocabulary's, then the special tokens'."""
+        return len(self.vocabulary) + len(self.special_tokens)
 
     def __enter__(self) -> Tokenizer:
         return self
@@ -150,7 +186,8 @@ class Tokenizer:
         return None
 
     def __repr__(self) -> str:
-        return f"Tokenizer(method={self.method!r}, vocab_size={self.vocab_size})"
+        pre = "" if self.pre_tokenizer == NONE else f", pre_tokenizer={self.pre_tokenizer!r}"
+        return f"Tokenizer(method={self.method!r}, vocab_size={self.vocab_size}{pre})"
 
     def encode(self, text: str) -> list[int]:
         """``text``'s ids (its strict UTF-8 bytes encoded)."""
@@ -172,11 +209,17 @@ class Tokenizer:
                     f"byte 0x{data[at]:02x} at position {at} is not in this byte vocabulary "
                     "(it never occurred in the training corpus)"
                 ) from None
-        return apply_merges(list(data), self.merges, self._rank)
+        if self._splitter is None:
+            return apply_merges(list(data), self.merges, self._rank)
+        out: list[int] = []
+        for piece in self._splitter.split([_utf8(data)])[0]:
+            out.extend(apply_merges(list(piece.encode("utf-8")), self.merges, self._rank))
+        return out
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
-        """The pieces of ``ids`` concatenated; ``ValueError`` for an id out of range."""
-        vocab = self.vocabulary
+        """The pieces of ``ids`` concatenated (a special token's: its text); ``ValueError``
+        for an id out of range."""
+        vocab = self.vocabulary + tuple(t.encode("utf-8") for t in self.special_tokens)
         out = []
         for i in ids:
             try:
@@ -189,12 +232,18 @@ class Tokenizer:
         return b"".join(out)
 
     def state(self) -> dict[str, Any]:
-        """The exact byte vocabulary or merge table (JSON-ready)."""
+        """The exact byte vocabulary or merge table, the pre-tokenizer and the special
+        tokens, when any (JSON-ready)."""
+        extras: dict[str, Any] = {}
+        if self.pre_tokenizer != NONE:
+            extras["pre_tokenizer"] = self.pre_tokenizer
+        if self.special_tokens:
+            extras["special_tokens"] = list(self.special_tokens)
         if self.method == "byte":
             return {"version": STATE_VERSION, "method": "byte",
-                    "bytes": [v[0] for v in self.vocabulary]}
+                    "bytes": [v[0] for v in self.vocabulary], **extras}
         return {"version": STATE_VERSION, "method": "bpe",
-                "merges": [list(m) for m in self.merges]}
+                "merges": [list(m) for m in self.merges], **extras}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Tokenizer:
@@ -205,6 +254,8 @@ class Tokenizer:
                              f"this prep reads version {STATE_VERSION}")
         self = cls.__new__(cls)
         try:
+            self._set_extras(state.get("pre_tokenizer", NONE),
+                             _specials(state.get("special_tokens", ())))
             if state["method"] == "byte":
                 values = [int(b) for b in state["bytes"]]
                 if values != sorted(set(values)) or any(not 0 <= b < 256 for b in values):
@@ -226,34 +277,10 @@ class Tokenizer:
         return cls.from_state(load_state(directory))
 
 
-def apply_merges(
-    seq: list[int], merges: Sequence[tuple[int, int]], rank: dict[tuple[int, int], int]
-) -> list[int]:
-    """Merges in training order, each left to right without overlap, in O(n log n): a heap
-    of (rank, position) over the adjacent pairs that have a merge, the lowest first. A merge
-    only creates pairs holding its new id, whose ranks are higher, so every occurrence of
-    rank ``r`` is merged before any of a higher rank, leftmost first; an entry whose tokens
-    have changed since (an overlap, as in ``aaa``) is skipped."""
-    n = len(seq)
-    tok = list(seq)
-    nxt = list(range(1, n + 1))
-    prv = list(range(-1, n - 1))
-    heap = [(rank[p], i) for i, p in enumerate(itertools.pairwise(tok)) if p in rank]
-    heapq.heapify(heap)
-    while heap:
-        r, i = heapq.heappop(heap)
-        j = nxt[i] if tok[i] >= 0 else n
-        if j >= n or (tok[i], tok[j]) != merges[r]:
-            continue
-        tok[i], tok[j] = 256 + r, -1
-        nxt[i] = nxt[j]
-        if nxt[i] < n:
-            prv[nxt[i]] = i
-            k = rank.get((tok[i], tok[nxt[i]]))
-            if k is not None:
-                heapq.heappush(heap, (k, i))
-        if prv[i] >= 0:
-            k = rank.get((tok[prv[i]], tok[i]))
-            if k is not None:
-                heapq.heappush(heap, (k, prv[i]))
-    return [t for t in tok if t >= 0]
+def _specials(tokens: object) -> list[str]:
+    if isinstance(tokens, str) or not isinstance(tokens, Iterable):
+        raise ValueError(f"special_tokens={tokens!r}: a sequence of distinct, non-empty str")
+    out = list(tokens)
+    if any(not isinstance(t, str) or not t for t in out) or len(set(out)) != len(out):
+        raise ValueError(f"special_tokens={tokens!r}: a sequence of distinct, non-empty str")
+    return out

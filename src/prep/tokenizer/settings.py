@@ -19,6 +19,7 @@ from prep.tokenizer.model import (
     MAX_VOCABULARY,
     METHODS,
 )
+from prep.tokenizer.pretokenize import NAMES, NONE
 
 RECIPE_VERSION = 1
 
@@ -29,7 +30,7 @@ class TrainRecipe:
 
     source: str
     method: str = "bpe"
-    vocab_size: int | None = None  # BPE only; None: 512
+    vocab_size: int | None = None  # BPE only, every id (special tokens included); None: 512
     min_pair_frequency: int = DEFAULT_MIN_FREQUENCY
     special_tokens: tuple[str, ...] = ()
     text_column: str = "text"
@@ -38,6 +39,7 @@ class TrainRecipe:
     seed: int = 1337
     max_documents: int | None = None
     train_bytes: int | None = None
+    pre_tokenizer: str = NONE
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
@@ -51,11 +53,18 @@ class TrainRecipe:
                 )
             if self.min_pair_frequency != DEFAULT_MIN_FREQUENCY:
                 raise UsageError("--min-pair-frequency applies to --method bpe only; drop it")
-        elif self.vocab_size is not None and not 256 <= self.vocab_size <= MAX_VOCABULARY:
+            if self.pre_tokenizer != NONE:
+                raise UsageError("--pre-tokenizer applies to --method bpe only; drop it")
+        elif not 256 + len(self.special_tokens) <= self.size <= MAX_VOCABULARY:
+            least = 256 + len(self.special_tokens)
             raise UsageError(
-                f"--vocab-size {self.vocab_size:,} must be in 256..4,294,967,295 (2**32-1): "
-                "the 256 bytes, then one id per merge"
+                f"--vocab-size {self.size:,} must be in {least:,}..4,294,967,295 (2**32-1): "
+                "it counts every id, the 256 bytes, one per merge and one per --special-token "
+                f"({len(self.special_tokens)} given)"
             )
+        if self.pre_tokenizer not in NAMES:
+            raise UsageError(f"--pre-tokenizer {self.pre_tokenizer!r}: choose one of "
+                             f"{', '.join(NAMES)}")
         if self.min_pair_frequency < 1:
             raise UsageError(f"--min-pair-frequency {self.min_pair_frequency} must be >= 1")
         if len(set(self.special_tokens)) != len(self.special_tokens) or "" in self.special_tokens:
@@ -68,13 +77,21 @@ class TrainRecipe:
                 raise UsageError(f"{name} {value} must be >= 1")
 
     @property
-    def target(self) -> int:
-        """The most ids BPE may learn (the 256 bytes included)."""
+    def size(self) -> int:
+        """The most ids the tokenizer may have, special tokens included (BPE)."""
         return DEFAULT_VOCABULARY if self.vocab_size is None else self.vocab_size
 
+    @property
+    def target(self) -> int:
+        """The most ids BPE may learn (the 256 bytes included, the special tokens not)."""
+        return self.size - len(self.special_tokens)
+
     def to_json(self) -> dict[str, Any]:
-        return {"version": RECIPE_VERSION, **dataclasses.asdict(self),
+        body = {"version": RECIPE_VERSION, **dataclasses.asdict(self),
                 "special_tokens": list(self.special_tokens)}
+        if self.pre_tokenizer == NONE:  # the recipes of seed 004's rules keep their bytes
+            del body["pre_tokenizer"]
+        return body
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrainRecipe:

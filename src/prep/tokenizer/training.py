@@ -10,10 +10,14 @@ Two phases, each with checkpoints, over one staging directory (``DIR.incomplete`
    ``.idx``). That run brings everything a dataset has: worker processes, checkpoints,
    SIGTERM, resume after SIGKILL with the same bytes, a pinned source (files and SHA-256,
    prefix digest).
-2. **Merging** (BPE). The trainer (:mod:`prep.tokenizer.bpe`) runs from the corpus; every
+2. **Counting pieces** (BPE with ``--pre-tokenizer``, :mod:`prep.tokenizer.counting`): the
+   train documents split by the pattern, their distinct pieces counted, with checkpoints.
+3. **Merging** (BPE). The trainer (:mod:`prep.tokenizer.bpe`) runs from the corpus; every
    ``--checkpoint-interval`` the merges so far and the sequence they leave
    (:class:`~prep.tokenizer.snapshot.MergeCheckpoint`) are written atomically, so a
-   resume continues from them. The byte strategy reads the corpus's distinct bytes instead.
+   resume continues from them. With a pre-tokenizer, the trainer's documents are the
+   distinct pieces, each weighted by its count. The byte strategy reads the corpus's
+   distinct bytes instead.
 
 Then the outputs (``tokenizer.json`` or ``byte_vocabulary.json``, ``generation_config.json``
 with special tokens, and ``training.json`` last) are written into staging, the corpus and
@@ -43,13 +47,14 @@ from prep.progress import Reporter
 from prep.recipe import RunOptions
 from prep.sources import canonical_source
 from prep.state.manifest import Manifest
-from prep.tokenizer import bpe
+from prep.tokenizer import bpe, counting
 from prep.tokenizer.files import (
     GENERATION_CONFIG,
     TOKENIZER_FILE,
     generation_config,
     tokenizer_json,
 )
+from prep.tokenizer.pretokenize import NONE
 from prep.tokenizer.record import TRAINING_FILE, training_json
 from prep.tokenizer.settings import TrainRecipe
 from prep.tokenizer.snapshot import MergeCheckpoint
@@ -207,7 +212,8 @@ def _learn(staging: Path, recipe: TrainRecipe, manifest: Manifest, run: dict[str
     else:
         merges = _merge(staging, recipe, manifest, run, stop)
         atomic_write_bytes(staging / TOKENIZER_FILE,
-                           tokenizer_json([(a, b) for a, b, _ in merges], specials))
+                           tokenizer_json([(a, b) for a, b, _ in merges], specials,
+                                          recipe.pre_tokenizer))
         learned = 256 + len(merges)
     if specials:
         atomic_write_bytes(staging / GENERATION_CONFIG, generation_config(learned))
@@ -219,15 +225,24 @@ def _merge(staging: Path, recipe: TrainRecipe, manifest: Manifest, run: dict[str
            stop: Callable[[], bool]) -> list[bpe.Merge]:
     """Phase 2 (BPE): from the last checkpoint, or from the corpus."""
     interval = float(run.get("checkpoint_interval") or RUN_DEFAULTS.checkpoint_interval)
+    weights = None
+    if recipe.pre_tokenizer != NONE:
+        batch = int(run.get("batch_size") or RUN_DEFAULTS.batch_size)
+        table = counting.count(staging, _shards(staging, manifest), recipe.pre_tokenizer,
+                               batch, interval, stop)
+        pieces, weights = table.training_input()
+        del table
     saved = MergeCheckpoint.load(staging)
     if saved is not None:
         merges = list(saved.merges)
-        trainer = bpe.make_trainer(saved.sequence, 256 + len(merges), recipe.min_pair_frequency)
+        trainer = bpe.make_trainer(saved.sequence, 256 + len(merges), recipe.min_pair_frequency,
+                                   weights)
         logger.info("merging: resumed after %s merges", f"{len(merges):,}")
     else:
         merges = []
-        sequence = corpus_sequence(_shards(staging, manifest))
-        trainer = bpe.make_trainer(sequence, 256, recipe.min_pair_frequency)
+        sequence = (corpus_sequence(_shards(staging, manifest)) if weights is None
+                    else pieces)
+        trainer = bpe.make_trainer(sequence, 256, recipe.min_pair_frequency, weights)
         del sequence
     logger.info("merging: the %s trainer, up to %s ids", bpe.IMPLEMENTATION,
                 f"{recipe.target:,}")

@@ -26,7 +26,7 @@ def corpus() -> Manifest:
 
 
 def test_a_bpe_record_holds_what_docs_tokenizer_md_lists() -> None:
-    recipe = TrainRecipe("/data", vocab_size=258, special_tokens=("<|end|>", "<pad>"))
+    recipe = TrainRecipe("/data", vocab_size=260, special_tokens=("<|end|>", "<pad>"))
     raw = training_json(recipe, corpus(), 258, [(104, 101, 9), (256, 108, 3)], "c")
     d = json.loads(raw)
     assert list(d) == ["format", "version", "method", "recipe", "source", "vocabulary",
@@ -35,7 +35,8 @@ def test_a_bpe_record_holds_what_docs_tokenizer_md_lists() -> None:
     assert d["recipe"] == recipe.to_json()
     assert d["source"] == {**corpus().source.to_json(), "train_documents": 4,
                            "train_bytes": 1_234}
-    assert d["vocabulary"] == {"learned": 258, "separator_id": 258, "special_tokens": [
+    assert d["vocabulary"] == {"size": 260, "learned": 258, "separator_id": 258,
+                               "special_tokens": [
         {"id": 258, "content": "<|end|>"}, {"id": 259, "content": "<pad>"}]}
     assert d["versions"] == {"prep": __version__, "trainer": "c"}
     assert d["merges"] == [[104, 101, 9], [256, 108, 3]]
@@ -47,7 +48,8 @@ def test_no_merges_and_no_special_tokens() -> None:
     raw = training_json(TrainRecipe("/data"), corpus(), 256, [], "python")
     d = json.loads(raw)
     assert d["merges"] == [] and raw.endswith(b'  "merges": []\n}\n')
-    assert d["vocabulary"] == {"learned": 256, "special_tokens": [], "separator_id": None}
+    assert d["vocabulary"] == {"size": 256, "learned": 256, "special_tokens": [],
+                               "separator_id": None}
 
 
 def test_a_byte_record_has_no_merges() -> None:

@@ -25,10 +25,17 @@ def usage(**kw: Any) -> str:
      "bytes; drop --vocab-size"),
     ({"method": "byte", "min_pair_frequency": 3},
      "--min-pair-frequency applies to --method bpe only; drop it"),
-    ({"vocab_size": 255}, "--vocab-size 255 must be in 256..4,294,967,295 (2**32-1): the 256 "
-     "bytes, then one id per merge"),
+    ({"vocab_size": 255}, "--vocab-size 255 must be in 256..4,294,967,295 (2**32-1): it "
+     "counts every id, the 256 bytes, one per merge and one per --special-token (0 given)"),
     ({"vocab_size": 2**32}, "--vocab-size 4,294,967,296 must be in 256..4,294,967,295 "
-     "(2**32-1): the 256 bytes, then one id per merge"),
+     "(2**32-1): it counts every id, the 256 bytes, one per merge and one per "
+     "--special-token (0 given)"),
+    ({"vocab_size": 257, "special_tokens": ("<a>", "<b>")}, "--vocab-size 257 must be in "
+     "258..4,294,967,295 (2**32-1): it counts every id, the 256 bytes, one per merge and one "
+     "per --special-token (2 given)"),
+    ({"pre_tokenizer": "gpt3"}, "--pre-tokenizer 'gpt3': choose one of none, gpt2, gpt4, o200k"),
+    ({"method": "byte", "pre_tokenizer": "gpt2"},
+     "--pre-tokenizer applies to --method bpe only; drop it"),
     ({"min_pair_frequency": 0}, "--min-pair-frequency 0 must be >= 1"),
     ({"special_tokens": ("<a>", "<a>")}, "--special-token values must be distinct and not empty"),
     ({"special_tokens": ("",)}, "--special-token values must be distinct and not empty"),
@@ -44,6 +51,8 @@ def test_the_edges_are_accepted_and_the_target_defaults_to_512() -> None:
     assert TrainRecipe("/d").target == 512
     assert TrainRecipe("/d", vocab_size=256).target == 256
     assert TrainRecipe("/d", vocab_size=2**32 - 1).target == 2**32 - 1
+    two = TrainRecipe("/d", vocab_size=258, special_tokens=("<a>", "<b>"))
+    assert (two.size, two.target) == (258, 256)  # the special tokens count in --vocab-size
     assert TrainRecipe("/d", method="byte").vocab_size is None
 
 
@@ -58,9 +67,12 @@ def test_to_json_carries_the_version_and_round_trips_through_json_text() -> None
                     max_documents=5)
     d = json.loads(json.dumps(r.to_json()))
     assert d["version"] == RECIPE_VERSION == 1
-    assert set(d) == RECIPE_FIELDS | {"version"}
+    # without pre-tokenization the recipe keeps the bytes it had before the option existed
+    assert set(d) == RECIPE_FIELDS - {"pre_tokenizer"} | {"version"}
     assert d["special_tokens"] == ["<|end|>"]
     assert TrainRecipe.from_json(d) == r
+    g = TrainRecipe("/d", pre_tokenizer="gpt2")
+    assert g.to_json()["pre_tokenizer"] == "gpt2" and TrainRecipe.from_json(g.to_json()) == g
 
 
 @pytest.mark.parametrize("version", [None, 2, "1"])
