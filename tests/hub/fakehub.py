@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import socket
 import threading
@@ -71,6 +72,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 FOREVER = -1
 RESET = "reset"
+LOST = "lost"  # the request is carried out, then the connection closes without an answer
 
 
 def git_blob_id(data: bytes) -> str:
@@ -115,7 +117,7 @@ class Request:
 class Fault:
     method: str | None
     contains: str
-    action: int | str  # an HTTP status, or RESET (close without answering)
+    action: int | str  # an HTTP status, RESET (close without answering) or LOST
     remaining: int
     retry_after: int | None = None
 
@@ -130,6 +132,8 @@ class FakeHub:
         self.corrupted: set[tuple[str, str]] = set()  # (commit, path)
         self.gates: dict[str, threading.Event] = {}
         self.interjections: list[tuple[str, int, dict[str, bytes]]] = []
+        self.held: tuple[str, threading.Event, threading.Event] | None = None
+        self.holds: dict[str, tuple[str, threading.Event, threading.Event]] = {}
         self._log: list[Request] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -151,6 +155,10 @@ class FakeHub:
     def stop(self) -> None:
         for gate in self.gates.values():
             gate.set()
+        for _, _, release in self.holds.values():
+            release.set()
+        if self.held is not None:
+            self.held[2].set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -218,7 +226,7 @@ class FakeHub:
     ) -> None:
         """The next ``times`` requests whose decoded path contains ``contains`` (and of
         ``method`` if given) get ``action``: a status (with ``Retry-After: retry_after`` when
-        given), or RESET; ``FOREVER`` never stops."""
+        given), RESET or LOST; ``FOREVER`` never stops."""
         with self._lock:
             self.faults.append(Fault(method, contains, action, times, retry_after))
 
@@ -229,6 +237,21 @@ class FakeHub:
     def corrupt(self, commit: str, path: str) -> None:
         """Serve ``path`` at ``commit`` with one byte flipped (same length)."""
         self.corrupted.add((commit, path))
+
+    def hold(self, contains: str, method: str) -> tuple[threading.Event, threading.Event]:
+        """Hold the next ``method`` request whose path contains ``contains``: returns
+        (arrived, release); once released it is dropped unanswered, never carried out."""
+        arrived, release = threading.Event(), threading.Event()
+        self.holds[contains] = (method, arrived, release)
+        return arrived, release
+
+    def hold_commit(self, path_contains: str) -> tuple[threading.Event, threading.Event]:
+        """Hold the next commit that adds a path containing ``path_contains``: returns
+        (arrived, release). Once released, the held commit is dropped unanswered (its client
+        was killed meanwhile), never carried out."""
+        arrived, release = threading.Event(), threading.Event()
+        self.held = (path_contains, arrived, release)
+        return arrived, release
 
     def gate(self, contains: str) -> threading.Event:
         """Hold GET downloads whose path contains ``contains`` until the event is set."""
@@ -327,6 +350,20 @@ class _Handler(BaseHTTPRequestHandler):
         fault = hub._record(
             Request(method, unquote(raw.path), raw.query, self.headers.get("Authorization"))
         )
+        for contains, (want, arrived, release) in list(hub.holds.items()):
+            if contains in unquote(raw.path) and want == method:
+                del hub.holds[contains]
+                arrived.set()
+                release.wait(timeout=60)
+                self.close_connection = True
+                return  # dropped unanswered: its client is gone
+        if fault is not None and fault.action == LOST and method in ("POST", "PUT"):
+            answer, self.wfile = self.wfile, io.BytesIO()
+            handle_write(self, method, raw.path, self._body())
+            self.wfile = answer
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         if fault is not None:
             if fault.action == RESET:
                 self.close_connection = True

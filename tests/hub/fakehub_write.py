@@ -173,6 +173,12 @@ def _upload(h: _Handler, repo: Repo, oid: str, size: int, body: bytes) -> None:
 def _commit(h: _Handler, repo: Repo, rev: str, body: bytes) -> None:
     lines = [json.loads(x) for x in body.splitlines() if x.strip()]
     header = lines[0]["value"]
+    held = h.hub.held
+    if held is not None and any(held[0] in line["value"].get("path", "") for line in lines[1:]):
+        h.hub.held = None
+        held[1].set()
+        held[2].wait(timeout=60)
+        return  # dropped: the client is gone
     with h.hub._lock:
         sha = _head(h, repo, rev)
         if sha is None:

@@ -17,7 +17,7 @@ from huggingface_hub.utils.tqdm import disable_progress_bars
 
 from prep.errors import InputError, OutputError
 from prep.hub.calls import HubCall, HubOptions, call_hub
-from prep.hub.offline import CachedCommit, open_commit
+from prep.hub.offline import CachedCommit, open_commit, remember_ref
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +112,9 @@ class HubRepo:
                 self.pinned = self.cached.commit
             if self.pinned is None:
                 self.pinned = self.head()
+                if self.pinned is not None:
+                    remember_ref(self.repo_id, "dataset", self.revision, self.pinned,
+                                 self.options)
                 if self.pinned is None:
                     raise InputError(
                         f"{self.repo_url}@{self.revision}: "
