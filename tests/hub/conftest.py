@@ -16,11 +16,8 @@ from .helpers import COMMON, CORPUS, DATASET, EXTRAS, GIT_FILE, prepare, write_l
 
 @pytest.fixture
 def hub() -> Iterator[FakeHub]:
-    server = FakeHub().start()
-    try:
+    with FakeHub() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

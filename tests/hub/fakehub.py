@@ -152,6 +152,12 @@ class FakeHub:
         self._thread.start()
         return self
 
+    def __enter__(self) -> FakeHub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def stop(self) -> None:
         for gate in self.gates.values():
             gate.set()

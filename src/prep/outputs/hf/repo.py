@@ -116,17 +116,24 @@ class HubRepo:
                     remember_ref(self.repo_id, "dataset", self.revision, self.pinned,
                                  self.options)
                 if self.pinned is None:
-                    raise InputError(
-                        f"{self.repo_url}@{self.revision}: "
-                        + ("no such revision" if self.exists else "no such dataset repository")
-                        + " on the Hub; check OWNER/NAME and the revision after @",
-                        path=self.repo_url,
-                    )
+                    raise self._unreadable()
             return self.pinned
         head = self.head()
         if self.parent is None:
             self.parent = head
         return head
+
+    def _unreadable(self) -> InputError:
+        where = f"{self.repo_url}@{self.revision}"
+        if self.exists:
+            return InputError(f"{where}: no such revision on the Hub; give an existing branch, "
+                              "tag or commit after @", path=self.repo_url)
+        auth = ("the token given may not read it: pass one that can with --token or HF_TOKEN"
+                if self.token else "if it is private or gated, pass a token with --token or "
+                "set HF_TOKEN")
+        return InputError(f"{where}: the Hub has no dataset repository {self.repo_id} that "
+                          f"this request may read; check OWNER/NAME, and {auth}",
+                          path=self.repo_url)
 
     def ensure_repo(self, create: bool) -> None:
         """Before the first commit: the repository exists (or is created, with ``create``),
