@@ -103,8 +103,9 @@ class HubRepo:
         return self.call(f"looking up {self.repo_url}@{self.revision}", ask)
 
     def at(self) -> str | None:
-        """The commit to read: a reader's pinned one, a writer's branch head now (which
-        becomes the parent of its first commit)."""
+        """The commit to read: a reader's pinned one; a writer's parent, the branch head it
+        first saw, then its own last commit (what another writer commits meanwhile is not
+        read: the next commit, named on that parent, is refused instead)."""
         if not self.writer:
             if self.pinned is None and self.options.offline:
                 self.cached = open_commit(self.repo_id, "dataset", self.revision, self.options,
@@ -118,10 +119,9 @@ class HubRepo:
                 if self.pinned is None:
                     raise self._unreadable()
             return self.pinned
-        head = self.head()
         if self.parent is None:
-            self.parent = head
-        return head
+            self.parent = self.head()
+        return self.parent
 
     def _unreadable(self) -> InputError:
         where = f"{self.repo_url}@{self.revision}"
