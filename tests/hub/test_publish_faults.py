@@ -20,10 +20,12 @@ from .publish import (
     OUT,
     OUT_REPO,
     SLOW,
+    TOKEN,
     commits_with_manifest,
     env_for,
     local_reference,
     new_repo,
+    prep_cli,
     publish,
     published,
     same_as_reference,
@@ -137,3 +139,30 @@ def test_another_commit_on_the_branch_stops_the_run_loudly(hub: FakeHub, tmp_pat
     files = published(hub)
     assert files["NOTES.md"] == b"another writer\n"
     same_as_reference(files, reference)
+
+
+def test_refusals_missing_repo_no_write_access_private_read(hub: FakeHub, tmp_path: Path
+                                                            ) -> None:
+    """Exit 1 with what, where and how, before any work: no repository (without
+    --create-repo), a token that may not write, a private dataset read without a token."""
+    env = env_for(hub, tmp_path / "hf")
+    r = publish(env, "--out", OUT, "--staging", tmp_path / "s")
+    assert r.returncode == 1
+    assert "the Hub has no dataset repository acme/tokens" in r.stderr
+    assert "Create it with --create-repo" in r.stderr
+    assert ("dataset", OUT_REPO) not in hub.repos
+
+    new_repo(hub, writers=["hf_" + "o" * 34])
+    r = publish(env, "--out", OUT, "--staging", tmp_path / "s")
+    assert r.returncode == 1
+    assert "refused to let this token write to hf://datasets/acme/tokens (HTTP 403)" in r.stderr
+    assert "pass a token with write access" in r.stderr
+    assert TOKEN not in r.stderr
+    assert len(hub.history(OUT_REPO)) == 1
+
+    hub.commit("dataset", "acme/private", {"x": b"1"}, token="hf_" + "p" * 34)
+    v = prep_cli(env_for(hub, tmp_path / "hf", token=None), "verify",
+                 "hf://datasets/acme/private")
+    assert v.returncode == 1, v.stdout + v.stderr
+    assert "if it is private or gated, pass a token with --token or set HF_TOKEN" in (
+        v.stdout + v.stderr)
