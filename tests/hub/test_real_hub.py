@@ -14,6 +14,7 @@ import pytest
 
 REPO = os.environ.get("PREP_HUB_TEST_REPO")
 TOKEN = os.environ.get("HF_TOKEN")
+SAMPLE = ("--source", "sample", "--tokenizer", "byte", "--dataset", "sample")
 
 pytestmark = pytest.mark.skipif(not (REPO and TOKEN),
                                 reason="set PREP_HUB_TEST_REPO and HF_TOKEN to publish to the Hub")
@@ -32,13 +33,12 @@ def test_publish_read_back_and_delete(tmp_path: Path) -> None:
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf")}
     api = HfApi(token=TOKEN)
     try:
-        r = _prep("prepare", "--source", "sample", "--tokenizer", "byte", "--dataset", "sample", "--out", uri,
-                  "--staging", tmp_path / "stg", "--license", "odc-by", env=env)
+        r = _prep("prepare", *SAMPLE, "--out", uri, "--staging", tmp_path / "stg",
+                  "--license", "odc-by", env=env)
         assert r.returncode == 0, r.stderr[-3000:]
         assert TOKEN not in r.stderr
         local = tmp_path / "local"
-        ref = _prep("prepare", "--source", "sample", "--tokenizer", "byte", "--dataset", "sample", "--out", local,
-                    env=env)
+        ref = _prep("prepare", *SAMPLE, "--out", local, env=env)
         assert ref.returncode == 0, ref.stderr
         commit = api.repo_info(REPO, repo_type="dataset", revision=branch).sha
         v = _prep("verify", f"hf://datasets/{REPO}@{commit}/sample", env=env)
