@@ -25,6 +25,7 @@ from .publish import (
     publish,
     published,
     same_as_reference,
+    sha,
 )
 
 
@@ -113,3 +114,29 @@ def test_card_takes_the_source_cards_license_and_language(hub: FakeHub, tmp_path
     assert f"| revision | {source} |" in body
     manifest = json.loads(hub.head_files(OUT_REPO)["_MANIFEST.json"])
     assert manifest["source"]["revision"] == source
+
+
+def test_parts_merged_into_the_hub_without_moving_a_shard(hub: FakeHub, tmp_path: Path) -> None:
+    """Two parts published from two machines (``--part I/2``), merged by ``prep merge``:
+    one commit naming the parts' objects under the merged names; nothing is uploaded or
+    downloaded but manifests; every file is the bytes its manifest entry names."""
+    new_repo(hub)
+    for i in range(2):
+        r = publish(env_for(hub, tmp_path / f"hf{i}"), "--out", f"{OUT}/m", "--staging",
+                    tmp_path / f"s{i}", "--part", f"{i}/2")
+        assert r.returncode == 0, r.stderr
+    parts = {p: d for p, d in hub.head_files(OUT_REPO).items()
+             if p.startswith("m.parts/") and p.endswith(".bin")}
+    commits = len(hub.history(OUT_REPO))
+    hub.clear_log()
+    r = prep_cli(env_for(hub, tmp_path / "hf-merge"), "merge", f"{OUT}/m")
+    assert r.returncode == 0, r.stderr
+    assert len(hub.history(OUT_REPO)) == commits + 1
+    assert not hub.requests("PUT") and not hub.requests(contains="/info/lfs/")
+    assert not [q for q in hub.requests("GET", "/resolve/") if q.path.endswith(".bin")]
+    files = published(hub, "m")
+    manifest = json.loads(files["_MANIFEST.json"])
+    assert [sha(files[e["name"]]) for e in manifest["files"]] == [
+        e["sha256"] for e in manifest["files"]]
+    assert sorted(d for n, d in files.items() if n.endswith(".bin")) == sorted(parts.values())
+    assert "README.md" in files

@@ -175,7 +175,7 @@ def merge(
         output.publish_merge(files, provenance_bytes(provenance), plan.manifest.to_bytes())
         logger.info(
             "published %s from %d parts: %d files, none read or written by this process "
-            "(hard links, or server-side copies in a bucket)", output, len(parts),
+            "(hard links, or copies the store makes: a bucket, the Hub)", output, len(parts),
             len(plan.links),
         )
         return MergeOutcome("published", output.location, plan.manifest, time.monotonic() - t0)

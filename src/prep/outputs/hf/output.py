@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from huggingface_hub import CommitOperationAdd
+
 from prep.buckets.uri import BucketPath
 from prep.errors import IntegrityError, OutputError
 from prep.fsio import cache_home, hash_file
@@ -40,13 +42,13 @@ from prep.hub.paths import parse_dataset_uri
 from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output, Seen
 from prep.outputs.bucket.layout import INCOMPLETE, BucketLayout, parts_root
 from prep.outputs.bucket.output import BucketOutput
-from prep.outputs.hf.card import CardOptions
+from prep.outputs.hf.card import CardOptions, dataset_card
 from prep.outputs.hf.repo import missing_repo
 from prep.outputs.hf.run import HubRun
 from prep.outputs.hf.store import HubObjects
 from prep.outputs.local import LocalDir
 from prep.partition import PARTS_SUFFIX, Part
-from prep.state.manifest import MANIFEST_NAME
+from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, parse_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -203,11 +205,34 @@ class HubOutput(BucketOutput):
 
     def publish_merge(self, files: Sequence[tuple[Output, str, str]], provenance: bytes,
                       manifest: bytes) -> None:
-        raise OutputError(f"prep merge into {self} is not supported yet; merge into a local "
-                          "directory and publish that", path=str(self))
+        """One commit (split as every commit is: copies first) naming each part's object
+        under its new name (a copy on the Hub: no byte downloaded or uploaded), then
+        ``_PROVENANCE.json``, the card and ``_MANIFEST.json``, the manifest last."""
+        objects = self.objects
+        objects.ensure_repo(create=False)
+        sizes: dict[str, int] = {}
+        for part, name, new in files:
+            if not isinstance(part, HubOutput) or part.repo_id != self.repo_id:
+                raise OutputError(f"{part} is not in {self.objects.repo_url} beside {self}; a "
+                                  "merge names objects within one repository", path=str(part))
+            if not sizes:
+                sizes[new] = part.layout.objects().get(name, 0)
+            objects.copy(part.layout.in_dataset(name), self.layout.in_dataset(new))
+        merged = parse_manifest(manifest, f"{self}/{MANIFEST_NAME}")
+        card = dataset_card(merged, str(self), self.settings.card, sizes,
+                            self.run.source_card(merged))
+        where = objects.in_repo(self.layout.in_dataset(MANIFEST_NAME))
+        objects.commit([
+            CommitOperationAdd(objects.in_repo(self.layout.in_dataset(PROVENANCE_NAME)),
+                               provenance),
+            CommitOperationAdd(self.run.card_path, card.encode()),
+            CommitOperationAdd(where, manifest),
+        ], f"prep: merge {merged.dataset}", marker=(where, manifest))
 
     def mark_parts(self, token: str | None) -> None:
-        raise OutputError(f"--parts with --out {self} is not supported yet", path=str(self))
+        raise OutputError(f"--parts with --out {self} is not supported yet: build each part "
+                          f"with --part I/N --out {self} (on any machines), then run prep merge "
+                          f"{self}", path=str(self))
 
     def create_staging(self, populate: Callable[[Path], None]) -> None:
         self.run.create(populate)
