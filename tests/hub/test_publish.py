@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 from .fakehub import FakeHub
@@ -19,7 +18,6 @@ from .publish import (
     TOKEN,
     commits_with_manifest,
     env_for,
-    local_reference,
     new_repo,
     prep_cli,
     publish,
@@ -29,20 +27,15 @@ from .publish import (
 )
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return local_reference(tmp_path_factory.mktemp("ref"))
-
-
 def test_publish_then_read_back_pinned_and_offline(hub: FakeHub, tmp_path: Path,
-                                                   reference: Path) -> None:
+                                                   sample_reference: Path) -> None:
     env = env_for(hub, tmp_path / "hf")
     r = publish(env, "--out", f"{OUT}/v1", "--staging", tmp_path / "stg", "--create-repo",
                 "--license", "odc-by", commit_seconds=0)
     assert r.returncode == 0, r.stderr
     assert TOKEN not in r.stderr
     files = published(hub, "v1")
-    same_as_reference(files, reference)
+    same_as_reference(files, sample_reference)
     assert not any(p.startswith("v1.incomplete/") for p in hub.head_files(OUT_REPO))
     # Readers never see half a dataset: only the last commit holds the manifest, and it
     # holds every shard with it; the earlier ones held shards and remote checkpoints only.
@@ -58,11 +51,18 @@ def test_publish_then_read_back_pinned_and_offline(hub: FakeHub, tmp_path: Path,
     assert "| train | 15 | 377 | 274,302 |" in body  # the local run's split totals
 
     commit = hub.repos[("dataset", OUT_REPO)].refs["main"]
+    before = hub.history(OUT_REPO)[-2]  # the commit before the last: shards, no manifest
     pinned = f"{OUT}@{commit}/v1"
-    v = prep_cli(env, "verify", pinned)
-    assert v.returncode == 0 and "OK" in v.stdout, v.stdout + v.stderr
-    i = prep_cli(env, "inspect", pinned)
-    assert i.returncode == 0 and "train: 274,302 tokens" in i.stdout, i.stderr
+    # One process: prep verify (which downloads every file into the cache) and prep inspect
+    # of the pinned URI, and prep verify of the revision before: no dataset there.
+    cli = ("import sys; from prep.cli.commands import main\n"
+           "codes = [main(['verify', sys.argv[1]]), main(['inspect', sys.argv[1]]),"
+           " main(['verify', sys.argv[2]])]\nprint(codes)")
+    v = subprocess.run([sys.executable, "-c", cli, pinned, f"{OUT}@{before}/v1"], env=env,
+                       capture_output=True, text=True, check=False)
+    assert v.stdout.splitlines()[-1] == "[0, 0, 1]", v.stdout + v.stderr
+    assert f"{pinned}: OK" in v.stdout and "train: 274,302 tokens" in v.stdout
+    assert "is incomplete: no _MANIFEST.json, so it is not read as a dataset" in v.stdout
     read = ("import prep, sys; t = prep.TokenStream(sys.argv[1], split='val', seq_len=4); "
             "m = prep.Manifest.load(sys.argv[1]); print(len(t), m.totals['val'].n_tokens)")
     hub.clear_log()
@@ -71,22 +71,6 @@ def test_publish_then_read_back_pinned_and_offline(hub: FakeHub, tmp_path: Path,
     assert off.returncode == 0, off.stderr
     assert off.stdout.split() == ["1441", "5767"]  # (5,767 - 1) // 4 windows of the val split
     assert not hub.requests()  # the cache alone
-
-
-def test_a_revision_without_manifest_is_no_dataset(hub: FakeHub, tmp_path: Path) -> None:
-    env = env_for(hub, tmp_path / "hf")
-    new_repo(hub)
-    first = publish(env, "--out", OUT, "--staging", tmp_path / "stg", commit_seconds=0)
-    assert first.returncode == 0, first.stderr
-    history = hub.history(OUT_REPO)
-    before = history[-2]  # the last commit before the publish: shards, no manifest
-    v = prep_cli(env, "verify", f"{OUT}@{before}")
-    assert v.returncode == 1
-    assert "is incomplete: no _MANIFEST.json, so it is not read as a dataset" in v.stdout
-    again = publish(env, "--out", OUT, "--staging", tmp_path / "stg2")
-    assert again.returncode == 1
-    assert "already holds a dataset (_MANIFEST.json); prep never overwrites one" in again.stderr
-    assert hub.history(OUT_REPO) == history
 
 
 def test_card_takes_the_source_cards_license_and_language(hub: FakeHub, tmp_path: Path

@@ -13,8 +13,6 @@ import itertools
 import signal
 from pathlib import Path
 
-import pytest
-
 from .fakehub import FOREVER, LOST, RESET, FakeHub
 from .publish import (
     OUT,
@@ -23,9 +21,7 @@ from .publish import (
     TOKEN,
     commits_with_manifest,
     env_for,
-    local_reference,
     new_repo,
-    prep_cli,
     publish,
     published,
     same_as_reference,
@@ -35,18 +31,13 @@ from .publish import (
 )
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return local_reference(tmp_path_factory.mktemp("ref"))
-
-
 def test_killed_uploading_then_before_the_last_commit_resumed_on_other_machines(
-        hub: FakeHub, tmp_path: Path, reference: Path) -> None:
+        hub: FakeHub, tmp_path: Path, sample_reference: Path) -> None:
     """SIGKILL while shard 5 uploads; a resume on another machine (another --staging, an
     empty cache) restores from the Hub and uploads only what it lacks; SIGKILL again while its
     last commit is on the wire; a third machine publishes, uploading nothing."""
     new_repo(hub)
-    shard5 = sha((reference / "train-00005.bin").read_bytes())
+    shard5 = sha((sample_reference / "train-00005.bin").read_bytes())
     arrived, release = hub.hold(f"/{shard5}/", "PUT")
     proc = spawn(env_for(hub, tmp_path / "hf-a"), "--out", OUT, "--staging", tmp_path / "a",
                  *SLOW)
@@ -80,13 +71,13 @@ def test_killed_uploading_then_before_the_last_commit_resumed_on_other_machines(
                 "--resume")
     assert r.returncode == 0, r.stderr
     assert not uploaded(hub)  # every shard was on the Hub already
-    same_as_reference(published(hub), reference)
+    same_as_reference(published(hub), sample_reference)
     has = commits_with_manifest(hub)
     assert has[-1] and not any(has[:-1])
 
 
 def test_server_failures_during_uploads_and_at_the_commit(hub: FakeHub, tmp_path: Path,
-                                                          reference: Path) -> None:
+                                                          sample_reference: Path) -> None:
     """503 and a dropped connection during uploads, 429 with Retry-After at a pre-upload, a
     dropped connection and a lost answer at commits (the retried commit finds its own: no
     second copy of it): retried, exit 0, the same bytes."""
@@ -100,7 +91,7 @@ def test_server_failures_during_uploads_and_at_the_commit(hub: FakeHub, tmp_path
                 commit_seconds=0)
     assert r.returncode == 0, r.stderr
     assert all(f.remaining == 0 for f in hub.faults)  # every fault was met
-    same_as_reference(published(hub), reference)
+    same_as_reference(published(hub), sample_reference)
     has = commits_with_manifest(hub)
     assert has[-1] and not any(has[:-1])
     # The lost answer's commit is in the history once (its retry found it at the head and
@@ -122,7 +113,7 @@ def test_a_hub_that_keeps_failing_exits_75_and_keeps_everything(hub: FakeHub, tm
 
 
 def test_another_commit_on_the_branch_stops_the_run_loudly(hub: FakeHub, tmp_path: Path,
-                                                           reference: Path) -> None:
+                                                           sample_reference: Path) -> None:
     """Another writer commits to the branch after the run's second commit: the run's next
     commit names a stale parent (HTTP 412) and it stops with exit 1, overwriting nothing; a
     resume continues from the branch as it is, keeping the other commit's file."""
@@ -138,13 +129,13 @@ def test_another_commit_on_the_branch_stops_the_run_loudly(hub: FakeHub, tmp_pat
     assert r.returncode == 0, r.stderr
     files = published(hub)
     assert files["NOTES.md"] == b"another writer\n"
-    same_as_reference(files, reference)
+    same_as_reference(files, sample_reference)
 
 
-def test_refusals_missing_repo_no_write_access_private_read(hub: FakeHub, tmp_path: Path
-                                                            ) -> None:
+def test_refusals_missing_repo_no_write_access(hub: FakeHub, tmp_path: Path) -> None:
     """Exit 1 with what, where and how, before any work: no repository (without
-    --create-repo), a token that may not write, a private dataset read without a token."""
+    --create-repo), a token that may not write (a private dataset read without a token:
+    tests/unit/outputs/hf/test_repo.py)."""
     env = env_for(hub, tmp_path / "hf")
     r = publish(env, "--out", OUT, "--staging", tmp_path / "s")
     assert r.returncode == 1
@@ -159,10 +150,3 @@ def test_refusals_missing_repo_no_write_access_private_read(hub: FakeHub, tmp_pa
     assert "pass a token with write access" in r.stderr
     assert TOKEN not in r.stderr
     assert len(hub.history(OUT_REPO)) == 1
-
-    hub.commit("dataset", "acme/private", {"x": b"1"}, token="hf_" + "p" * 34)
-    v = prep_cli(env_for(hub, tmp_path / "hf", token=None), "verify",
-                 "hf://datasets/acme/private")
-    assert v.returncode == 1, v.stdout + v.stderr
-    assert "if it is private or gated, pass a token with --token or set HF_TOKEN" in (
-        v.stdout + v.stderr)

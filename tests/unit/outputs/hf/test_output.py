@@ -11,7 +11,7 @@ from hub.fakehub import FakeHub
 
 from prep.errors import IntegrityError, OutputError
 from prep.hub.calls import HubOptions
-from prep.outputs import ABSENT, OTHER, published_at
+from prep.outputs import ABSENT, DATASET, OTHER, published_at
 from prep.outputs.hf.output import HubOutput, HubSettings
 from prep.partition import Part
 
@@ -56,3 +56,15 @@ def test_a_revision_without_a_manifest_is_incomplete(hub: FakeHub, options: HubO
     with pytest.raises(IntegrityError) as e:
         reader.published_manifest()
     assert "is incomplete: no _MANIFEST.json, so it is not read as a dataset" in str(e.value)
+
+
+def test_a_path_holding_a_manifest_is_refused(hub: FakeHub, options: HubOptions, repo: str
+                                              ) -> None:
+    hub.commit("dataset", REPO, {"v1/_MANIFEST.json": b"{}", "v1/train-00000.bin": b"\0"})
+    out = _out(options, f"hf://datasets/{REPO}/v1")
+    seen = out.state()
+    assert seen.holds is DATASET
+    with pytest.raises(OutputError) as e:
+        out.check_out(seen, resume=False, refresh=False)
+    assert "already holds a dataset (_MANIFEST.json); prep never overwrites one" in str(e.value)
+    assert "hf://datasets/acme/tokens@NEW" in str(e.value)
