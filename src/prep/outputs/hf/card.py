@@ -9,8 +9,9 @@ repository, when it is on the Hub), ``tags`` (``tokenized``, the format, ``prep`
 ``viewer: false`` and no ``configs``: the viewer cannot read token ids, so it is not pointed
 at them. The values are written as JSON strings, which YAML reads as the same strings.
 
-Body: the tokenizer, the format and dtype with the byte layout of a shard's id file, the
-splits, the recipe, the pinned source, and the commands that verify and read the dataset.
+Body: the tokenizer (its spec and revision when the run's checkpoint gives them), the format
+and dtype with the byte layout of a shard's id file, the splits, the recipe, the pinned
+source, and the commands that verify and read the dataset.
 ``--card-template FILE``: its front matter (if any) is laid over the generated one, and its
 body goes after the generated body, or where it writes ``{{generated}}``.
 """
@@ -27,6 +28,7 @@ from typing import Any
 import yaml  # type: ignore[import-untyped]
 
 from prep.errors import InputError
+from prep.state.identity import TokenizerIdentity
 from prep.state.manifest import Manifest
 
 logger = logging.getLogger(__name__)
@@ -134,7 +136,16 @@ def _layout(manifest: Manifest, sizes: Mapping[str, int]) -> list[str]:
     return lines
 
 
-def _body(manifest: Manifest, uri: str, sizes: Mapping[str, int]) -> list[str]:
+def _tokenizer_rows(tok: TokenizerIdentity | None) -> list[tuple[object, ...]]:
+    """Where the tokenizer came from (the run's checkpoint records it; the manifest pins its
+    bytes by SHA-256)."""
+    if tok is None:
+        return []
+    return [("from", f"`{tok.spec}`"), ("revision", tok.revision or "-")]
+
+
+def _body(manifest: Manifest, uri: str, sizes: Mapping[str, int],
+          tokenizer: TokenizerIdentity | None) -> list[str]:
     src = manifest.source
     sep = ("none" if manifest.doc_sep_id is None
            else f"{manifest.doc_sep_id} ({manifest.sep_position})")
@@ -143,6 +154,7 @@ def _body(manifest: Manifest, uri: str, sizes: Mapping[str, int]) -> list[str]:
              "is a dataset exactly when it holds `_MANIFEST.json`, which pins every file "
              "below by SHA-256.", "", "## Tokenizer", "",
              *_table(("", ""), [("name", manifest.tokenizer_id),
+                                *_tokenizer_rows(tokenizer),
                                 ("tokenizer.json SHA-256", f"`{manifest.tokenizer_sha256}`"),
                                 ("vocabulary size V", f"{manifest.vocab_size:,}"),
                                 ("separator (position)", sep)]),
@@ -202,10 +214,11 @@ def read_template(path: Path) -> tuple[dict[str, Any], str]:
 
 
 def dataset_card(manifest: Manifest, uri: str, opts: CardOptions,
-                 sizes: Mapping[str, int], source: SourceCard | None = None) -> str:
+                 sizes: Mapping[str, int], source: SourceCard | None = None,
+                 tokenizer: TokenizerIdentity | None = None) -> str:
     """The card's text (see the module docstring)."""
     meta = front_matter(manifest, opts, source or SourceCard())
-    body = "\n".join(_body(manifest, uri, sizes))
+    body = "\n".join(_body(manifest, uri, sizes, tokenizer))
     if opts.template is not None:
         extra_meta, extra = read_template(opts.template)
         meta.update(extra_meta)

@@ -41,6 +41,7 @@ from prep.state.remote import RemoteCheckpoint
 
 logger = logging.getLogger(__name__)
 
+FOLDER_FILES = 10_000  # the Hub recommends fewer entries a folder
 COMMIT_SECONDS = 60.0  # at most one remote checkpoint commit a minute, below the Hub's quota
 
 
@@ -89,6 +90,11 @@ class HubRun(BucketRun):
         mirror.check_owner()
         manifest = read_manifest(staging)
         wanted = {n: sha for e in manifest.files for n, sha in shard_files(e)}
+        if len(wanted) >= FOLDER_FILES:
+            logger.warning(
+                "%s holds %s files in one folder; the Hub recommends fewer than %s a folder "
+                "(listing and browsing it slow down): a larger --max-file-tokens makes fewer",
+                self.uri, f"{len(wanted):,}", f"{FOLDER_FILES:,}")
         present = layout.objects()
         waiting = objects.pending_names()
         missing = [(name, sha) for name, sha in sorted(wanted.items())
@@ -104,7 +110,9 @@ class HubRun(BucketRun):
             ops.append(CommitOperationDelete(objects.in_repo(incomplete), is_folder=True))
         first = manifest.files[0].name if manifest.files else None
         sizes = {} if first is None else {first: (staging / first).stat().st_size}
-        card = dataset_card(manifest, self.uri, self.card, sizes, self.source_card(manifest))
+        known = layout.checkpoint()  # the run's last remote checkpoint: the tokenizer's origin
+        card = dataset_card(manifest, self.uri, self.card, sizes, self.source_card(manifest),
+                            None if known is None else known.local.tokenizer)
         manifest_bytes = (staging / MANIFEST_NAME).read_bytes()
         path = objects.in_repo(layout.in_dataset(MANIFEST_NAME))
         ops += [
