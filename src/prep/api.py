@@ -28,6 +28,8 @@ from prep.encoders.engine import check_engine
 from prep.errors import UsageError, never
 from prep.formats import get_format
 from prep.outputs import location, resolve_output
+from prep.outputs.hf.card import CardOptions
+from prep.outputs.hf.output import HubSettings
 from prep.partition import Part
 from prep.progress import LineReporter, Reporter, Snapshot, silent
 from prep.recipe import DEFAULTS, RECIPE_FIELDS, REQUIRED, Recipe, RunOptions, validate
@@ -52,6 +54,13 @@ def hub_token(given: str | None) -> str | None:
     """The Hugging Face token a run uses: ``--token`` (``token=``), else ``HF_TOKEN``. The
     one place this default is decided (the CLI asks it too, for what to mask)."""
     return given or os.environ.get("HF_TOKEN")
+
+
+def hub_settings(opts: RunOptions) -> HubSettings:
+    """How a Hub ``--out`` is written: the run's token, ``--create-repo`` and the card's
+    options (the Hub reached as huggingface_hub's environment says)."""
+    return HubSettings(token=opts.token, create_repo=opts.create_repo,
+                       card=CardOptions(opts.license, opts.card_template))
 
 
 def _hub_defaults(run_options: dict[str, Any]) -> dict[str, Any]:
@@ -158,7 +167,7 @@ def prepare_outcome(
     return run(
         recipe,
         opts,
-        resolve_output(opts.out, opts.staging),
+        resolve_output(opts.out, opts.staging, hub_settings(opts)),
         typed=typed,
         stop_requested=stop,
         reporter=reporter or LineReporter(opts.log_interval),

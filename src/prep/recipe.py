@@ -193,6 +193,9 @@ class RunOptions:
     wait_lock: float = 0.0
     token: str | None = None  # Hugging Face token; never written to any file
     offline: bool = False  # the Hub through the local cache only (--offline, HF_HUB_OFFLINE)
+    create_repo: bool = False  # a Hub --out: create the repository when it does not exist
+    license: str | None = None  # a Hub --out: the dataset card's license
+    card_template: Path | None = None  # a Hub --out: sections added to the dataset card
     # the command line, secrets masked (None: the library's); not a setting, so not compared
     argv: tuple[str, ...] | None = dataclasses.field(default=None, compare=False, repr=False)
 

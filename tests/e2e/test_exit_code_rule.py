@@ -22,7 +22,7 @@ USAGE = [
     (["--source", "hf:owner/name", "--tokenizer", "byte"], 2,
      "did you mean --source hf://datasets/owner/name?"),
     (["--source", "hf://models/owner/name", "--tokenizer", "byte"], 2,
-     "only dataset repositories are read from the Hub"),
+     "only dataset repositories are used on the Hub"),
     (["--source", OK_SOURCE, "--tokenizer", "byte", "--text-colum", "text"], 2,
      "did you mean --text-column?"),
     (["--source", OK_SOURCE, "--tokenizer", "byte", "--max-file-tokens", "lots"], 2,

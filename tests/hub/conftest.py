@@ -12,15 +12,13 @@ from prep.hub.calls import HubOptions
 
 from .fakehub import FakeHub
 from .helpers import COMMON, CORPUS, DATASET, EXTRAS, GIT_FILE, prepare, write_local
+from .publish import local_reference
 
 
 @pytest.fixture
 def hub() -> Iterator[FakeHub]:
-    server = FakeHub().start()
-    try:
+    with FakeHub() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
@@ -45,3 +43,10 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     r = prepare(["--source", src, "--out", out, *COMMON])
     assert r.returncode == 0, r.stderr
     return out
+
+
+@pytest.fixture(scope="session")
+def sample_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample prepared into a local directory as the Hub publishes it (tests/hub/publish.py's
+    arguments): the bytes every publish of it must hold."""
+    return local_reference(tmp_path_factory.mktemp("sample-reference"))

@@ -1,7 +1,8 @@
-"""A loopback Hugging Face Hub: the few endpoints ``huggingface_hub`` calls to read a repo.
+"""A loopback Hugging Face Hub: the endpoints ``huggingface_hub`` calls to read a repository
+and to write one (without Xet: ``HF_HUB_DISABLE_XET=1``).
 
 Served by ``http.server`` in a thread on 127.0.0.1 (ephemeral port), so the real client runs
-end to end with ``HF_ENDPOINT`` pointing here:
+end to end with ``HF_ENDPOINT`` pointing here. Reading:
 
 - ``GET /api/{datasets|models}/OWNER/NAME/revision/REV`` -> ``{"id", "sha", "siblings"}``
 - ``GET /api/{datasets|models}/OWNER/NAME/tree/REV[/PATH]?recursive=&expand=`` -> entries
@@ -9,19 +10,58 @@ end to end with ``HF_ENDPOINT`` pointing here:
 - ``HEAD|GET /datasets/OWNER/NAME/resolve/REV/PATH`` (models: ``/OWNER/NAME/resolve/...``)
   with ``X-Repo-Commit``, ``ETag`` (LFS SHA-256 or git blob id), ``X-Linked-Etag`` /
   ``X-Linked-Size`` for LFS files and ``Content-Length``; ``Range: bytes=N-`` is honoured.
+- ``POST /api/datasets/OWNER/NAME/paths-info/REV`` (form: ``paths``, ``expand``) -> the
+  entries of those paths that exist (``HfApi.get_paths_info``).
+
+Writing, as huggingface_hub's ``hf_api.py`` (``create_repo``, ``create_branch``,
+``preupload_lfs_files``, ``create_commit``, ``_validate_yaml``), ``_commit_api.py``
+(``_fetch_upload_modes``, ``_upload_files``, ``_prepare_commit_payload``, ``_send_commit``) and
+``lfs.py`` (``post_lfs_batch_info``, ``lfs_upload``) call it, and as the Hub documents it
+(the git LFS batch API; the commit endpoint's NDJSON, huggingface_hub issue #1085):
+
+- ``POST /api/repos/create`` (``{name, organization, type, private}``) -> 200, or 409 when
+  it exists; a new repository has one commit holding ``.gitattributes``, as on the Hub;
+- ``POST /api/datasets/OWNER/NAME/branch/BRANCH`` -> a branch at the default branch's head;
+- ``POST /api/datasets/OWNER/NAME/preupload/REV`` (``{files: [{path, sample, size}]}``) ->
+  ``{files: [{path, uploadMode, shouldIgnore, oid}]}``: ``lfs`` for a file over 10 MB or whose
+  first bytes (the base64 ``sample``) are not UTF-8 text (the Hub's rule for files no
+  ``.gitattributes`` names), else ``regular``; ``oid`` is the file's id at REV (its LFS
+  SHA-256, or git blob id), which the client compares to skip unchanged files;
+- ``POST /datasets/OWNER/NAME.git/info/lfs/objects/batch`` (``{operation: upload, objects:
+  [{oid, size}]}``) -> per object either no ``actions`` (the repository's storage holds it:
+  the client does not upload it) or ``actions: {upload: {href}, verify: {href}}``;
+- ``PUT /lfs/OWNER/NAME/OID`` (the upload href): the body is stored only when its SHA-256
+  is OID and its size the size asked for (else 400); ``POST /lfs-verify/...``: 404 when the
+  object is not stored;
+- ``POST /api/datasets/OWNER/NAME/commit/REV`` (NDJSON: a ``header`` line ``{summary,
+  description, parentCommit?}``, then ``file`` (base64 content, stored in git), ``lfsFile``
+  (``{path, algo, oid, size}``: the object must be stored, else 422), ``deletedFile`` and
+  ``deletedFolder`` lines) -> ``{commitUrl, commitOid, pullRequestUrl}``; 412 when
+  ``parentCommit`` is not REV's head (the Hub's answer to a stale parent); a file deleted
+  that does not exist -> 404;
+- ``POST /api/validate-yaml`` -> no errors.
+
+Commits are kept whole (each commit's files, path -> bytes), with their parent; LFS objects
+by SHA-256 per repository, as the Hub keeps them: a commit can name an object uploaded before
+(by an earlier commit, or never committed). Access: a private repository is read only with
+its token (``token``); with ``writers`` set, a write needs one of those tokens (else 403,
+and 401 without any), as the Hub answers a token without write access.
 
 Errors carry ``X-Error-Code`` as the Hub's do (``RepoNotFound``, ``RevisionNotFound``,
-``EntryNotFound``). No ``X-Xet-*`` header is ever sent, so downloads are plain HTTP.
+``EntryNotFound``). No ``X-Xet-*`` header is ever sent, so transfers are plain HTTP.
 
-For tests: branches move (``commit`` on an existing ref), a repository can be private (a
-bearer token), requests can fail (``fail``: a status or a dropped connection, K times or
-forever), a file can be served corrupted (``corrupt``), a download can be held until the
-test releases it (``gate``), and every request is logged (``requests``).
+For tests: branches move (``commit`` on an existing ref), requests can fail (``fail``: a
+status, with ``Retry-After`` when given, or a dropped connection, K times or forever), a file
+can be served corrupted (``corrupt``), a download can be held until the test releases it
+(``gate``), another writer's commit can land on a branch right after the client's N-th
+commit (``interject``), and every request is logged (``requests``, ``counts``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import socket
 import threading
@@ -32,6 +72,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 FOREVER = -1
 RESET = "reset"
+LOST = "lost"  # the request is carried out, then the connection closes without an answer
 
 
 def git_blob_id(data: bytes) -> str:
@@ -53,6 +94,10 @@ class Repo:
     commits: dict[str, dict[str, bytes]] = field(default_factory=dict)
     git_files: set[str] = field(default_factory=set)  # stored in git, not LFS
     token: str | None = None  # private: only this bearer token may read
+    writers: set[str] | None = None  # None: any token may write; else only these
+    parents: dict[str, str | None] = field(default_factory=dict)
+    lfs: dict[str, bytes] = field(default_factory=dict)  # uploaded LFS objects by SHA-256
+    written: int = 0  # commits made through the commit endpoint
 
     def resolve(self, rev: str) -> str | None:
         if rev in self.refs:
@@ -72,8 +117,9 @@ class Request:
 class Fault:
     method: str | None
     contains: str
-    action: int | str  # an HTTP status, or RESET (close without answering)
+    action: int | str  # an HTTP status, RESET (close without answering) or LOST
     remaining: int
+    retry_after: int | None = None
 
 
 class FakeHub:
@@ -85,6 +131,9 @@ class FakeHub:
         self.faults: list[Fault] = []
         self.corrupted: set[tuple[str, str]] = set()  # (commit, path)
         self.gates: dict[str, threading.Event] = {}
+        self.interjections: list[tuple[str, int, dict[str, bytes]]] = []
+        self.held: tuple[str, threading.Event, threading.Event] | None = None
+        self.holds: dict[str, tuple[str, threading.Event, threading.Event]] = {}
         self._log: list[Request] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -103,9 +152,19 @@ class FakeHub:
         self._thread.start()
         return self
 
+    def __enter__(self) -> FakeHub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def stop(self) -> None:
         for gate in self.gates.values():
             gate.set()
+        for _, _, release in self.holds.values():
+            release.set()
+        if self.held is not None:
+            self.held[2].set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -132,16 +191,50 @@ class FakeHub:
                 h.update(path.encode() + b"\0" + hashlib.sha256(files[path]).digest())
             sha = h.hexdigest()
             repo.commits[sha] = dict(files)
+            repo.parents[sha] = repo.refs.get(ref)
             repo.refs[ref] = sha
             return sha
 
+    def head_files(
+        self, repo_id: str, ref: str = "main", kind: str = "dataset"
+    ) -> dict[str, bytes]:
+        """The files at ``ref``'s head."""
+        repo = self.repos[(kind, repo_id)]
+        return dict(repo.commits[repo.refs[ref]])
+
+    def history(self, repo_id: str, ref: str = "main", kind: str = "dataset") -> list[str]:
+        """``ref``'s commits, oldest first."""
+        repo = self.repos[(kind, repo_id)]
+        out: list[str] = []
+        cur: str | None = repo.refs[ref]
+        while cur is not None:
+            out.append(cur)
+            cur = repo.parents.get(cur)
+        return out[::-1]
+
+    def interject(self, repo_id: str, after: int, files: dict[str, bytes]) -> None:
+        """Right after the client's ``after``-th commit to ``repo_id`` (counting from now),
+        another writer commits ``files`` (added to the head's) on the same branch."""
+        repo = self.repos[("dataset", repo_id)]
+        self.interjections.append((repo_id, repo.written + after, files))
+
+    def counts(self) -> dict[str, int]:
+        """Requests by endpoint (the method and the kind of path), for request budgets."""
+        out: dict[str, int] = {}
+        for r in self.requests():
+            key = f"{r.method} {endpoint_of(r.path)}"
+            out[key] = out.get(key, 0) + 1
+        return out
+
     def fail(
-        self, contains: str, action: int | str = 503, times: int = 1, method: str | None = None
+        self, contains: str, action: int | str = 503, times: int = 1, method: str | None = None,
+        retry_after: int | None = None,
     ) -> None:
         """The next ``times`` requests whose decoded path contains ``contains`` (and of
-        ``method`` if given) get ``action``: a status, or RESET; ``FOREVER`` never stops."""
+        ``method`` if given) get ``action``: a status (with ``Retry-After: retry_after`` when
+        given), RESET or LOST; ``FOREVER`` never stops."""
         with self._lock:
-            self.faults.append(Fault(method, contains, action, times))
+            self.faults.append(Fault(method, contains, action, times, retry_after))
 
     def clear_faults(self) -> None:
         with self._lock:
@@ -150,6 +243,21 @@ class FakeHub:
     def corrupt(self, commit: str, path: str) -> None:
         """Serve ``path`` at ``commit`` with one byte flipped (same length)."""
         self.corrupted.add((commit, path))
+
+    def hold(self, contains: str, method: str) -> tuple[threading.Event, threading.Event]:
+        """Hold the next ``method`` request whose path contains ``contains``: returns
+        (arrived, release); once released it is dropped unanswered, never carried out."""
+        arrived, release = threading.Event(), threading.Event()
+        self.holds[contains] = (method, arrived, release)
+        return arrived, release
+
+    def hold_commit(self, path_contains: str) -> tuple[threading.Event, threading.Event]:
+        """Hold the next commit that adds a path containing ``path_contains``: returns
+        (arrived, release). Once released, the held commit is dropped unanswered (its client
+        was killed meanwhile), never carried out."""
+        arrived, release = threading.Event(), threading.Event()
+        self.held = (path_contains, arrived, release)
+        return arrived, release
 
     def gate(self, contains: str) -> threading.Event:
         """Hold GET downloads whose path contains ``contains`` until the event is set."""
@@ -193,6 +301,24 @@ class _Handler(BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:
         self._handle("HEAD")
 
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            out = b""
+            while True:
+                n = int(self.rfile.readline().strip().split(b";")[0], 16)
+                if n == 0:
+                    self.rfile.readline()
+                    return out
+                out += self.rfile.read(n)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
     # -- plumbing -------------------------------------------------------------------------
 
     @property
@@ -230,12 +356,33 @@ class _Handler(BaseHTTPRequestHandler):
         fault = hub._record(
             Request(method, unquote(raw.path), raw.query, self.headers.get("Authorization"))
         )
+        for contains, (want, arrived, release) in list(hub.holds.items()):
+            if contains in unquote(raw.path) and want == method:
+                del hub.holds[contains]
+                arrived.set()
+                release.wait(timeout=60)
+                self.close_connection = True
+                return  # dropped unanswered: its client is gone
+        if fault is not None and fault.action == LOST and method in ("POST", "PUT"):
+            answer, self.wfile = self.wfile, io.BytesIO()
+            handle_write(self, method, raw.path, self._body())
+            self.wfile = answer
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         if fault is not None:
             if fault.action == RESET:
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
-            self._error(int(fault.action), None, "injected failure", method)
+            extra = {} if fault.retry_after is None else {"Retry-After": str(fault.retry_after)}
+            if method in ("POST", "PUT"):
+                self._body()
+            self._error(int(fault.action), None, "injected failure", method, extra)
+            return
+        if method in ("POST", "PUT"):
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                handle_write(self, method, raw.path, self._body())
             return
         segs = raw.path.split("/")[1:]
         if segs[0] == "api" and len(segs) == 4:  # repo info without a revision: main
@@ -391,3 +538,6 @@ class _Handler(BaseHTTPRequestHandler):
             data, status = data[start:], 206
         headers["Content-Length"] = str(len(data))
         self._send(status, headers, data, method)
+
+
+from .fakehub_write import endpoint_of, handle_write  # noqa: E402 - the write side uses Repo

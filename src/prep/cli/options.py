@@ -237,9 +237,10 @@ def _output(g: Group, d: Mapping[str, Any]) -> None:
     )
     g.add_argument("--out", required=True, type=location, metavar="DIR",
                    help="the dataset directory to create: new, or an empty directory (an "
-                   "empty mount point too), or s3://BUCKET/PREFIX/NAME (gs:// too)")
+                   "empty mount point too), s3://BUCKET/PREFIX/NAME (gs:// too), or "
+                   "hf://datasets/OWNER/NAME[@BRANCH][/PATH] (a Hub dataset repository)")
     g.add_argument("--staging", type=Path, metavar="PATH",
-                   help="with a bucket --out: the local directory to stage it in (default: "
+                   help="with a bucket or Hub --out: the local directory to stage it in (default: "
                    "under ~/.cache/prep/staging/)")
     g.add_argument("--dataset", metavar="NAME",
                    help="the dataset's name in the manifest (default: DIR's name)")
@@ -306,6 +307,16 @@ def _run_control(g: Group, d: Mapping[str, Any]) -> None:
 
 def _hub(g: Group, d: Mapping[str, Any]) -> None:
     add_shared(g, d, "--offline", "--token")
+    g.add_argument("--create-repo", action="store_true",
+                   help="with --out hf://datasets/OWNER/NAME: create the dataset repository "
+                   "when it does not exist (default: refuse)")
+    g.add_argument("--license", metavar="ID",
+                   help="with a Hub --out: the dataset card's license (default: the source "
+                   "dataset card's, when the source is on the Hub, else other)")
+    g.add_argument("--card-template", type=Path, metavar="FILE",
+                   help="with a Hub --out: a Markdown file whose sections (and front matter) "
+                   "are added to the generated dataset card; {{generated}} in it places the "
+                   "generated body")
 
 
 def command_error(prog: str, typed: str, commands: Sequence[str]) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from huggingface_hub import HfApi
+from huggingface_hub import HfApi, constants
 from huggingface_hub.errors import (
     EntryNotFoundError,
     FileMetadataError,
@@ -58,6 +58,12 @@ class HubOptions:
     offline: bool = False
     attempts: int = field(default_factory=lambda: RETRY_ATTEMPTS)
     base_delay: float = field(default_factory=lambda: RETRY_BASE_DELAY)
+
+
+def offline_default() -> bool:
+    """``HF_HUB_OFFLINE`` as huggingface_hub read it: offline mode unless told otherwise."""
+    is_offline = getattr(constants, "is_offline_mode", None)
+    return bool(is_offline()) if callable(is_offline) else bool(constants.HF_HUB_OFFLINE)
 
 
 # -- calling the Hub --------------------------------------------------------------------------

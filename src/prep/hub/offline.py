@@ -34,6 +34,7 @@ import huggingface_hub
 from huggingface_hub import constants, try_to_load_from_cache
 
 from prep.errors import InputError, IntegrityError
+from prep.fsio import atomic_write_bytes, make_dirs
 from prep.hub.calls import HubOptions
 from prep.hub.files import TOKENIZER_FILES, Expected, mismatch
 from prep.hub.paths import parse_tokenizer_spec
@@ -195,6 +196,21 @@ def cached_file(
         return None
     found = Path(local)
     return CachedFile(path, found, _want(found, found.stat().st_size if size is None else size))
+
+
+def remember_ref(repo_id: str, repo_type: str, revision: str, commit: str,
+                 options: HubOptions) -> None:
+    """Record in the cache that ``revision`` (a branch or tag) pointed to ``commit``, as
+    ``hf_hub_download`` does for a download by branch: an offline read of the same URI then
+    finds the commit it read."""
+    if _COMMIT.fullmatch(revision) or revision == commit:
+        return
+    refs = _storage(repo_id, repo_type, cache_dir(options)) / "refs"
+    try:
+        make_dirs((refs / revision).parent)
+        atomic_write_bytes(refs / revision, commit.encode())
+    except OSError as e:  # a read-only cache: an offline read then names the revision
+        logger.debug("not recorded in the cache: %s -> %s (%s)", revision, commit, e)
 
 
 def open_commit(

@@ -52,18 +52,19 @@ def _split_repo(text: str, given: str, form: str) -> tuple[str, str | None, str]
     return repo_id, (unquote(rev) if rev else None), rest
 
 
-def parse_dataset_uri(uri: str) -> HubRef:
-    """Parse ``hf://datasets/OWNER/NAME[@REVISION][/PATH]``; raises ``UsageError``."""
+def parse_dataset_uri(uri: str, flag: str = "--source") -> HubRef:
+    """Parse ``hf://datasets/OWNER/NAME[@REVISION][/PATH]``; raises ``UsageError`` naming
+    ``flag``."""
     prefix = "hf://datasets/"
     if not uri.startswith(prefix):
         raise UsageError(
-            f"--source {uri}: only dataset repositories are read from the Hub; expected "
+            f"{flag} {uri}: only dataset repositories are used on the Hub; expected "
             f"{DATASET_FORM} (a revision with / is URL-encoded: @refs%2Fconvert%2Fparquet)"
         )
-    repo_id, rev, rest = _split_repo(uri[len(prefix) :], f"--source {uri}", DATASET_FORM)
+    repo_id, rev, rest = _split_repo(uri[len(prefix) :], f"{flag} {uri}", DATASET_FORM)
     path = rest.strip("/")
     if any(seg in (".", "..") for seg in path.split("/")):
-        raise UsageError(f"--source {uri}: the path may not hold . or .. segments")
+        raise UsageError(f"{flag} {uri}: the path may not hold . or .. segments")
     return HubRef(repo_id, rev, path)
 
 

@@ -187,7 +187,8 @@ def merge(
         cut = _recut(output, parts, recut_dir) if first.pack == "fixed" else None
         plan = plan_merge(parts, get_format(first.format, first.dtype), cut)
         if _already_published(output, plan):
-            shutil.rmtree(recut_dir, ignore_errors=True)
+            if cut:
+                shutil.rmtree(recut_dir, ignore_errors=True)
             logger.info("%s is already this merge; nothing to do", output)
             return MergeOutcome("already-complete", output.location, plan.manifest,
                                 time.monotonic() - t0)
@@ -205,9 +206,10 @@ def merge(
         )
         files = [(output.part_at(link.part), link.name, link.new_name) for link in plan.links]
         output.publish_merge(files, provenance_bytes(provenance), plan.manifest.to_bytes())
-        shutil.rmtree(recut_dir, ignore_errors=True)  # DIR holds links to its files
+        if cut:  # DIR holds links to its files
+            shutil.rmtree(recut_dir, ignore_errors=True)
         logger.info(
-            "published %s from %d parts: %d files (hard links, or server-side copies in a "
-            "bucket; %s)", output, len(parts), len(plan.links),
+            "published %s from %d parts: %d files (hard links, or copies the store makes: a "
+            "bucket, the Hub; %s)", output, len(parts), len(plan.links),
             "the re-cut ones written here" if cut else "none read or written here")
         return MergeOutcome("published", output.location, plan.manifest, time.monotonic() - t0)

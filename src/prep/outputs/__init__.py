@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
 from prep.errors import OutputError, UsageError
 from prep.fsio import is_mount_point
@@ -32,6 +32,11 @@ from prep.outputs.local import LocalDir
 from prep.outputs.lock import HeldLock, LockPaths, describe_holder, lock_holder
 from prep.outputs.mount import STAGING_INSIDE, MountPoint
 from prep.state.manifest import Manifest, register_reader
+
+if TYPE_CHECKING:
+    from prep.outputs.hf.output import HubSettings
+
+HUB_SCHEME = "hf://"
 
 __all__ = [
     "ABSENT",
@@ -73,12 +78,18 @@ def location(text: str | os.PathLike[str]) -> str | Path:
     return text if is_uri(text) else Path(text)
 
 
-def resolve_output(out: str | os.PathLike[str], staging: Path | None = None) -> Output:
-    """The output ``--out`` names: a bucket URI (staged locally in ``staging``, or under the
-    cache directory), a mount point (staging inside it), else a directory (staging beside
-    it). Opens no connection. Raises ``OutputError`` when a path names no directory to
-    create, ``UsageError`` for a malformed URI or ``staging`` given for a local ``--out``."""
+def resolve_output(out: str | os.PathLike[str], staging: Path | None = None,
+                   hub: HubSettings | None = None) -> Output:
+    """The output ``--out`` names: a Hub dataset URI (``hf://datasets/...``, written as
+    ``hub`` says) or a bucket URI (staged locally in ``staging``, or under the cache
+    directory), a mount point (staging inside it), else a directory (staging beside it).
+    Opens no connection. Raises ``OutputError`` when a path names no directory to create,
+    ``UsageError`` for a malformed URI or ``staging`` given for a local ``--out``."""
     if is_uri(out):
+        if out.startswith(HUB_SCHEME):
+            from prep.outputs.hf.output import HubOutput  # huggingface_hub's upload side
+
+            return HubOutput.parse(out, staging, hub)
         from prep.outputs.bucket.output import BucketOutput  # pyarrow's S3 client only when used
 
         return BucketOutput.parse(out, staging)
@@ -97,9 +108,14 @@ def resolve_output(out: str | os.PathLike[str], staging: Path | None = None) -> 
 
 
 def published_at(location: str | os.PathLike[str]) -> Readable:
-    """The published dataset at ``location``, to read: a bucket URI, else a directory as
-    given (any existing one, ``.`` included: reading creates nothing)."""
+    """The published dataset at ``location``, to read: a Hub dataset URI (``@REV`` pinned to
+    its commit), a bucket URI, else a directory as given (any existing one, ``.`` included:
+    reading creates nothing)."""
     if is_uri(location):
+        if location.startswith(HUB_SCHEME):
+            from prep.outputs.hf.output import HubOutput
+
+            return HubOutput.parse(location, reader=True)
         return resolve_output(location)
     return LocalDir(Path(location))
 

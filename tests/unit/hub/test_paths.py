@@ -46,7 +46,7 @@ def test_the_dataset_uri_is_spelled_one_way_without_its_revision() -> None:
 
 @pytest.mark.parametrize(("uri", "message"), [
     ("hf://models/org/name", "--source hf://models/org/name: only dataset repositories are "
-     "read from the Hub; expected hf://datasets/OWNER/NAME[@REVISION][/GLOB] (a revision "
+     "used on the Hub; expected hf://datasets/OWNER/NAME[@REVISION][/GLOB] (a revision "
      "with / is URL-encoded: @refs%2Fconvert%2Fparquet)"),
     ("hf://datasets/org", "--source hf://datasets/org: expected "
      "hf://datasets/OWNER/NAME[@REVISION][/GLOB]"),

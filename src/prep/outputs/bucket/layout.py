@@ -12,7 +12,7 @@ run, one prefix per part):
 
 :class:`BucketLayout` names them and reads what they hold: the dataset's objects and
 manifest, the newest remote checkpoint, copies of published files for a reader. Its object
-calls go through :class:`prep.outputs.bucket.store.Remote` (retries, messages); what a run
+calls go through a :class:`prep.outputs.bucket.store.ObjectCalls` (retries, messages); what a run
 writes there, through :mod:`prep.outputs.bucket.run` and :mod:`prep.outputs.bucket.mirror`.
 """
 
@@ -31,7 +31,7 @@ from prep.buckets.uri import BucketPath
 from prep.errors import IntegrityError
 from prep.formats import get_format
 from prep.fsio import make_dirs
-from prep.outputs.bucket.store import Remote
+from prep.outputs.bucket.store import ObjectCalls
 from prep.partition import PARTS_SUFFIX
 from prep.state.manifest import MANIFEST_NAME, Manifest, parse_manifest, read_manifest
 from prep.state.remote import RemoteCheckpoint
@@ -58,7 +58,7 @@ class BucketLayout:
     """The prefixes of the bucket output ``dataset`` (``NAME/``), on ``remote``'s store."""
 
     dataset: BucketPath
-    remote: Remote
+    remote: ObjectCalls
 
     @property
     def uri(self) -> str:

@@ -213,12 +213,18 @@ class Mirror:
         with self._lock:
             self._send(files)
             self._uploading = [f for f in self._uploading if not f.done()]
-            if new or force:
+            if self.wants_checkpoint(len(new), force):
                 self._asked.append((sealed_content(cp), self._open_sizes(cp),
                                     list(self._uploading)))
                 self._jobs.submit(self._writer, self._write_next)
         self._jobs.drain(below=MAX_QUEUED, waiting=lambda n: logger.info(
             "waiting for uploads to %s (%d in flight)", self.layout.uri, n))
+
+    def wants_checkpoint(self, new: int, force: bool) -> bool:
+        """Whether a commit that names ``new`` sealed files no commit named before asks for
+        a remote checkpoint: always, on a bucket (a kind whose checkpoints cost more may
+        gather several commits into one)."""
+        return bool(new) or force
 
     def _upload_shard(self, name: str, sha: str) -> None:
         t0 = time.monotonic()

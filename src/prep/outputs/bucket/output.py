@@ -101,7 +101,8 @@ def copy_merge(into: BucketLayout, files: Sequence[tuple[BucketLayout, str, str]
     then ``_MANIFEST.json``. Refuses an object over S3's 5 GiB copy limit before copying."""
     remote = into.remote
     for part, name, _ in files:
-        size = part.objects().get(name, 0) if remote.store.s3 else 0
+        s3 = isinstance(remote, Remote) and remote.store.s3
+        size = part.objects().get(name, 0) if s3 else 0
         if size > COPY_LIMIT:
             raise OutputError(
                 f"{part.uri}/{name} is {size:,} bytes, more than the 5 GiB S3 copies "

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from prep.fsio import atomic_write_bytes
 from prep.outputs.base import DATASET, Seen
@@ -67,6 +68,7 @@ class BucketRun:
     local: LocalDir
     layout: BucketLayout
     mirror: Mirror | None = None
+    mirror_kind: ClassVar[type[Mirror]] = Mirror
 
     @property
     def staging(self) -> Path:
@@ -77,7 +79,7 @@ class BucketRun:
         return self.local.final.with_name(self.local.name + MARKER)
 
     def _mirror(self, known: RemoteCheckpoint | None, seq: int = 0) -> Mirror:
-        self.mirror = Mirror(self.layout, self.staging, known, owner_id(), seq)
+        self.mirror = self.mirror_kind(self.layout, self.staging, known, owner_id(), seq)
         return self.mirror
 
     def create(self, populate: Callable[[Path], None]) -> None:

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import pyarrow.fs as pafs
 
@@ -37,6 +37,26 @@ RETRY_FIRST_DELAY = 1.0
 RETRY_MAX_DELAY = 30.0
 
 T = TypeVar("T")
+
+
+class ObjectCalls(Protocol):
+    """The object calls a bucket layout and its mirror make, by ``BUCKET/KEY`` path:
+    :class:`Remote` on a bucket, :class:`prep.outputs.hf.store.HubObjects` on a Hub
+    repository (where a write of a small object is a commit)."""
+
+    stopping: threading.Event
+
+    def uri(self, fs_path: str) -> str: ...
+    def listing(self, prefix: str) -> list[pafs.FileInfo]: ...
+    def read(self, fs_path: str) -> bytes | None: ...
+    def write(self, fs_path: str, data: bytes) -> None: ...
+    def upload(self, local: Path, fs_path: str, sha256: str | None,
+               offset: int = 0, size: int | None = None) -> str: ...
+    def download(self, fs_path: str, dest: Path, sha256: str | None,
+                 append: bool = False) -> None: ...
+    def copy(self, src: str, dst: str) -> None: ...
+    def delete(self, fs_paths: Iterable[str]) -> None: ...
+    def delete_prefix(self, prefix: str) -> None: ...
 
 
 @dataclass

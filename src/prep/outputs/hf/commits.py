@@ -1,0 +1,146 @@
+"""A writer's commits to a Hub repository: the operations pending for the next commit (files
+pre-uploaded, deletions, copies), and the commit itself, with ``parent_commit``, split so that
+each stays within the Hub's recommended size (see :mod:`prep.outputs.hf.store`)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+
+from huggingface_hub import CommitOperationAdd, CommitOperationCopy, CommitOperationDelete
+from huggingface_hub.errors import HfHubHTTPError
+
+from prep.errors import OutputError
+from prep.hub.calls import HubOptions
+from prep.outputs.hf.repo import HubRepo, _status, git_blob_id
+
+logger = logging.getLogger(__name__)
+
+COMMIT_FILES = 90  # the Hub recommends fewer than 100 files a commit
+COMMIT_BYTES = 50 << 30  # LFS bytes a commit names: far below the 100-500 GB commits that time out
+Operation = CommitOperationAdd | CommitOperationDelete | CommitOperationCopy
+
+
+class Committing(HubRepo):
+    """A writer's pending operations and commits (one at a time: each names its parent)."""
+
+    def __init__(self, repo_id: str, revision: str, *, writer: bool, token: str | None,
+                 options: HubOptions) -> None:
+        super().__init__(repo_id, revision, writer=writer, token=token, options=options)
+        self._pending: list[Operation] = []
+        self._lock = threading.Lock()  # the pending operations
+        self._committing = threading.Lock()
+        self.commits: list[str] = []  # commits this process made, oldest first
+
+    def add(self, op: Operation) -> None:
+        """``op`` joins the next commit (replacing a pending addition of the same path)."""
+        with self._lock:
+            if isinstance(op, CommitOperationAdd):
+                self._pending = [p for p in self._pending if p.path_in_repo != op.path_in_repo]
+            self._pending.append(op)
+
+    def commit(self, ops: Sequence[Operation], message: str,
+               marker: tuple[str, bytes] | None = None) -> None:
+        """Commit the pending operations, then ``ops`` (in the last commit), each commit at
+        most :data:`COMMIT_FILES` files and :data:`COMMIT_BYTES` bytes; ``marker`` (a path
+        and its bytes, among ``ops``) tells a commit of this process from another's."""
+        with self._committing:
+            with self._lock:
+                pending, self._pending = self._pending, []
+            try:
+                chunks = _chunks(pending, len(ops))
+                for i, chunk in enumerate(chunks):
+                    self._commit_one(chunk, f"prep: shards ({i + 1} of {len(chunks)} before "
+                                            f"{message.removeprefix('prep: ')})")
+                    pending = pending[len(chunk):]
+                self._commit_one([*pending, *ops], message, marker)
+                pending = []
+            finally:
+                if pending:  # not committed: the next commit takes them
+                    with self._lock:
+                        self._pending = [*pending, *self._pending]
+
+    def pending_names(self) -> set[str]:
+        """The repository paths uploaded and waiting for the next commit."""
+        with self._lock:
+            return {op.path_in_repo for op in self._pending
+                    if isinstance(op, CommitOperationAdd)}
+
+    def drop_pending(self, under: str) -> None:
+        """Forget the pending operations below ``under`` (a folder the next commit deletes)."""
+        head = self.in_repo(under) + "/"
+        with self._lock:
+            self._pending = [op for op in self._pending if not op.path_in_repo.startswith(head)]
+
+    def _commit_one(self, ops: list[Operation], message: str,
+                    marker: tuple[str, bytes] | None = None) -> None:
+        if self.parent is None:
+            self.at()
+        parent = self.parent
+        where = f"committing {len(ops):,} files to {self.repo_url}@{self.revision}"
+
+        def send() -> str | None:
+            try:
+                return self.api.create_commit(
+                    self.repo_id, list(ops), commit_message=message, repo_type="dataset",
+                    revision=self.revision, parent_commit=parent, token=self.token).oid
+            except HfHubHTTPError as e:
+                if _status(e) == 412:
+                    return None  # the branch moved: ours (an answer lost), or another's
+                raise
+
+        oid = self.call(where, send)
+        if oid is None:
+            oid = self._landed(marker)
+        self.parent = oid
+        self.commits.append(oid)
+        logger.info("committed %s files to %s@%s: %s", f"{len(ops):,}", self.repo_url,
+                    self.revision, oid[:12])
+
+    def _landed(self, marker: tuple[str, bytes] | None) -> str:
+        """After HTTP 412: the head, when it is this process's commit (its answer was lost
+        and the retry found the branch moved by it); else :func:`conflict_error`."""
+        head = self.head()
+        if head is not None and marker is not None:
+            name, data = marker
+            infos = self.call(f"checking {self.repo_url}@{head[:12]}", lambda: list(
+                self.api.get_paths_info(self.repo_id, [name], repo_type="dataset",
+                                        revision=head, token=self.token)))
+            if any(getattr(i, "blob_id", None) == git_blob_id(data) for i in infos):
+                return head
+        raise conflict_error(self.repo_url, self.revision, self.parent, head)
+
+
+def conflict_error(repo_url: str, branch: str, parent: str | None, head: str | None
+                   ) -> OutputError:
+    """The refusal when another commit landed on the branch since this run's last look."""
+    return OutputError(
+        f"{repo_url}@{branch} moved while this run was publishing: its head is "
+        f"{(head or '?')[:12]}, not {(parent or 'none')[:12]} as this run left or found it; "
+        "another writer committed to the branch. Nothing of it was overwritten and nothing "
+        "of this run was lost (its uploads and remote checkpoint stay). Make sure no other "
+        "run writes this dataset, then rerun the same command with --resume: it continues "
+        "from the branch as it is now",
+        path=repo_url,
+    )
+
+
+def _chunks(pending: list[Operation], extra: int) -> list[list[Operation]]:
+    """Full commits of ``pending`` to make before the last one, which takes the rest and
+    ``extra`` more files: every commit within :data:`COMMIT_FILES` and :data:`COMMIT_BYTES`."""
+    chunks: list[list[Operation]] = []
+    cur: list[Operation] = []
+    size = 0
+    for op in pending:
+        n = op.upload_info.size if isinstance(op, CommitOperationAdd) else 0
+        if cur and (len(cur) >= COMMIT_FILES or size + n > COMMIT_BYTES):
+            chunks.append(cur)
+            cur, size = [], 0
+        cur.append(op)
+        size += n
+    if cur and len(cur) + extra > COMMIT_FILES:
+        chunks.append(cur)
+    return chunks
+
+
