@@ -136,14 +136,14 @@ def _visit(batch: Batch, cursor: Cursor, counts: ReplayCounts) -> None:
 
 def stream_rows(source: Source, files: list[SourceFile], base: StreamBase | None) -> int | None:
     """How many rows the stream over ``files`` (the read order) holds before any budget,
-    from the Parquet footers (after the published rows ``base`` continues); None when a
+    from each file's units (after the published rows ``base`` continues); None when a
     file's footer cannot be read."""
     first, total = StreamBase.start(base)
     for f in files[first:]:
-        _, sizes = identify(source, f)
-        if sizes is None:
+        _, units = identify(source, f)
+        if units is None:
             return None
-        total += sum(sizes)
+        total += sum(u.rows for u in units)
     return total
 
 

@@ -31,7 +31,7 @@ from prep.encoders.engine import (
     reference_of,
 )
 from prep.encoders.flatids import FlatIds
-from prep.errors import PrepError
+from prep.errors import IntegrityError, PrepError
 from prep.procs.copiers import Copiers
 from prep.procs.pool import InProcess, OrderedPool
 from prep.procs.readahead import ReadAhead
@@ -50,7 +50,7 @@ from prep.run.work.tokenize import (
     per_document,
     tokenize,
 )
-from prep.sources import Source, SourceFile, group_batches, open_identified, open_parquet
+from prep.sources import Source, SourceFile, open_identified, unit_batches, units_of
 from prep.split import SPLITS
 from prep.state.checkpoint import StreamBase
 from prep.stream.order import Batch, Failure, Preparer, StreamItem, batches
@@ -152,11 +152,14 @@ def open_task(source: Source, files: list[SourceFile], columns: tuple[str, str |
         row = task.start
         try:
             with fobj:
-                pf = open_parquet(fobj, f, *columns)
-                if task.group < 0:
-                    return
-                for texts, splits in group_batches(pf, fobj, f, columns, task.group,
-                                                   task.first, task.start, task.stop):
+                if task.stop is None:  # the main process could not plan it: say why
+                    units_of(fobj, f)
+                    raise IntegrityError(
+                        f"source file {f.path} could not be read when the run planned it "
+                        "but can now: it changed while the run read it. Rerun with --resume "
+                        "once nothing writes the source", path=f.path)
+                for texts, splits in unit_batches(fobj, f, columns, task.unit, task.first,
+                                                  task.start, task.stop):
                     for k, text in enumerate(texts):
                         yield (text, None if splits is None else splits[k], task.index, row)
                         row += 1

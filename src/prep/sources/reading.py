@@ -1,0 +1,95 @@
+"""Reading a source file whatever its kind: the one place that maps a :class:`Kind` to its
+reader (:mod:`prep.sources.parquet`, :mod:`prep.sources.jsonl`, :mod:`prep.sources.arrow`).
+
+The main process plans (:func:`identify`: the file's signature and its units with their
+rows, through one descriptor, remembered per signature so a resume's replay and its run
+count a file once); a worker reads one unit's rows (:func:`unit_batches`) from the file it
+opened with ``open_identified``; a shuffled stream reads whole files here
+(:func:`iter_batches`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import IO, Any
+
+from prep.errors import PrepError
+from prep.sources import arrow, jsonl, parquet
+from prep.sources.base import Signature, Source, SourceFile, check_unchanged, open_verified
+from prep.sources.base import signature_of as _signature_of
+from prep.sources.kinds import Kind, Unit, kind_of
+
+Batches = Iterator[tuple[list[Any], list[Any] | None]]
+_Read = Callable[[IO[bytes], SourceFile, Kind, tuple[str, str | None], Unit, int, int,
+                  "int | None"], Batches]
+
+_COUNT: dict[str, Callable[[IO[bytes], SourceFile, Kind], list[Unit]]] = {
+    "parquet": lambda fobj, f, kind: parquet.count_groups(fobj, f),
+    "jsonl": lambda fobj, f, kind: jsonl.count_lines(fobj, f, kind, f.size),
+    "arrow": lambda fobj, f, kind: arrow.count_rows(fobj, f),
+}
+_READ: dict[str, _Read] = {
+    "parquet": parquet.read_batches,
+    "jsonl": jsonl.read_batches,
+    "arrow": arrow.read_batches,
+}
+
+
+def file_kind(fobj: IO[bytes], f: SourceFile) -> Kind:
+    """The open file's kind (recorded in ``f.kind``, which names its rows in messages).
+    Raises ``InputError`` for a name and a content that disagree."""
+    f.kind = kind_of(f.path, fobj)
+    return f.kind
+
+
+def units_of(fobj: IO[bytes], f: SourceFile) -> list[Unit]:
+    """The open file's units with their rows (one read for JSON Lines and Arrow, the
+    footer for Parquet). Raises ``InputError`` for a file that cannot be planned."""
+    kind = file_kind(fobj, f)
+    return _COUNT[kind.name](fobj, f, kind)
+
+
+def identify(source: Source, f: SourceFile) -> tuple[Signature | None, list[Unit] | None]:
+    """What the main process fixes before workers read ``f``: the file's signature and its
+    units, both through one descriptor (remembered in ``f.units`` for that signature);
+    None for what cannot be read (the worker that opens the file then reports why)."""
+    try:
+        with open(source.local_path(f), "rb") as fobj:
+            sig = _signature_of(fobj)
+            if f.units is not None and f.units[0] == sig:
+                return sig, list(f.units[1])
+            try:  # checked against this descriptor's signature while it is read
+                units = units_of(fobj, replace(f, signature=sig))
+            except PrepError:
+                return sig, None
+            f.units = (sig, tuple(units))
+            return sig, units
+    except OSError:
+        return None, None
+
+
+def unit_batches(fobj: IO[bytes], f: SourceFile, columns: tuple[str, str | None], unit: Unit,
+                 first: int, start: int, stop: int | None) -> Batches:
+    """In a worker: ``(texts, splits)`` of file rows ``start``..``stop`` (None: to the end)
+    of ``unit`` (whose first row is ``first``) of the open file, checked unchanged after
+    every read. Raises ``InputError`` for bad input, naming its row."""
+    kind = file_kind(fobj, f)
+    yield from _READ[kind.name](fobj, f, kind, columns, unit, first, start, stop)
+
+
+def iter_batches(source: Source, f: SourceFile, text_column: str, split_column: str | None
+                 ) -> Batches:
+    """``(texts, splits)`` per batch of one whole file, in stored order, hashed and parsed
+    through one descriptor. Raises ``InputError`` for bad input, ``IntegrityError`` when
+    the file changes while it is read (no row read after the change is yielded)."""
+    columns = (text_column, split_column)
+    with open_verified(source, f) as fobj:
+        units = units_of(fobj, f)
+        fobj.seek(0)
+        first = 0
+        for unit in units or [Unit(0)]:
+            yield from unit_batches(fobj, f, columns, unit, first, first, None)
+            fobj.seek(0)
+            first += unit.rows
+        check_unchanged(fobj, f)
