@@ -17,6 +17,7 @@ decompress it from its start and parse their own lines only.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from typing import IO, Any
@@ -35,12 +36,28 @@ _BLANK = " \t\r"
 _loads = json.JSONDecoder().decode
 
 
+class _Borrowed(io.RawIOBase):
+    """The caller's open file, read by pyarrow's decoder, which closes what it reads from
+    when it is done: closing this leaves the file (and its descriptor) open."""
+
+    def __init__(self, fobj: IO[bytes]) -> None:
+        super().__init__()
+        self._fobj = fobj
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        return self._fobj.readinto(b)  # type: ignore[attr-defined, no-any-return]
+
+
 def _stream(fobj: IO[bytes], kind: Kind) -> IO[bytes]:
     """The file's JSON Lines bytes from its start: decompressed through pyarrow for a
     compressed kind."""
     if kind.codec is None:
         return fobj
-    return pa.input_stream(fobj, compression=kind.codec)  # type: ignore[no-any-return]
+    fobj.seek(0)
+    return pa.input_stream(_Borrowed(fobj), compression=kind.codec)  # type: ignore[no-any-return]
 
 
 def _damaged(f: SourceFile, kind: Kind, lines: int, at: int, e: Exception) -> InputError:
