@@ -98,6 +98,7 @@ class Corpus:
     # small is tokenized in the main process (prep.run.work.sizing.IN_PROCESS_BYTES)
     workers: int = 0
     row_group: int = 100  # rows per Parquet row group of the World's files
+    kind: str = "parquet"  # the files' kind: "parquet", or "jsonl.zst" (written by zstd)
 
 
 # KILL: a run of ~1.5 s with FAST options, so that random kills land everywhere.
@@ -124,6 +125,15 @@ def write_plain(path: Path, texts: Sequence[str], row_group: int = 100) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table({"text": list(texts)}), path, compression="none",
                    use_dictionary=False, write_statistics=False, row_group_size=row_group)
+    return path
+
+
+def write_jsonl_zst(path: Path, texts: Sequence[str]) -> Path:
+    """The texts as JSON Lines (``json.dumps``), compressed by Debian's ``zstd``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plain = path.with_suffix("")
+    plain.write_text("".join(json.dumps({"text": t, "n": i}) + "\n" for i, t in enumerate(texts)))
+    subprocess.run(["zstd", "-q", "--rm", "-f", str(plain), "-o", str(path)], check=True)
     return path
 
 
@@ -191,7 +201,7 @@ class World:
         return World(dest, self.corpus, src, tok, self.files)
 
     def path(self, index: int) -> Path:
-        return self.source / f"part-{index:05d}.parquet"
+        return self.source / f"part-{index:05d}.{self.corpus.kind}"
 
 
 def make_world(root: Path, corpus: Corpus, *, reference: bool = False) -> World:
@@ -206,7 +216,10 @@ def make_world(root: Path, corpus: Corpus, *, reference: bool = False) -> World:
     per = -(-corpus.n_docs // corpus.n_files)
     files = tuple(tuple(docs[i * per : (i + 1) * per]) for i in range(corpus.n_files))
     for i, texts in enumerate(files):
-        write_plain(root / "src" / f"part-{i:05d}.parquet", texts, corpus.row_group)
+        if corpus.kind == "jsonl.zst":
+            write_jsonl_zst(root / "src" / f"part-{i:05d}.jsonl.zst", texts)
+        else:
+            write_plain(root / "src" / f"part-{i:05d}.parquet", texts, corpus.row_group)
     kw = {} if corpus.vocab_size is None else {"vocab_size": corpus.vocab_size}
     factories.bpe_tokenizer(root / "tok", docs[: corpus.tokenizer_docs], **kw)
     w = World(root, corpus, root / "src", root / "tok", files)
