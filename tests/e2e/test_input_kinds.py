@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import dir_bytes
 
-from .helpers import leftovers
+from .helpers import leftovers, split_ids
 
 DOCS = [f"document {i}: " + "naïve café 😀 \u0000 tab\t " * (i % 7) + "end" for i in range(600)]
 DOCS[5] = ""  # an empty text: counted and skipped alike
@@ -167,3 +167,58 @@ def test_a_name_that_disagrees_with_the_content_is_refused(cli: Any, tmp_path: P
     assert r.code == 1
     assert ("a.jsonl.zst: its name says zstd-compressed JSON Lines but its content is "
             "gzip-compressed JSON Lines") in r.err, r.err
+
+
+def _bins(out: Path) -> dict[str, bytes]:
+    return {k: v for k, v in dir_bytes(out).items() if k.endswith(".bin")}
+
+
+def test_refresh_takes_a_new_file_and_an_appended_one(cli: Any, tmp_path: Path) -> None:
+    """A refresh after a new .jsonl.zst file and after a plain file grew gives what a fresh
+    run over the new source gives."""
+    src = tmp_path / "src"
+    write_kind(tmp_path / "w0", "jsonl.zst", DOCS[:200]).rename(tmp_path / "a.jsonl.zst")
+    src.mkdir()
+    (tmp_path / "a.jsonl.zst").rename(src / "a.jsonl.zst")
+    write_kind(src, "jsonl", DOCS[200:300]).rename(src / "b.jsonl")
+    out = tmp_path / "o"
+    base = ("prepare", "--source", src, "--tokenizer", "byte", "--max-file-tokens", "20000")
+    assert cli(*base, "--out", out).code == 0
+    write_kind(tmp_path / "w1", "jsonl.zst", DOCS[300:450]).rename(src / "c.jsonl.zst")
+    r = cli(*base, "--out", out, "--refresh")
+    assert r.code == 0, r.err
+    fresh = tmp_path / "fresh1"
+    assert cli(*base, "--out", fresh).code == 0
+    assert _bins(out) == _bins(fresh)
+    with open(src / "b.jsonl", "a", encoding="utf-8") as f:  # appended to
+        f.write(json.dumps({"text": "one more line"}) + "\n")
+    r = cli(*base, "--out", out, "--refresh")
+    assert r.code == 0, r.err
+    fresh = tmp_path / "fresh2"
+    assert cli(*base, "--out", fresh).code == 0
+    assert _bins(out) == _bins(fresh)
+    assert json.loads((out / "_MANIFEST.json").read_text())["source"]["rows_visited"] == 451
+
+
+def test_parts_of_jsonl_zst_merge_to_the_single_run(cli: Any, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    for i in range(3):
+        write_kind(tmp_path / f"w{i}", "jsonl.zst", DOCS[i * 200:(i + 1) * 200]).rename(
+            tmp_path / f"w{i}" / f"f{i}.jsonl.zst")
+        src.mkdir(exist_ok=True)
+        (tmp_path / f"w{i}" / f"f{i}.jsonl.zst").rename(src / f"f{i}.jsonl.zst")
+    base = ("prepare", "--source", src, "--tokenizer", "byte", "--max-file-tokens", "20000")
+    single, merged = tmp_path / "single", tmp_path / "merged"
+    assert cli(*base, "--out", single).code == 0
+    for part in ("0/2", "1/2"):
+        r = cli(*base, "--out", merged, "--part", part)
+        assert r.code == 0, r.err
+    r = cli("merge", merged)
+    assert r.code == 0, r.err
+    a = json.loads((single / "_MANIFEST.json").read_text())
+    b = json.loads((merged / "_MANIFEST.json").read_text())
+    assert a["source"]["files"] == b["source"]["files"]
+    for split in ("train", "val"):
+        assert split_ids(merged, split) == split_ids(single, split)
+        for count in ("n_tokens", "n_docs"):
+            assert a["totals"][split][count] == b["totals"][split][count]
