@@ -59,19 +59,9 @@ _NAMES = (
     (".ndjson", JSONL),
     (".json", JSONL),
 )
-# What a directory or bucket-prefix listing takes (a plain ``.json`` is left out there: beside
-# data it is far more often metadata, as ``datasets``' ``dataset_info.json``; name it or
-# give a glob).
-LISTED = (".parquet", ".arrow", ".jsonl", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjson.gz",
-          ".jsonl.zst", ".json.zst", ".jsonl.zstd", ".json.zstd", ".ndjson.zst")
 SNIFF_BYTES = 4096
 _BOM = b"\xef\xbb\xbf"
 _JSON_SPACE = b" \t\r\n"
-
-
-def listed(name: str) -> bool:
-    """Whether a directory or prefix listing takes the file ``name``."""
-    return name.lower().endswith(LISTED)
 
 
 def claimed(name: str) -> Kind | None:

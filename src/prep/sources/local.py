@@ -1,5 +1,5 @@
 """Local sources: a file, a directory (recursive: every Parquet, Arrow and JSON Lines file by
-its name, :data:`prep.sources.kinds.LISTED`) or a glob."""
+its name, :data:`prep.globs.LISTED`) or a glob."""
 
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ import pyarrow.parquet as pq
 from prep.buckets.uri import is_bucket_uri, parse_bucket_uri
 from prep.errors import InputError, UsageError
 from prep.fsio import canonical_path
-from prep.globs import fixed_lead, has_glob
+from prep.globs import fixed_lead, has_glob, listed
 from prep.sources.base import SOURCE_FORMS, Source, SourceFile
-from prep.sources.kinds import listed
 from prep.sources.parquet import CONVERTERS, not_parquet
 from prep.state.identity import Fingerprint, fingerprint_of
 
@@ -135,7 +134,7 @@ def _not_a_file(q: Path) -> str:
 
 
 def resolve_local(spec: str, base: Path | None = None) -> Source:
-    """Resolve a local file, directory (recursive: the names ``kinds.listed`` takes) or
+    """Resolve a local file, directory (recursive: the names ``globs.listed`` takes) or
     glob; a relative
     ``spec`` is taken relative to ``base`` (default: the current directory).
 

@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from prep.errors import InputError
-from prep.sources.kinds import ARROW, JSONL, JSONL_GZ, JSONL_ZST, PARQUET, kind_of, listed
+from prep.globs import listed
+from prep.sources.kinds import ARROW, JSONL, JSONL_GZ, JSONL_ZST, PARQUET, kind_of
 
 
 def _arrow(stream: bool) -> bytes:
