@@ -21,6 +21,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import random
 import re
 import shlex
 import shutil
@@ -512,6 +513,33 @@ def resume_args_from(stderr: str) -> list[str]:
 
 def staging_of(out: Path) -> Path:
     return out.with_name(out.name + ".incomplete")
+
+
+def kill_until_done(fresh: Sequence[object], out: Path, seed: int, kills_wanted: int,
+                    faults: Faults) -> None:
+    """A fresh run (``fresh``: its arguments) and restarts (`--out OUT --resume` alone, with
+    2, 3, 4... workers in turn, so what is left is cut anew), each killed after a seeded
+    random delay, until one finishes; at least ``kills_wanted`` kills must land."""
+    rng = random.Random(seed)
+    first = spawn(fresh, faults=faults)
+    assert reached(first, lambda: read_checkpoint(out) is not None), first.finish()
+    assert kill_after(first, rng.uniform(0.0, 0.3)), first.finish()
+    assert first.finish()[0] == -signal.SIGKILL
+    kills = 1
+    while kills < kills_wanted + 4:
+        proc = spawn(["--out", out, "--resume", *FAST, "--workers", str(2 + kills % 3)],
+                     faults=faults)
+        killed = kill_after(proc, rng.uniform(0.05, 0.5))
+        code, err = proc.finish()
+        if not killed:
+            assert code == 0, err
+            break
+        assert code in (-signal.SIGKILL, 0), err
+        kills += 1
+    assert kills >= kills_wanted, "too few kills landed before the run finished"
+    if not out.exists():
+        done = run(["--out", out, "--resume", *FAST])
+        assert done.returncode == 0, done.stderr
 
 
 def read_checkpoint(out: Path) -> dict[str, Any] | None:

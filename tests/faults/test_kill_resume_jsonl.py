@@ -6,8 +6,6 @@ to an uninterrupted run's. One seed each by default; the sweep is behind ``-m so
 
 from __future__ import annotations
 
-import random
-import signal
 from pathlib import Path
 
 import harness as h
@@ -23,28 +21,7 @@ SOAK_SEEDS = [pytest.param(s, marks=pytest.mark.soak) for s in range(11, 17)]
 
 
 def kill_and_resume(w: World, out: Path, seed: int, kills_wanted: int) -> None:
-    """A fresh run and restarts, each killed after a seeded random delay, until one
-    finishes; then the output must be the reference's."""
-    rng = random.Random(seed)
-    workers = lambda k: ("--workers", str(2 + k % 3))  # noqa: E731 - cut anew each restart
-    first = h.spawn(w.fresh_args(out, *workers(0)), faults=PACE)
-    assert h.reached(first, lambda: h.read_checkpoint(out) is not None)
-    assert h.kill_after(first, rng.uniform(0.0, 0.3)), "the first run ended before its kill"
-    assert first.finish()[0] == -signal.SIGKILL
-    kills = 1
-    while kills < kills_wanted + 4:
-        proc = h.spawn(["--out", out, "--resume", *h.FAST, *workers(kills)], faults=PACE)
-        killed = h.kill_after(proc, rng.uniform(0.05, 0.5))
-        code, err = proc.finish()
-        if not killed:
-            assert code == 0, err
-            break
-        assert code in (-signal.SIGKILL, 0), err
-        kills += 1
-    assert kills >= kills_wanted, "too few kills landed before the run finished"
-    if not out.exists():
-        done = h.run(["--out", out, "--resume", *h.FAST])
-        assert done.returncode == 0, done.stderr
+    h.kill_until_done(w.fresh_args(out, "--workers", "2"), out, seed, kills_wanted, PACE)
     h.assert_identical(w, out)
 
 

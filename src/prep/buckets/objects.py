@@ -188,7 +188,8 @@ def download(fs: pafs.FileSystem, uri: str, pin: ObjectPin, dest: Path,
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
     h = hashlib.sha256()
     try:
-        with fs.open_input_stream(pin.path) as src, open(tmp, "wb") as out:
+        # compression=None: pyarrow would decompress a ``.gz``/``.zst`` object on the way
+        with fs.open_input_stream(pin.path, compression=None) as src, open(tmp, "wb") as out:
             meta = src.metadata()
             size = _header(meta, ("Content-Length",))
             first = ObjectPin(pin.path, pin.size if size is None else int(size),
