@@ -68,7 +68,7 @@ def _checked(batch: pa.RecordBatch, f: SourceFile, kind: Kind, name: str, flag: 
 
 def count_rows(fobj: IO[bytes], f: SourceFile) -> list[Unit]:
     """The file as one unit with its row count (one read of its record batches)."""
-    return [Unit(sum(b.num_rows for b in _reader(fobj, f)))]
+    return [Unit(sum(b.num_rows for b in _reader(fobj, f)), stream=True)]
 
 
 def read_batches(fobj: IO[bytes], f: SourceFile, kind: Kind, columns: tuple[str, str | None],

@@ -17,8 +17,8 @@ decompress it from its start and parse their own lines only.
 
 from __future__ import annotations
 
-import io
 import json
+import os
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -36,28 +36,16 @@ _BLANK = " \t\r"
 _loads = json.JSONDecoder().decode
 
 
-class _Borrowed(io.RawIOBase):
-    """The caller's open file, read by pyarrow's decoder, which closes what it reads from
-    when it is done: closing this leaves the file (and its descriptor) open."""
-
-    def __init__(self, fobj: IO[bytes]) -> None:
-        super().__init__()
-        self._fobj = fobj
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        return self._fobj.readinto(b)  # type: ignore[attr-defined, no-any-return]
-
-
 def _stream(fobj: IO[bytes], kind: Kind) -> IO[bytes]:
     """The file's JSON Lines bytes from its start: decompressed through pyarrow for a
-    compressed kind."""
+    compressed kind. pyarrow closes what it reads from when it is done, so it reads a
+    duplicate of the descriptor (the same open file: the same bytes and signature), and the
+    caller's file stays open."""
     if kind.codec is None:
         return fobj
     fobj.seek(0)
-    return pa.input_stream(_Borrowed(fobj), compression=kind.codec)  # type: ignore[no-any-return]
+    dup = open(os.dup(fobj.fileno()), "rb")  # noqa: SIM115 - pyarrow's stream closes it
+    return pa.input_stream(dup, compression=kind.codec)  # type: ignore[no-any-return]
 
 
 def _damaged(f: SourceFile, kind: Kind, lines: int, at: int, e: Exception) -> InputError:
@@ -149,7 +137,7 @@ def count_lines(fobj: IO[bytes], f: SourceFile, kind: Kind, size: int) -> list[U
     lines += last != b"\n"
     end = size if kind.codec is None else 0
     if lines or not units:
-        units.append(Unit(lines, start if kind.codec is None else 0, end))
+        units.append(Unit(lines, start if kind.codec is None else 0, end, kind.codec is not None))
     return units
 
 

@@ -115,10 +115,15 @@ def place(kind: Kind, path: str, row: int) -> str:
 
 @dataclass(frozen=True)
 class Unit:
-    """The piece of a file one task reads: ``rows`` rows from its first; ``at`` is the row
+    """The piece of a file one task reads: ``rows`` rows from its first (-1: not counted, a
+    stream read to its end that nothing needed counted up front); ``at`` is the row
     group for Parquet, the first byte of a line-aligned range ``at``..``end`` for plain JSON
-    Lines (0, 0 for a whole stream: compressed JSON Lines, Arrow)."""
+    Lines (0, 0 for a whole stream: compressed JSON Lines, Arrow). ``stream``: a task that
+    reads rows after the unit's first decodes the whole file before them (gzip and zstd
+    cannot seek), so such a unit is cut only where too few files are left to keep the
+    workers busy."""
 
     rows: int
     at: int = 0
     end: int = 0
+    stream: bool = False

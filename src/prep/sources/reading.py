@@ -29,6 +29,13 @@ _COUNT: dict[str, Callable[[IO[bytes], SourceFile, Kind], list[Unit]]] = {
     "jsonl": lambda fobj, f, kind: jsonl.count_lines(fobj, f, kind, f.size),
     "arrow": lambda fobj, f, kind: arrow.count_rows(fobj, f),
 }
+# Kinds whose rows cost a read of the whole file to count: one stream unit, counted only
+# when asked.
+_STREAMS: dict[str, Callable[[Kind], bool]] = {
+    "parquet": lambda kind: False,
+    "jsonl": lambda kind: kind.codec is not None,
+    "arrow": lambda kind: True,
+}
 _READ: dict[str, _Read] = {
     "parquet": parquet.read_batches,
     "jsonl": jsonl.read_batches,
@@ -43,24 +50,31 @@ def file_kind(fobj: IO[bytes], f: SourceFile) -> Kind:
     return f.kind
 
 
-def units_of(fobj: IO[bytes], f: SourceFile) -> list[Unit]:
-    """The open file's units with their rows (one read for JSON Lines and Arrow, the
-    footer for Parquet). Raises ``InputError`` for a file that cannot be planned."""
+def units_of(fobj: IO[bytes], f: SourceFile, count: bool = True) -> list[Unit]:
+    """The open file's units with their rows (the footer for Parquet, one read for plain
+    JSON Lines); a compressed JSON Lines or an Arrow file is one stream unit, whose rows are
+    counted (one read) only when ``count``, else -1. Raises ``InputError`` for a file that
+    cannot be planned."""
     kind = file_kind(fobj, f)
+    if not count and _STREAMS[kind.name](kind):
+        return [Unit(-1, stream=True)]
     return _COUNT[kind.name](fobj, f, kind)
 
 
-def identify(source: Source, f: SourceFile) -> tuple[Signature | None, list[Unit] | None]:
+def identify(source: Source, f: SourceFile, count: bool = True
+             ) -> tuple[Signature | None, list[Unit] | None]:
     """What the main process fixes before workers read ``f``: the file's signature and its
-    units, both through one descriptor (remembered in ``f.units`` for that signature);
-    None for what cannot be read (the worker that opens the file then reports why)."""
+    units (``count``: see :func:`units_of`), both through one descriptor (remembered in
+    ``f.units`` for that signature); None for what cannot be read (the worker that opens
+    the file then reports why)."""
     try:
         with open(source.local_path(f), "rb") as fobj:
             sig = _signature_of(fobj)
-            if f.units is not None and f.units[0] == sig:
-                return sig, list(f.units[1])
+            known = f.units[1] if f.units is not None and f.units[0] == sig else None
+            if known is not None and (not count or all(u.rows >= 0 for u in known)):
+                return sig, list(known)
             try:  # checked against this descriptor's signature while it is read
-                units = units_of(fobj, replace(f, signature=sig))
+                units = units_of(fobj, replace(f, signature=sig), count)
             except PrepError:
                 return sig, None
             f.units = (sig, tuple(units))

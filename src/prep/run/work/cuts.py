@@ -21,9 +21,9 @@ MIN_SPAN_ROWS = 1024  # a task's own cost (open, footer, first read) is small be
 class RowGroupTask:
     """File rows ``start``..``stop`` of ``unit`` (whose first row is ``first``) of file
     ``index``; a unit of no rows reads nothing (the file is only opened and checked); a
-    ``stop`` of None reads to the unit's end (a file the main process could not plan: its
-    worker reads until it finds why). ``signature``: the file as the main process
-    identified it (``open_identified``)."""
+    ``stop`` of None reads to the unit's end (a stream whose rows nothing needed counted).
+    Not ``planned``: a file the main process could not plan, whose worker says why.
+    ``signature``: the file as the main process identified it (``open_identified``)."""
 
     index: int
     local: str
@@ -33,6 +33,7 @@ class RowGroupTask:
     start: int
     stop: int | None
     hash_file: bool
+    planned: bool = True
 
 
 @dataclass(frozen=True)
@@ -54,32 +55,41 @@ def row_group_tasks(source: Source, files: list[SourceFile], skip: int, limit: i
     stream's first file and the rows before it (a published dataset's files and rows, which
     are not opened). ``cut``: the workers; a unit is cut into up to that many tasks (see
     :func:`_cut`)."""
-    first_file, row = begin
+    first_file = begin[0]
+    row: int | None = begin[1]  # None: after a file whose rows nothing needed counted
     for index, f in enumerate(files[first_file:], start=first_file):
-        if limit is not None and row >= limit:
+        if limit is not None and row is not None and row >= limit:
             return
         local = source.local_path(f)  # for a Hub source: downloaded here, read there
-        signature, units = identify(source, f)
+        few = len(files) - index < cut  # too few files left: a stream is cut, so counted
+        count = limit is not None or (row is not None and skip > row) or few
+        signature, units = identify(source, f, count)
         if units is None:  # unreadable: one task, whose worker says why
-            yield RowGroupTask(index, str(local), signature, Unit(1), 0, 0, None, True)
-            row += 1
+            yield RowGroupTask(index, str(local), signature, Unit(1), 0, 0, None, True, False)
+            row = None if row is None else row + 1
             continue
+        if units[0].rows < 0:  # an uncounted stream, read to its end
+            yield RowGroupTask(index, str(local), signature, units[0], 0, 0, None, True)
+            row = None
+            continue
+        at = skip if row is None else row  # unknown, yet past the resume point: read all
         total = sum(u.rows for u in units)
-        if total and row + total <= skip:  # committed before the resume point
-            row += total
+        if total and at + total <= skip:  # committed before the resume point
+            row = at + total
             continue
         spans: list[tuple[Unit, int, int, int]] = []
         first = 0
         for unit in units:
-            lo = max(skip, row + first)
-            hi = row + first + unit.rows if limit is None else min(limit, row + first + unit.rows)
+            lo = max(skip, at + first)
+            hi = at + first + unit.rows if limit is None else min(limit, at + first + unit.rows)
+            most = cut if not unit.stream or few else 1
             if lo < hi:
-                spans += _cut(unit, first, lo - row, hi - row, cut)
+                spans += _cut(unit, first, lo - at, hi - at, most)
             first += unit.rows
         for k, (unit, first, start, stop) in enumerate(spans or [(Unit(0), 0, 0, 0)]):
             yield RowGroupTask(index, str(local), signature, unit, first, start, stop,
                                hash_file=k == 0)
-        row += total
+        row = None if row is None else row + total
 
 
 def _cut(unit: Unit, first: int, start: int, stop: int, most: int

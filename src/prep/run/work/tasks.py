@@ -152,7 +152,7 @@ def open_task(source: Source, files: list[SourceFile], columns: tuple[str, str |
         row = task.start
         try:
             with fobj:
-                if task.stop is None:  # the main process could not plan it: say why
+                if not task.planned:  # the main process could not plan it: say why
                     units_of(fobj, f)
                     raise IntegrityError(
                         f"source file {f.path} could not be read when the run planned it "

@@ -4,6 +4,8 @@ task hashes it, and every file reached is opened even without rows to read."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -145,3 +147,29 @@ def test_cut_tasks_cover_exactly_the_rows_to_read(big: object, skip: int, limit:
     if skip >= BIG[0][0]:
         continued = list(row_group_tasks(big, files, skip, limit, (1, BIG[0][0]), cut=cut))
         assert continued == [t for t in tasks if t.index >= 1]
+
+
+@pytest.fixture(scope="module")
+def streams(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """Three compressed JSON Lines files of 3,000 lines (written by Debian's zstd)."""
+    root = tmp_path_factory.mktemp("zst")
+    for i in range(3):
+        plain = root / f"part-{i}.jsonl"
+        plain.write_text("".join(json.dumps({"text": f"{i}-{r}"}) + "\n" for r in range(3000)))
+        subprocess.run(["zstd", "-q", "--rm", str(plain), "-o", f"{plain}.zst"], check=True)
+    return resolve_local(str(root))
+
+
+def test_a_stream_is_counted_and_cut_only_where_it_must_be(streams: object) -> None:
+    """A compressed file costs a read to count: a run from the start reads each whole
+    (uncounted, one task) while enough files are left to keep the workers busy, and cuts
+    only the last one; a resume point or a budget counts what it must."""
+    files = streams.files  # type: ignore[attr-defined]
+    plan = [(t.index, t.unit.rows, t.start, t.stop)
+            for t in row_group_tasks(streams, files, 0, None, cut=2)]
+    assert plan == [(0, -1, 0, None), (1, -1, 0, None), (2, 3000, 0, 1500), (2, 3000, 1500, 3000)]
+    resumed = list(row_group_tasks(streams, files, 4000, None, cut=2))
+    assert [(t.index, t.start, t.stop) for t in resumed] == [
+        (1, 1000, 3000), (2, 0, 1500), (2, 1500, 3000)]
+    assert covered(list(row_group_tasks(streams, files, 0, 3500, cut=2))) == [
+        (i // 3000, i % 3000) for i in range(3500)]
