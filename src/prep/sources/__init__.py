@@ -23,24 +23,35 @@ from prep.sources.base import (
 )
 from prep.sources.kinds import Unit
 from prep.sources.local import SAMPLE, SAMPLE_CORPUS, LocalSource, canonical_source, resolve_local
-from prep.sources.reading import identify, iter_batches, unit_batches, units_of
+from prep.sources.reading import (
+    Block,
+    block_batches,
+    identify,
+    iter_batches,
+    read_blocks,
+    unit_batches,
+    units_of,
+)
 from prep.state.identity import SourceIdentity
 
 __all__ = [
     "SAMPLE",
     "SAMPLE_CORPUS",
     "SOURCE_FORMS",
+    "Block",
     "LocalSource",
     "Signature",
     "Source",
     "SourceFile",
     "Unit",
     "arm_expected",
+    "block_batches",
     "canonical_source",
     "hash_and_check",
     "identify",
     "iter_batches",
     "open_identified",
+    "read_blocks",
     "recorded_uri",
     "resolve_local",
     "resolve_source",

@@ -29,7 +29,8 @@ from prep.sources.base import SourceFile, check_unchanged
 from prep.sources.kinds import Kind, Unit, place
 
 CHUNK_BYTES = 1 << 22
-RANGE_BYTES = 8 << 20  # a plain file's task: a range of about this many bytes
+RANGE_BYTES = 1 << 20  # a plain file's task: a range of about this many bytes
+BLOCK_BYTES = 1 << 20  # a compressed file's task: whole lines of about this many bytes
 BATCH_ROWS = 4096
 _BOM = "\ufeff"
 _BLANK = " \t\r"
@@ -139,6 +140,51 @@ def count_lines(fobj: IO[bytes], f: SourceFile, kind: Kind, size: int) -> list[U
     if lines or not units:
         units.append(Unit(lines, start if kind.codec is None else 0, end, kind.codec is not None))
     return units
+
+
+def blocks(fobj: IO[bytes], f: SourceFile, kind: Kind) -> Iterator[tuple[int, int, bytes]]:
+    """In the main process: the decompressed text of a compressed file as ``(first line,
+    byte offset, whole lines)`` blocks of about ``BLOCK_BYTES`` (the last line may lack
+    its newline), decompressed once, never parsed. Raises ``InputError`` for damaged data
+    after the blocks before it."""
+    pending: list[bytes] = []
+    size, lines, row, start = 0, 0, 0, 0
+    for at, raw in lines_of(fobj, f, kind, Unit(0)):
+        pending.append(raw)
+        size += len(raw) + 1
+        lines += 1
+        if size >= BLOCK_BYTES:
+            yield row, start, b"\n".join(pending)
+            row, start, pending, size, lines = row + lines, at + len(raw) + 1, [], 0, 0
+    if pending:
+        yield row, start, b"\n".join(pending)
+
+
+def block_batches(f: SourceFile, kind: Kind, columns: tuple[str, str | None], block: bytes,
+                  first: int, at: int, start: int, stop: int | None
+                  ) -> Iterator[tuple[list[Any], list[Any] | None]]:
+    """In a worker: ``(texts, splits)`` of file rows ``start``..``stop`` (None: all) of a
+    block of whole lines (from :func:`blocks`) whose first line is row ``first`` at byte
+    ``at``. Raises ``InputError`` at the first bad line, after the lines before it."""
+    parser = LineParser(f, kind, columns)
+    texts: list[Any] = []
+    splits: list[Any] = []
+    try:
+        pos = 0
+        for row in range(first, first + block.count(b"\n") + 1):
+            nl = block.find(b"\n", pos)
+            raw = block[pos:] if nl < 0 else block[pos:nl]
+            if row >= start and (stop is None or row < stop):
+                text, split = parser.parse(row, at + pos, raw)
+                texts.append(text)
+                splits.append(split)
+            pos = nl + 1
+    except PrepError:
+        if texts:
+            yield texts, splits if columns[1] else None
+        raise
+    if texts:
+        yield texts, splits if columns[1] else None
 
 
 def field_of(obj: dict[str, Any], name: str) -> tuple[bool, Any]:

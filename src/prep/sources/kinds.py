@@ -121,9 +121,11 @@ class Unit:
     Lines (0, 0 for a whole stream: compressed JSON Lines, Arrow). ``stream``: a task that
     reads rows after the unit's first decodes the whole file before them (gzip and zstd
     cannot seek), so such a unit is cut only where too few files are left to keep the
-    workers busy."""
+    workers busy. ``blocks``: the main process reads the unit as it plans, in blocks of
+    whole lines that workers parse (:func:`prep.sources.reading.read_blocks`)."""
 
     rows: int
     at: int = 0
     end: int = 0
     stream: bool = False
+    blocks: bool = False

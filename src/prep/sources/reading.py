@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import IO, Any
 
-from prep.errors import PrepError
+from prep.errors import InputError, PrepError
 from prep.sources import arrow, jsonl, parquet
 from prep.sources.base import Signature, Source, SourceFile, check_unchanged, open_verified
 from prep.sources.base import signature_of as _signature_of
@@ -30,12 +30,14 @@ _COUNT: dict[str, Callable[[IO[bytes], SourceFile, Kind], list[Unit]]] = {
     "arrow": lambda fobj, f, kind: arrow.count_rows(fobj, f),
 }
 # Kinds whose rows cost a read of the whole file to count: one stream unit, counted only
-# when asked.
+# when asked; read in blocks by the main process where the kind has a blocks reader.
 _STREAMS: dict[str, Callable[[Kind], bool]] = {
     "parquet": lambda kind: False,
     "jsonl": lambda kind: kind.codec is not None,
     "arrow": lambda kind: True,
 }
+_BLOCKS = {"jsonl": jsonl.blocks}
+Block = tuple[int, int, bytes]  # (first row, byte offset, whole lines)
 _READ: dict[str, _Read] = {
     "parquet": parquet.read_batches,
     "jsonl": jsonl.read_batches,
@@ -56,6 +58,8 @@ def units_of(fobj: IO[bytes], f: SourceFile, count: bool = True) -> list[Unit]:
     counted (one read) only when ``count``, else -1. Raises ``InputError`` for a file that
     cannot be planned."""
     kind = file_kind(fobj, f)
+    if _STREAMS[kind.name](kind) and kind.name in _BLOCKS:
+        return [Unit(-1, stream=True, blocks=True)]
     if not count and _STREAMS[kind.name](kind):
         return [Unit(-1, stream=True)]
     return _COUNT[kind.name](fobj, f, kind)
@@ -81,6 +85,33 @@ def identify(source: Source, f: SourceFile, count: bool = True
             return sig, units
     except OSError:
         return None, None
+
+
+def read_blocks(source: Source, f: SourceFile, signature: Signature | None) -> Iterator[Block]:
+    """In the main process, as it plans: the decompressed text of a ``blocks`` unit in
+    blocks of whole lines (the one serial stage of a compressed file: decompressing, never
+    parsing), read through a descriptor checked to be the file ``signature`` names and
+    checked unchanged after every read. Raises ``InputError`` for damaged data (after the
+    blocks before it), ``IntegrityError`` for a file that is not or no longer that one."""
+    try:
+        fobj = open(source.local_path(f), "rb")  # noqa: SIM115 - closed below
+    except OSError as e:
+        raise InputError(f"{f.path}: cannot read the source file ({e.strerror or e})",
+                         path=f.path) from e
+    with fobj:
+        g = replace(f, signature=_signature_of(fobj))
+        if signature is not None and g.signature != signature:
+            check_unchanged(fobj, replace(g, signature=signature))
+        kind = file_kind(fobj, g)
+        yield from _BLOCKS[kind.name](fobj, g, kind)
+
+
+def block_batches(fobj: IO[bytes], f: SourceFile, columns: tuple[str, str | None], block: Block,
+                  start: int, stop: int | None) -> Batches:
+    """In a worker: ``(texts, splits)`` of file rows ``start``..``stop`` (None: all) of a
+    block :func:`read_blocks` read, the open file's kind naming its rows."""
+    first, at, data = block
+    yield from jsonl.block_batches(f, file_kind(fobj, f), columns, data, first, at, start, stop)
 
 
 def unit_batches(fobj: IO[bytes], f: SourceFile, columns: tuple[str, str | None], unit: Unit,

@@ -15,7 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prep.errors import InputError
-from prep.sources import iter_batches, resolve_local, unit_batches, units_of
+from prep.sources import (
+    block_batches,
+    iter_batches,
+    read_blocks,
+    resolve_local,
+    unit_batches,
+    units_of,
+)
 from prep.sources import jsonl as jl
 from prep.sources.base import signature_of
 
@@ -92,20 +99,35 @@ def compressed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"plain": plain, "gzip": d / "c.jsonl.gz", "zstd": d / "c.jsonl.zst"}
 
 
-@pytest.mark.parametrize("codec", ["plain", "gzip", "zstd"])
-def test_rows_from_any_start_to_any_stop(compressed: dict[str, Path], codec: str) -> None:
-    path = compressed[codec]
+def test_a_plain_file_reads_from_any_start_to_any_stop(compressed: dict[str, Path]) -> None:
+    path = compressed["plain"]
     src = resolve_local(str(path))
     f = src.files[0]
     with open(path, "rb") as fobj:
         f.signature = signature_of(fobj)
-        units = units_of(fobj, f)
-        assert sum(u.rows for u in units) == 10_000
-        whole = units[0]
-        if codec == "plain":
-            assert len(units) == 1 and whole.end == path.stat().st_size
+        [whole] = units_of(fobj, f)
+        assert whole.rows == 10_000 and whole.end == path.stat().st_size
         got = [t for texts, _ in unit_batches(fobj, f, ("text", None), whole, 0, 4_321, 9_000)
                for t in texts]
+    assert got == [f"doc {i}" for i in range(4_321, 9_000)]
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+def test_a_compressed_file_is_decompressed_into_blocks_of_whole_lines(
+        compressed: dict[str, Path], monkeypatch: pytest.MonkeyPatch, codec: str) -> None:
+    monkeypatch.setattr(jl, "BLOCK_BYTES", 30_000)
+    path = compressed[codec]
+    src = resolve_local(str(path))
+    f = src.files[0]
+    blocks = list(read_blocks(src, f, None))
+    assert len(blocks) > 5 and blocks[0][:2] == (0, 0)
+    plain = compressed["plain"].read_bytes()
+    for first, at, data in blocks:  # offsets in the decompressed text
+        assert plain[at:at + len(data)] == data and plain.count(b"\n", 0, at) == first
+    with open(path, "rb") as fobj:
+        f.signature = signature_of(fobj)
+        got = [t for b in blocks for texts, _ in block_batches(fobj, f, ("text", None), b,
+                                                                4_321, 9_000) for t in texts]
     assert got == [f"doc {i}" for i in range(4_321, 9_000)]
 
 

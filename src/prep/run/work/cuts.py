@@ -8,10 +8,11 @@ its results are the same whichever worker runs it and whenever."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
-from prep.sources import Signature, Source, SourceFile, Unit, identify
+from prep.errors import PrepError
+from prep.sources import Block, Signature, Source, SourceFile, Unit, identify, read_blocks
 from prep.stream.order import Failure, StreamItem
 
 MIN_SPAN_ROWS = 1024  # a task's own cost (open, footer, first read) is small beside it
@@ -37,17 +38,34 @@ class RowGroupTask:
 
 
 @dataclass(frozen=True)
+class BlockTask:
+    """File rows ``start``..``stop`` (None: all) of a block of whole lines of file
+    ``index`` that the main process decompressed (``block``: first row, byte offset,
+    bytes); the worker parses them. ``signature`` and ``hash_file`` as for a
+    :class:`RowGroupTask`: the worker still opens the file, to check and hash it."""
+
+    index: int
+    local: str
+    signature: Signature | None
+    block: Block
+    start: int
+    stop: int | None
+    hash_file: bool
+
+
+@dataclass(frozen=True)
 class ItemsTask:
     """Stream items the main process read (a shuffled stream)."""
 
     items: list[StreamItem]
 
 
-Task = RowGroupTask | ItemsTask
+Task = RowGroupTask | BlockTask | ItemsTask
+PlannedTask = RowGroupTask | BlockTask | ItemsTask  # ItemsTask: a planning error, in place
 
 
 def row_group_tasks(source: Source, files: list[SourceFile], skip: int, limit: int | None,
-                    begin: tuple[int, int] = (0, 0), cut: int = 1) -> Iterator[RowGroupTask]:
+                    begin: tuple[int, int] = (0, 0), cut: int = 1) -> Iterator[PlannedTask]:
     """Tasks for the stream's rows after the first ``skip`` and before ``limit``, planned
     from each file's units (``identify``). Every file reached gets a task even without rows
     to read (its worker opens it, so a missing column is still reported); a file that
@@ -67,6 +85,16 @@ def row_group_tasks(source: Source, files: list[SourceFile], skip: int, limit: i
         if units is None:  # unreadable: one task, whose worker says why
             yield RowGroupTask(index, str(local), signature, Unit(1), 0, 0, None, True, False)
             row = None if row is None else row + 1
+            continue
+        if units[0].blocks and units[0].rows >= 0 and row is not None and (
+                row + units[0].rows <= skip):  # read before (a resume's replay): committed
+            row += units[0].rows
+            continue
+        if units[0].blocks:  # decompressed here, parsed there
+            row = yield from _block_tasks(source, f, index, str(local), signature, row,
+                                          skip, limit)
+            if row == -1:
+                return
             continue
         if units[0].rows < 0:  # an uncounted stream, read to its end
             yield RowGroupTask(index, str(local), signature, units[0], 0, 0, None, True)
@@ -90,6 +118,35 @@ def row_group_tasks(source: Source, files: list[SourceFile], skip: int, limit: i
             yield RowGroupTask(index, str(local), signature, unit, first, start, stop,
                                hash_file=k == 0)
         row = None if row is None else row + total
+
+
+def _block_tasks(source: Source, f: SourceFile, index: int, local: str,
+                 signature: Signature | None, row: int | None, skip: int, limit: int | None
+                 ) -> Generator[PlannedTask, None, int | None]:
+    """The tasks of a file read in blocks (``read_blocks``) from stream row ``row`` (None:
+    unknown, yet past the resume point); returns the stream row after the file (None:
+    unknown), or -1 after a read error (ended by a task that raises it, in place)."""
+    at = skip if row is None else row
+    emitted, total = False, 0
+    try:
+        for first, offset, data in read_blocks(source, f, signature):
+            total = first + data.count(b"\n") + 1
+            lo = max(skip, at + first)
+            hi = at + total if limit is None else min(limit, at + total)
+            if lo < hi:  # the file's first task hashes it
+                yield BlockTask(index, local, signature, (first, offset, data), lo - at,
+                                hi - at, not emitted)
+                emitted = True
+            if limit is not None and at + total >= limit:
+                return at + total
+    except PrepError as e:
+        yield ItemsTask([Failure(e)])
+        return -1
+    if not emitted and total == 0 and at >= skip:  # reached, no rows: opened and hashed
+        yield BlockTask(index, local, signature, (0, 0, b""), 0, 0, True)
+    if signature is not None:  # read to its end: a later plan skips it unread
+        f.units = (signature, (Unit(total, stream=True, blocks=True),))
+    return None if row is None else at + total
 
 
 def _cut(unit: Unit, first: int, start: int, stop: int, most: int

@@ -14,7 +14,8 @@ from conftest import write_parquet
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prep.run.work.cuts import MIN_SPAN_ROWS, RowGroupTask, row_group_tasks
+from prep.run.work.cuts import MIN_SPAN_ROWS, BlockTask, RowGroupTask, row_group_tasks
+from prep.sources import jsonl as jl
 from prep.sources import resolve_local
 
 SIZES = [(120, 50), (0, 50), (7, 3), (50, 50), (1, 10)]  # (rows, row group size) per file
@@ -35,8 +36,17 @@ def expected_rows(skip: int, limit: int | None) -> list[tuple[int, int]]:
     return rows[skip:limit]
 
 
-def covered(tasks: list[RowGroupTask]) -> list[tuple[int, int]]:
-    return [(t.index, r) for t in tasks for r in range(t.start, t.stop or 0)]
+def covered(tasks: list) -> list[tuple[int, int]]:  # type: ignore[type-arg]
+    """(file, row) of the rows the tasks read (a block task: its block's rows in range)."""
+    out = []
+    for t in tasks:
+        if isinstance(t, BlockTask):
+            first, _, data = t.block
+            stop = first + data.count(b"\n") + 1 if t.stop is None else t.stop
+            out += [(t.index, r) for r in range(max(t.start, first), stop)]
+        else:
+            out += [(t.index, r) for r in range(t.start, t.stop or 0)]
+    return out
 
 
 def group(t: RowGroupTask) -> int:
@@ -160,16 +170,18 @@ def streams(tmp_path_factory: pytest.TempPathFactory) -> object:
     return resolve_local(str(root))
 
 
-def test_a_stream_is_counted_and_cut_only_where_it_must_be(streams: object) -> None:
-    """A compressed file costs a read to count: a run from the start reads each whole
-    (uncounted, one task) while enough files are left to keep the workers busy, and cuts
-    only the last one; a resume point or a budget counts what it must."""
+def test_a_compressed_file_is_read_here_in_blocks_that_workers_parse(streams: object,
+                                                                     monkeypatch) -> None:
+    """gzip and zstd cannot seek: the main process decompresses each file once, as it
+    plans, into blocks of whole lines, each a task whose worker parses it; a resume point
+    and a budget cut them as they cut row groups."""
+    monkeypatch.setattr(jl, "BLOCK_BYTES", 20_000)  # several blocks per file
     files = streams.files  # type: ignore[attr-defined]
-    plan = [(t.index, t.unit.rows, t.start, t.stop)
-            for t in row_group_tasks(streams, files, 0, None, cut=2)]
-    assert plan == [(0, -1, 0, None), (1, -1, 0, None), (2, 3000, 0, 1500), (2, 3000, 1500, 3000)]
-    resumed = list(row_group_tasks(streams, files, 4000, None, cut=2))
-    assert [(t.index, t.start, t.stop) for t in resumed] == [
-        (1, 1000, 3000), (2, 0, 1500), (2, 1500, 3000)]
-    assert covered(list(row_group_tasks(streams, files, 0, 3500, cut=2))) == [
-        (i // 3000, i % 3000) for i in range(3500)]
+    tasks = list(row_group_tasks(streams, files, 0, None, cut=2))
+    assert all(isinstance(t, BlockTask) for t in tasks) and len(tasks) > 6
+    assert covered(tasks) == [(i // 3000, i % 3000) for i in range(9000)]
+    assert [t.index for t in tasks if t.hash_file] == [0, 1, 2]
+    for skip, limit in ((4000, None), (0, 3500), (2999, 6001)):
+        part = list(row_group_tasks(streams, files, skip, limit, cut=2))
+        assert covered(part) == [(i // 3000, i % 3000) for i in range(skip, limit or 9000)]
+        assert [t.index for t in part if t.hash_file] == sorted({t.index for t in part})
