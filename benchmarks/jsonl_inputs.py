@@ -7,8 +7,9 @@ binary (default level 3), as DCLM and SlimPajama ship. Then it alternates three 
 ``scripts/prepare.py`` runs on the same cores, ``--rounds`` times, after a warm-up round:
 over the Parquet files, over the 12 ``.jsonl.zst`` files and over the 12 plain ``.jsonl``
 files, and reports each median, the ratios ``jsonl.zst / parquet`` and ``jsonl / parquet``
-(the issue's bound: at most 1.10), and each run's peak RSS (the largest single process,
-and the whole process tree). Before timing, it checks that the three wrote byte-identical
+(the issue's bound: at most 1.10), the same ratios of CPU seconds (user + system of the
+whole tree: steadier than wall time on a shared machine), and each run's peak RSS (the
+largest single process, and the whole tree's PSS). Before timing, it checks that the three wrote byte-identical
 shards.
 
     python benchmarks/jsonl_inputs.py [--mb 500] [--rounds 3] [--workdir D]
@@ -100,10 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     times: dict[str, list[float]] = {k: [] for k in sources}
     peak: dict[str, list[float]] = {k: [] for k in sources}
     tree: dict[str, list[float]] = {k: [] for k in sources}
+    cpu: dict[str, list[float]] = {k: [] for k in sources}
 
     def prep(kind: str) -> Path:
         out = work / f"out-{kind}"
-        shutil.rmtree(out, ignore_errors=True)
+        for stale in (out, out.with_name(out.name + ".incomplete")):  # an interrupted one's
+            shutil.rmtree(stale, ignore_errors=True)
         cmd = prepare_command(sources[kind], args.tokenizer, out, "--quiet", *extra)
         res = run_measured(cmd, work / f"{kind}.log")
         if res.exit_code != 0:
@@ -111,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         times[kind].append(res.seconds)
         peak[kind].append(res.peak_rss_kib / 1024)
         tree[kind].append(res.tree_peak_pss_kib / 1024)
+        cpu[kind].append(res.cpu_seconds)
         return out
 
     log(f"warm-up round and identity check ({work})")
@@ -120,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         if _bins(outs[kind]) != reference:
             raise SystemExit(f"prep over {kind} wrote other shards than over Parquet")
     for k in sources:
-        times[k].clear(), peak[k].clear(), tree[k].clear()
+        times[k].clear(), peak[k].clear(), tree[k].clear(), cpu[k].clear()
     order = list(sources)
     for i in range(args.rounds):
         for kind in order[i % 3:] + order[: i % 3]:  # each kind first in turn
@@ -132,6 +136,11 @@ def main(argv: list[str] | None = None) -> int:
         "median_s": {k: round(v, 2) for k, v in med.items()},
         "zst_ratio": round(med["jsonl.zst"] / med["parquet"], 3),
         "jsonl_ratio": round(med["jsonl"] / med["parquet"], 3),
+        "cpu_median_s": {k: round(statistics.median(v), 2) for k, v in cpu.items()},
+        "zst_cpu_ratio": round(statistics.median(cpu["jsonl.zst"]) / statistics.median(
+            cpu["parquet"]), 3),
+        "jsonl_cpu_ratio": round(statistics.median(cpu["jsonl"]) / statistics.median(
+            cpu["parquet"]), 3),
         "round_ratios": {k: [round(a / b, 3) for a, b in zip(times[k], times["parquet"],
                                                               strict=True)]
                          for k in ("jsonl.zst", "jsonl")},

@@ -11,8 +11,9 @@ field is looked at: any other field may change its type from line to line.
 
 A plain file is cut into line-aligned byte ranges by the main process (one read that
 counts lines: each range's first line number is known before a worker parses it); a
-compressed file is one stream (gzip and zstd cannot seek), whose worker tasks each
-decompress it from its start and parse their own lines only.
+compressed file is one stream (gzip and zstd cannot seek), which the main process
+decompresses once as it plans, into blocks of whole lines that workers parse
+(:func:`blocks`, :func:`block_batches`).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def _damaged(f: SourceFile, kind: Kind, lines: int, at: int, e: Exception) -> In
     )
 
 
-def _chunks(fobj: IO[bytes], f: SourceFile, kind: Kind, unit: Unit
+def _chunks(fobj: IO[bytes], f: SourceFile, kind: Kind, unit: Unit, size: int = 0
             ) -> Iterator[tuple[int, bytes]]:
     """``(offset, bytes)`` of the unit's text in chunks (offsets in the decompressed text),
     the file checked unchanged after each read. Raises ``InputError`` for damaged
@@ -72,8 +73,9 @@ def _chunks(fobj: IO[bytes], f: SourceFile, kind: Kind, unit: Unit
         fobj.seek(unit.at)
     left = unit.end - unit.at if kind.codec is None else -1
     at = unit.at
+    size = size or CHUNK_BYTES
     while left != 0:
-        data = stream.read(CHUNK_BYTES if left < 0 else min(CHUNK_BYTES, left))
+        data = stream.read(size if left < 0 else min(size, left))
         check_unchanged(fobj, f)
         if not data:
             return
@@ -144,20 +146,27 @@ def count_lines(fobj: IO[bytes], f: SourceFile, kind: Kind, size: int) -> list[U
 
 def blocks(fobj: IO[bytes], f: SourceFile, kind: Kind) -> Iterator[tuple[int, int, bytes]]:
     """In the main process: the decompressed text of a compressed file as ``(first line,
-    byte offset, whole lines)`` blocks of about ``BLOCK_BYTES`` (the last line may lack
-    its newline), decompressed once, never parsed. Raises ``InputError`` for damaged data
-    after the blocks before it."""
-    pending: list[bytes] = []
-    size, lines, row, start = 0, 0, 0, 0
-    for at, raw in lines_of(fobj, f, kind, Unit(0)):
-        pending.append(raw)
-        size += len(raw) + 1
-        lines += 1
-        if size >= BLOCK_BYTES:
-            yield row, start, b"\n".join(pending)
-            row, start, pending, size, lines = row + lines, at + len(raw) + 1, [], 0, 0
-    if pending:
-        yield row, start, b"\n".join(pending)
+    byte offset, whole lines)`` blocks of about ``BLOCK_BYTES`` (without the newline that
+    ends the block's last line), decompressed once, never parsed: each block is cut at the
+    last newline of what was read, its lines counted in one pass. Raises ``InputError``
+    for damaged data, after the blocks before it."""
+    tail, tail_at, row = b"", 0, 0
+    try:
+        for at, data in _chunks(fobj, f, kind, Unit(0), BLOCK_BYTES):
+            if tail:
+                data, at = tail + data, tail_at
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:  # a line longer than a block: read on
+                tail, tail_at = data, at
+                continue
+            body = data[: cut - 1]
+            yield row, at, body
+            row += body.count(b"\n") + 1
+            tail, tail_at = data[cut:], at + cut
+    except OSError as e:
+        raise _damaged(f, kind, row, tail_at, e) from e
+    if tail:
+        yield row, tail_at, tail
 
 
 def block_batches(f: SourceFile, kind: Kind, columns: tuple[str, str | None], block: bytes,

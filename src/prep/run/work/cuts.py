@@ -8,10 +8,11 @@ its results are the same whichever worker runs it and whenever."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 
 from prep.errors import PrepError
+from prep.procs.readahead import ReadAhead
 from prep.sources import Block, Signature, Source, SourceFile, Unit, identify, read_blocks
 from prep.stream.order import Failure, StreamItem
 
@@ -75,61 +76,83 @@ def row_group_tasks(source: Source, files: list[SourceFile], skip: int, limit: i
     :func:`_cut`)."""
     first_file = begin[0]
     row: int | None = begin[1]  # None: after a file whose rows nothing needed counted
-    for index, f in enumerate(files[first_file:], start=first_file):
-        if limit is not None and row is not None and row >= limit:
-            return
-        local = source.local_path(f)  # for a Hub source: downloaded here, read there
-        few = len(files) - index < cut  # too few files left: a stream is cut, so counted
-        count = limit is not None or (row is not None and skip > row) or few
-        signature, units = identify(source, f, count)
-        if units is None:  # unreadable: one task, whose worker says why
-            yield RowGroupTask(index, str(local), signature, Unit(1), 0, 0, None, True, False)
-            row = None if row is None else row + 1
-            continue
-        if units[0].blocks and units[0].rows >= 0 and row is not None and (
-                row + units[0].rows <= skip):  # read before (a resume's replay): committed
-            row += units[0].rows
-            continue
-        if units[0].blocks:  # decompressed here, parsed there
-            row = yield from _block_tasks(source, f, index, str(local), signature, row,
-                                          skip, limit)
-            if row == -1:
+    ahead: dict[int, ReadAhead[Block]] = {}  # compressed files being decompressed
+    try:
+        for index, f in enumerate(files[first_file:], start=first_file):
+            if limit is not None and row is not None and row >= limit:
                 return
-            continue
-        if units[0].rows < 0:  # an uncounted stream, read to its end
-            yield RowGroupTask(index, str(local), signature, units[0], 0, 0, None, True)
-            row = None
-            continue
-        at = skip if row is None else row  # unknown, yet past the resume point: read all
-        total = sum(u.rows for u in units)
-        if total and at + total <= skip:  # committed before the resume point
-            row = at + total
-            continue
-        spans: list[tuple[Unit, int, int, int]] = []
-        first = 0
-        for unit in units:
-            lo = max(skip, at + first)
-            hi = at + first + unit.rows if limit is None else min(limit, at + first + unit.rows)
-            most = cut if not unit.stream or few else 1
-            if lo < hi:
-                spans += _cut(unit, first, lo - at, hi - at, most)
-            first += unit.rows
-        for k, (unit, first, start, stop) in enumerate(spans or [(Unit(0), 0, 0, 0)]):
-            yield RowGroupTask(index, str(local), signature, unit, first, start, stop,
-                               hash_file=k == 0)
-        row = None if row is None else row + total
+            local = source.local_path(f)  # for a Hub source: downloaded here, read there
+            few = len(files) - index < cut  # too few files left: a stream is cut, so counted
+            count = limit is not None or (row is not None and skip > row) or few
+            signature, units = identify(source, f, count)
+            if units is None:  # unreadable: one task, whose worker says why
+                yield RowGroupTask(index, str(local), signature, Unit(1), 0, 0, None, True, False)
+                row = None if row is None else row + 1
+                continue
+            if units[0].blocks and units[0].rows >= 0 and row is not None and (
+                    row + units[0].rows <= skip):  # read before (a resume's replay): committed
+                row += units[0].rows
+                continue
+            if units[0].blocks:  # decompressed here, parsed there
+                _unzip_ahead(source, files, index, cut, ahead)
+                with ahead.pop(index) as blocks:
+                    row = yield from _block_tasks(blocks, f, index, str(local), signature, row,
+                                                  skip, limit)
+                if row == -1:
+                    return
+                continue
+            if units[0].rows < 0:  # an uncounted stream, read to its end
+                yield RowGroupTask(index, str(local), signature, units[0], 0, 0, None, True)
+                row = None
+                continue
+            at = skip if row is None else row  # unknown, yet past the resume point: read all
+            total = sum(u.rows for u in units)
+            if total and at + total <= skip:  # committed before the resume point
+                row = at + total
+                continue
+            spans: list[tuple[Unit, int, int, int]] = []
+            first = 0
+            for unit in units:
+                lo = max(skip, at + first)
+                hi = at + first + unit.rows if limit is None else min(limit, at + first + unit.rows)
+                most = cut if not unit.stream or few else 1
+                if lo < hi:
+                    spans += _cut(unit, first, lo - at, hi - at, most)
+                first += unit.rows
+            for k, (unit, first, start, stop) in enumerate(spans or [(Unit(0), 0, 0, 0)]):
+                yield RowGroupTask(index, str(local), signature, unit, first, start, stop,
+                                   hash_file=k == 0)
+            row = None if row is None else row + total
+    finally:
+        for reader in ahead.values():
+            reader.close()
 
 
-def _block_tasks(source: Source, f: SourceFile, index: int, local: str,
+def _unzip_ahead(source: Source, files: list[SourceFile], index: int, most: int,
+                 ahead: dict[int, ReadAhead[Block]]) -> None:
+    """Decompress the compressed files among ``files[index:index + most]`` not yet read
+    in threads of their own, a few blocks ahead each (pyarrow's decoders release the GIL):
+    one file is one serial stream, so many files keep many workers fed."""
+    for j in range(index, min(len(files), index + max(most, 1))):
+        if j in ahead:
+            continue
+        signature, units = identify(source, files[j])
+        if units and units[0].blocks and (j == index or units[0].rows < 0):  # not skipped
+            ahead[j] = ReadAhead(read_blocks(source, files[j], signature), depth=4,
+                                 name="prep-unzip")
+
+
+def _block_tasks(blocks: Iterable[Block], f: SourceFile, index: int, local: str,
                  signature: Signature | None, row: int | None, skip: int, limit: int | None
                  ) -> Generator[PlannedTask, None, int | None]:
-    """The tasks of a file read in blocks (``read_blocks``) from stream row ``row`` (None:
-    unknown, yet past the resume point); returns the stream row after the file (None:
-    unknown), or -1 after a read error (ended by a task that raises it, in place)."""
+    """The tasks of a file read in ``blocks`` (``read_blocks``) from stream row ``row``
+    (None: unknown, yet past the resume point); returns the stream row after the file
+    (None: unknown), or -1 after a read error (ended by a task that raises it, in
+    place)."""
     at = skip if row is None else row
     emitted, total = False, 0
     try:
-        for first, offset, data in read_blocks(source, f, signature):
+        for first, offset, data in blocks:
             total = first + data.count(b"\n") + 1
             lo = max(skip, at + first)
             hi = at + total if limit is None else min(limit, at + total)
