@@ -21,6 +21,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import random
 import re
 import shlex
 import shutil
@@ -99,6 +100,7 @@ class Corpus:
     # small is tokenized in the main process (prep.run.work.sizing.IN_PROCESS_BYTES)
     workers: int = 0
     row_group: int = 100  # rows per Parquet row group of the World's files
+    kind: str = "parquet"  # the files' kind: "parquet", or "jsonl.zst" (written by zstd)
 
 
 # KILL: a run of ~1.5 s with FAST options, so that random kills land everywhere.
@@ -125,6 +127,15 @@ def write_plain(path: Path, texts: Sequence[str], row_group: int = 100) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table({"text": list(texts)}), path, compression="none",
                    use_dictionary=False, write_statistics=False, row_group_size=row_group)
+    return path
+
+
+def write_jsonl_zst(path: Path, texts: Sequence[str]) -> Path:
+    """The texts as JSON Lines (``json.dumps``), compressed by Debian's ``zstd``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plain = path.with_suffix("")
+    plain.write_text("".join(json.dumps({"text": t, "n": i}) + "\n" for i, t in enumerate(texts)))
+    subprocess.run(["zstd", "-q", "--rm", "-f", str(plain), "-o", str(path)], check=True)
     return path
 
 
@@ -194,7 +205,7 @@ class World:
         return World(dest, self.corpus, src, tok, self.files)
 
     def path(self, index: int) -> Path:
-        return self.source / f"part-{index:05d}.parquet"
+        return self.source / f"part-{index:05d}.{self.corpus.kind}"
 
 
 def make_world(root: Path, corpus: Corpus, *, reference: bool = False) -> World:
@@ -209,7 +220,10 @@ def make_world(root: Path, corpus: Corpus, *, reference: bool = False) -> World:
     per = -(-corpus.n_docs // corpus.n_files)
     files = tuple(tuple(docs[i * per : (i + 1) * per]) for i in range(corpus.n_files))
     for i, texts in enumerate(files):
-        write_plain(root / "src" / f"part-{i:05d}.parquet", texts, corpus.row_group)
+        if corpus.kind == "jsonl.zst":
+            write_jsonl_zst(root / "src" / f"part-{i:05d}.jsonl.zst", texts)
+        else:
+            write_plain(root / "src" / f"part-{i:05d}.parquet", texts, corpus.row_group)
     kw = {} if corpus.vocab_size is None else {"vocab_size": corpus.vocab_size}
     factories.bpe_tokenizer(root / "tok", docs[: corpus.tokenizer_docs], **kw)
     w = World(root, corpus, root / "src", root / "tok", files)
@@ -502,6 +516,33 @@ def resume_args_from(stderr: str) -> list[str]:
 
 def staging_of(out: Path) -> Path:
     return out.with_name(out.name + ".incomplete")
+
+
+def kill_until_done(fresh: Sequence[object], out: Path, seed: int, kills_wanted: int,
+                    faults: Faults) -> None:
+    """A fresh run (``fresh``: its arguments) and restarts (`--out OUT --resume` alone, with
+    2, 3, 4... workers in turn, so what is left is cut anew), each killed after a seeded
+    random delay, until one finishes; at least ``kills_wanted`` kills must land."""
+    rng = random.Random(seed)
+    first = spawn(fresh, faults=faults)
+    assert reached(first, lambda: read_checkpoint(out) is not None), first.finish()
+    assert kill_after(first, rng.uniform(0.0, 0.3)), first.finish()
+    assert first.finish()[0] == -signal.SIGKILL
+    kills = 1
+    while kills < kills_wanted + 4:
+        proc = spawn(["--out", out, "--resume", *FAST, "--workers", str(2 + kills % 3)],
+                     faults=faults)
+        killed = kill_after(proc, rng.uniform(0.05, 0.5))
+        code, err = proc.finish()
+        if not killed:
+            assert code == 0, err
+            break
+        assert code in (-signal.SIGKILL, 0), err
+        kills += 1
+    assert kills >= kills_wanted, "too few kills landed before the run finished"
+    if not out.exists():
+        done = run(["--out", out, "--resume", *FAST])
+        assert done.returncode == 0, done.stderr
 
 
 def read_checkpoint(out: Path) -> dict[str, Any] | None:

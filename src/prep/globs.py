@@ -1,5 +1,6 @@
 """Glob patterns, as ``glob.glob(recursive=True)`` and ``HfFileSystem`` read them: the one
-place that says what a glob character is and where a pattern's fixed leading part ends."""
+place that says what a glob character is and where a pattern's fixed leading part ends; and
+which names a directory, bucket-prefix or repository listing takes as source files."""
 
 from __future__ import annotations
 
@@ -20,3 +21,15 @@ def fixed_lead(segments: Sequence[str]) -> list[str]:
             break
         lead.append(seg)
     return lead
+
+
+# What a listing takes (a plain ``.json`` is left out: beside data it is far more often
+# metadata, as ``datasets``' ``dataset_info.json``; name it or give a glob). What a file is
+# is then told by its content (``prep.sources.kinds``).
+LISTED = (".parquet", ".arrow", ".jsonl", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjson.gz",
+          ".jsonl.zst", ".json.zst", ".jsonl.zstd", ".json.zstd", ".ndjson.zst")
+
+
+def listed(name: str) -> bool:
+    """Whether a directory, prefix or repository listing takes the file ``name``."""
+    return name.lower().endswith(LISTED)

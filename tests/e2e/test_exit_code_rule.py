@@ -40,7 +40,7 @@ INPUT = [
      "this is the generation configuration, not the tokenizer"),
     (["--source", "./no-such-dir/", "--tokenizer", "byte"], 1, "no such file or directory"),
     (["--source", str(GPT2_DIR), "--tokenizer", "byte"], 1,
-     "the directory holds no *.parquet files (searched recursively)"),
+     "the directory holds no Parquet, Arrow or JSON Lines files (searched recursively"),
     # seeing it needs the tokenizer opened (its vocabulary size): 1, not 2
     (["--source", OK_SOURCE, "--tokenizer", "byte", "--doc-sep-id", "99999"], 1,
      "--doc-sep-id 99,999 is outside the vocabulary of byte (size 256); choose an id below "
@@ -72,8 +72,11 @@ def test_a_model_directory_as_source_gets_no_conversion_hint(tmp_path: Path) -> 
                        timeout=300, check=False)
     assert r.returncode == 1
     assert r.stderr.strip().splitlines() == [
-        f"prep: error: --source {GPT2_DIR}: the directory holds no *.parquet files (searched "
-        "recursively)"]
+        f"prep: error: --source {GPT2_DIR}: the directory holds no Parquet, Arrow or JSON Lines "
+        "files (searched recursively for *.parquet, *.arrow, *.jsonl, and *.jsonl.gz, "
+        "*.jsonl.zst and the like); a directory listing leaves plain *.json out "
+        "(generation_config.json, tokenizer.json): name JSON Lines files with a glob, "
+        f"--source '{GPT2_DIR}/**/*.json'"]
 
 
 @pytest.mark.parametrize("out", ["/proc/prep-no-such", "/sys/prep-no-such"])

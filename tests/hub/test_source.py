@@ -195,7 +195,8 @@ def test_missing_repo_revision_and_files_are_input_errors(
     with pytest.raises(InputError, match="holds no files matching 'nowhere/"):
         resolve_hub_source(f"{URI}/nowhere/*.parquet", token=None, options=options)
     hub.commit("dataset", "acme/empty", {"README.md": b"x"})
-    with pytest.raises(InputError, match=r"holds no \*\.parquet files.*README\.md"):
+    with pytest.raises(InputError,
+                       match=r"holds no Parquet, Arrow or JSON Lines files.*README\.md"):
         resolve_hub_source("hf://datasets/acme/empty", token=None, options=options)
     assert len(hub.requests(contains="/revision/v9")) == 1  # not retried
 

@@ -62,7 +62,8 @@ def test_no_such_bucket(prepare) -> None:  # type: ignore[no-untyped-def]
 
 def test_empty_prefix(prepare, s3_bucket: str) -> None:  # type: ignore[no-untyped-def]
     err = prepare(f"s3://{s3_bucket}/nothing-here/")
-    assert f"holds no *.parquet objects under s3://{s3_bucket}/nothing-here/" in err
+    assert ("holds no Parquet, Arrow or JSON Lines objects under "
+            f"s3://{s3_bucket}/nothing-here/") in err
 
 
 def test_access_denied(prepare, s3_bucket: str) -> None:  # type: ignore[no-untyped-def]
@@ -74,7 +75,7 @@ def test_access_denied(prepare, s3_bucket: str) -> None:  # type: ignore[no-unty
 def test_malformed_uri_is_a_usage_error(prepare) -> None:  # type: ignore[no-untyped-def]
     err = prepare("s3://Not_A_Bucket/x", code=2)
     assert "--source s3://Not_A_Bucket/x: not a bucket URI" in err
-    assert "write s3://BUCKET/PREFIX/ (a prefix: every *.parquet under it)" in err
+    assert "write s3://BUCKET/PREFIX/ (a prefix: every data file under it)" in err
 
 
 def test_gcs_without_credentials(prepare, monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]

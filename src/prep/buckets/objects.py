@@ -25,7 +25,7 @@ import pyarrow.fs as pafs
 
 from prep.buckets.uri import BucketPath
 from prep.errors import IntegrityError
-from prep.globs import fixed_lead, has_glob
+from prep.globs import fixed_lead, has_glob, listed
 
 CHUNK = 8 << 20  # bytes per read of an object (a ranged GET) or of a file being uploaded
 HEAD_THREADS = 16  # HEAD requests in flight while pinning a listing
@@ -114,8 +114,8 @@ def _segments_match(pattern: list[str], key: list[str]) -> bool:
 def select(fs: pafs.FileSystem, where: BucketPath) -> tuple[BucketPath, list[str]]:
     """The objects ``where`` names, as ``BUCKET/KEY`` paths sorted by key, and the root they
     are named relative to: one object (its own name, under its parent); a glob (every match,
-    ``**`` spanning ``/``, under its fixed lead); else a prefix (every ``*.parquet`` under
-    it, recursively). Raises ``OSError`` from the store."""
+    ``**`` spanning ``/``, under its fixed lead); else a prefix (every source file under it,
+    recursively: ``globs.listed``). Raises ``OSError`` from the store."""
     segments = where.key.split("/") if where.key else []
     if has_glob(where.key):
         lead = fixed_lead(segments)
@@ -124,7 +124,7 @@ def select(fs: pafs.FileSystem, where: BucketPath) -> tuple[BucketPath, list[str
         keys = [k for k in _listing(fs, root) if _segments_match(rest, _below(root, k))]
         return root, sorted(keys)
     # The listing first: a refusal says why in its body (a HEAD's has none).
-    keys = sorted(k for k in _listing(fs, where) if k.endswith(".parquet"))
+    keys = sorted(k for k in _listing(fs, where) if listed(k))
     if not keys and where.key and fs.get_file_info(where.fs_path).type == pafs.FileType.File:
         return BucketPath(where.scheme, where.bucket, "/".join(segments[:-1])), [where.fs_path]
     return where, keys
@@ -188,7 +188,8 @@ def download(fs: pafs.FileSystem, uri: str, pin: ObjectPin, dest: Path,
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
     h = hashlib.sha256()
     try:
-        with fs.open_input_stream(pin.path) as src, open(tmp, "wb") as out:
+        # compression=None: pyarrow would decompress a ``.gz``/``.zst`` object on the way
+        with fs.open_input_stream(pin.path, compression=None) as src, open(tmp, "wb") as out:
             meta = src.metadata()
             size = _header(meta, ("Content-Length",))
             first = ObjectPin(pin.path, pin.size if size is None else int(size),

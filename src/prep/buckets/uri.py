@@ -54,7 +54,7 @@ def parse_bucket_uri(spec: str, flag: str = "--source") -> BucketPath:
     _refuse_credentials(spec, flag, scheme, bucket, key)
     if scheme not in SCHEMES or not _BUCKET.match(bucket) or ".." in bucket:
         shown = scheme if scheme in SCHEMES else "s3"
-        form = (f"{shown}://BUCKET/PREFIX/ (a prefix: every *.parquet under it), .../GLOB or "
+        form = (f"{shown}://BUCKET/PREFIX/ (a prefix: every data file under it), .../GLOB or "
                 ".../OBJECT" if flag == "--source" else f"{shown}://BUCKET/PREFIX/NAME")
         schemes = "" if scheme in SCHEMES else f" ({' or '.join(f'{s}://' for s in SCHEMES)})"
         raise UsageError(

@@ -168,11 +168,12 @@ Group = argparse._ArgumentGroup
 def _source(g: Group, d: Mapping[str, Any]) -> None:
     g.add_argument(
         "--source", metavar="SRC",
-        help="a local Parquet file, a directory (searched recursively) or a glob of them, "
+        help="a local Parquet, Arrow IPC or JSON Lines (.jsonl, .json, .gz, .zst) file, a "
+        "directory (searched recursively) or a glob of them, "
         "hf://datasets/OWNER/NAME[@REV][/PATTERN] (the Hugging Face Hub), s3://BUCKET/PREFIX "
         "or gs://BUCKET/PREFIX (a prefix, a glob or one object in a bucket), or `sample` (the "
-        "bundled sample corpus); required unless --resume continues a run. prep reads "
-        "Parquet only",
+        "bundled sample corpus); required unless --resume continues a run. What a file is "
+        "is told by its content",
     )
     g.add_argument("--text-column", metavar="NAME",
                    help=f"the column holding the text (default: {d['text_column']})")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from prep.errors import UsageError
-from prep.globs import fixed_lead, has_glob
+from prep.globs import fixed_lead, has_glob, listed
 
 DATASET_FORM = "hf://datasets/OWNER/NAME[@REVISION][/GLOB]"
 TOKENIZER_FORM = "hf:OWNER/NAME[@REVISION]"
@@ -133,22 +133,23 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 
 def listing_root(path: str) -> str:
     """The directory to list for ``path``: the glob's leading directories, a file's
-    directory (a name ending in ``.parquet``), else the directory itself."""
+    directory (a source file's name, ``globs.listed``), else the directory itself."""
     if has_glob(path):
         return "/".join(fixed_lead(path.split("/")[:-1]))
-    return posixpath.dirname(path) if path.endswith(".parquet") else path
+    return posixpath.dirname(path) if listed(path) else path
 
 
 def select_paths(paths: list[str], path: str) -> list[str]:
-    """The files a URI's ``path`` selects, sorted: no path, every ``*.parquet``; a glob, its
-    matches (any name); a file, itself; a directory, every ``*.parquet`` below it."""
+    """The files a URI's ``path`` selects, sorted: no path, every source file
+    (``globs.listed``); a glob, its matches (any name); a file, itself; a directory, every
+    source file below it."""
     if not path:
-        chosen = [p for p in paths if p.endswith(".parquet")]
+        chosen = [p for p in paths if listed(p)]
     elif has_glob(path):
         rx = glob_regex(path)
         chosen = [p for p in paths if rx.fullmatch(p)]
     else:
         chosen = [
-            p for p in paths if p == path or (p.startswith(path + "/") and p.endswith(".parquet"))
+            p for p in paths if p == path or (p.startswith(path + "/") and listed(p))
         ]
     return sorted(chosen)

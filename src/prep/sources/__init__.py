@@ -1,5 +1,5 @@
 """Where rows come from. :func:`resolve_source` picks the kind of source by the URI's
-scheme (``hf://`` the Hub, ``s3://`` and ``gs://`` a bucket, anything else local Parquet);
+scheme (``hf://`` the Hub, ``s3://`` and ``gs://`` a bucket, anything else local files);
 every kind is a
 :class:`~prep.sources.base.Source`. A new kind of source is one module here and one line in
 :func:`resolve_source`."""
@@ -21,29 +21,42 @@ from prep.sources.base import (
     hash_and_check,
     open_identified,
 )
+from prep.sources.kinds import Unit
 from prep.sources.local import SAMPLE, SAMPLE_CORPUS, LocalSource, canonical_source, resolve_local
-from prep.sources.parquet import group_batches, identify, iter_batches, open_parquet
+from prep.sources.reading import (
+    Block,
+    block_batches,
+    identify,
+    iter_batches,
+    read_blocks,
+    unit_batches,
+    units_of,
+)
 from prep.state.identity import SourceIdentity
 
 __all__ = [
     "SAMPLE",
     "SAMPLE_CORPUS",
     "SOURCE_FORMS",
+    "Block",
     "LocalSource",
     "Signature",
     "Source",
     "SourceFile",
+    "Unit",
     "arm_expected",
+    "block_batches",
     "canonical_source",
-    "group_batches",
     "hash_and_check",
     "identify",
     "iter_batches",
     "open_identified",
-    "open_parquet",
+    "read_blocks",
     "recorded_uri",
     "resolve_local",
     "resolve_source",
+    "unit_batches",
+    "units_of",
 ]
 
 

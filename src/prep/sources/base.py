@@ -34,20 +34,25 @@ from typing import IO, ClassVar
 
 from prep.errors import InputError, IntegrityError
 from prep.fsio import hash_file
+from prep.sources.kinds import PARQUET, Kind, Unit
 from prep.state.changes import listing_changes, trusted
 from prep.state.identity import FileIdentity, Fingerprint, SourceIdentity
 
 # Every kind of --source, as messages list them (the CLI's help spells the same list out).
-SOURCE_FORMS = ("a Parquet file, a directory of them (searched recursively), a glob, "
-                "hf://datasets/OWNER/NAME, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX")
+SOURCE_FORMS = ("a Parquet, Arrow or JSON Lines (.jsonl, .jsonl.gz, .jsonl.zst) file, a "
+                "directory of them (searched recursively), a glob, hf://datasets/OWNER/NAME, "
+                "s3://BUCKET/PREFIX, gs://BUCKET/PREFIX")
 
 logger = logging.getLogger(__name__)
+
+Signature = tuple[int, int, int, int]  # (inode, size, mtime_ns, ctime_ns) from fstat
 
 
 @dataclass
 class SourceFile:
-    """One Parquet file. ``sha256`` is filled when the file is read (or hashed at finish);
-    ``expected_sha256`` comes from a checkpoint and is checked then."""
+    """One source file (Parquet, Arrow or JSON Lines). ``sha256`` is filled when the file
+    is read (or hashed at finish); ``expected_sha256`` comes from a checkpoint and is
+    checked then."""
 
     path: str  # relative to the source root, POSIX
     local: Path
@@ -58,6 +63,9 @@ class SourceFile:
     # (inode, size, mtime_ns, ctime_ns) of the bytes ``sha256`` was computed from
     signature: tuple[int, int, int, int] | None = None
     fingerprint: Fingerprint = ()  # the version without reading it (see FileIdentity)
+    kind: Kind = PARQUET  # what its content is, once opened (names its rows in messages)
+    # its units as the main process planned them, for the signature they were read at
+    units: tuple[Signature, tuple[Unit, ...]] | None = None
 
     def identity(self) -> FileIdentity:
         return FileIdentity(self.path, self.size, self.sha256, self.fingerprint)
@@ -211,8 +219,6 @@ def _changed_while_reading(f: SourceFile) -> IntegrityError:
         path=f.path,
     )
 
-
-Signature = tuple[int, int, int, int]  # (inode, size, mtime_ns, ctime_ns) from fstat
 
 
 def signature_of(fobj: IO[bytes]) -> Signature:

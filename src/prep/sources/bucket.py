@@ -1,5 +1,6 @@
-"""Parquet objects in a bucket as a source: ``s3://BUCKET/PREFIX/`` (every ``*.parquet``
-under the prefix, recursively), ``s3://BUCKET/GLOB`` or ``s3://BUCKET/KEY``; ``gs://`` the
+"""Objects in a bucket as a source: ``s3://BUCKET/PREFIX/`` (every Parquet, Arrow and JSON
+Lines object under the prefix by its name, recursively: ``prep.globs.listed``),
+``s3://BUCKET/GLOB`` or ``s3://BUCKET/KEY``; ``gs://`` the
 same. Keys are sorted by their path under the root, as local files are.
 
 The listing is pinned when the run starts: each object's size, ETag and version id
@@ -81,7 +82,7 @@ def _pins(store: Store, where: BucketPath, uri: str) -> tuple[BucketPath, list[O
         root, paths = select(store.fs, where)
         if not paths:
             raise InputError(
-                f"--source {uri}: {store.where} holds no *.parquet objects "
+                f"--source {uri}: {store.where} holds no Parquet, Arrow or JSON Lines objects "
                 f"{'matching ' + repr(where.key) if root != where else 'under ' + uri + '/'};"
                 " check the prefix or pattern (keys are case-sensitive), or give one object",
                 path=uri,

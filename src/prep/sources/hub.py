@@ -3,9 +3,9 @@
 ``--source hf://datasets/OWNER/NAME[@REVISION][/PATH]``: the revision (default ``main``; a
 name holding ``/`` is URL-encoded, ``refs%2Fconvert%2Fparquet``, as ``HfFileSystem`` writes
 it) is resolved to its commit SHA once, and everything after reads that commit only, so a
-resume never drifts to a newer one. The files are the repository's ``*.parquet`` (or those
-``PATH`` selects, see :func:`prep.hub.paths.select_paths`), sorted by their path from the
-repository root.
+resume never drifts to a newer one. The files are the repository's Parquet, Arrow and JSON
+Lines files (or those ``PATH`` selects, see :func:`prep.hub.paths.select_paths`), sorted
+by their path from the repository root.
 
 The listing comes from one of three places: the Hub (a fresh run); the local cache alone
 (``HubOptions.offline``: :mod:`prep.hub.offline`); or the checkpoint (a resume: the commit
@@ -137,7 +137,7 @@ def _from_hub(
     if not chosen:
         have = ", ".join(sorted(entries)[:8]) or "nothing"
         more = f" and {len(entries) - 8:,} more" if len(entries) > 8 else ""
-        what = f"files matching {ref.path!r}" if ref.path else "*.parquet files"
+        what = f"files matching {ref.path!r}" if ref.path else "Parquet, Arrow or JSON Lines files"
         raise InputError(
             f"--source {uri}: commit {revision[:12]} holds no {what} (under "
             f"{(under or '/')!r} it has: {have}{more}); give a glob after the repository, or "
@@ -161,12 +161,13 @@ def _from_cache(
     if not chosen:
         under = listing_root(ref.path)
         have = ", ".join(paths[:8]) or "nothing"
-        what = f"files matching {ref.path!r}" if ref.path else "*.parquet files"
+        what = f"files matching {ref.path!r}" if ref.path else "Parquet, Arrow or JSON Lines files"
         raise InputError(
             f"{given}: offline, and commit {cached.commit[:12]} in the Hugging Face cache "
             f"{cached.cache} holds no {what} (under {(under or '/')!r} it has: {have}). To "
             f"fetch them on a machine with network access run: "
-            f"{cached.command(include=ref.path or '*.parquet')} ; then rerun this command",
+            f"{cached.command(include=ref.path or '*.parquet')} (or the pattern of the files "
+            "you want) ; then rerun this command",
             path=uri,
         )
     absent = [p for p in chosen if p not in cached.files]

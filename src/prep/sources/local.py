@@ -1,4 +1,5 @@
-"""Local Parquet sources: a file, a directory (recursive ``*.parquet``) or a glob."""
+"""Local sources: a file, a directory (recursive: every Parquet, Arrow and JSON Lines file by
+its name, :data:`prep.globs.LISTED`) or a glob."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pyarrow.parquet as pq
 from prep.buckets.uri import is_bucket_uri, parse_bucket_uri
 from prep.errors import InputError, UsageError
 from prep.fsio import canonical_path
-from prep.globs import fixed_lead, has_glob
+from prep.globs import fixed_lead, has_glob, listed
 from prep.sources.base import SOURCE_FORMS, Source, SourceFile
 from prep.sources.parquet import CONVERTERS, not_parquet
 from prep.state.identity import Fingerprint, fingerprint_of
@@ -28,7 +29,7 @@ SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "sample"
 
 @dataclass
 class LocalSource(Source):
-    """Parquet files on this machine; an unread file's mtime is the evidence it changed."""
+    """Files on this machine; an unread file's mtime is the evidence it changed."""
 
     kind: ClassVar[str] = "parquet"
 
@@ -36,8 +37,8 @@ class LocalSource(Source):
         return recorded_mtime_ns != f.mtime_ns
 
     def total_rows(self, files: list[SourceFile]) -> int | None:
-        """Rows in ``files`` from their Parquet footers; None when a footer cannot be
-        read."""
+        """Rows in ``files`` from their Parquet footers; None when a file has no footer to
+        read (JSON Lines, Arrow: counting them is a read of the whole file)."""
         total = 0
         try:
             for f in files:
@@ -114,7 +115,7 @@ def _regular_files(entries: Iterable[Path], given: str) -> list[Path]:
             files.append(q)
         elif not q.is_dir():
             raise InputError(
-                f"--source {given}: {q} is {_not_a_file(q)}, not a Parquet file prep can read; "
+                f"--source {given}: {q} is {_not_a_file(q)}, not a file prep can read; "
                 "fix it (restore the file a link points to, or its permissions) or remove it "
                 "from the source",
                 path=str(q),
@@ -133,7 +134,8 @@ def _not_a_file(q: Path) -> str:
 
 
 def resolve_local(spec: str, base: Path | None = None) -> Source:
-    """Resolve a local file, directory (recursive ``*.parquet``) or glob; a relative
+    """Resolve a local file, directory (recursive: the names ``globs.listed`` takes) or
+    glob; a relative
     ``spec`` is taken relative to ``base`` (default: the current directory).
 
     Raises ``InputError`` when nothing matches, naming what was looked for."""
@@ -154,16 +156,20 @@ def resolve_local(spec: str, base: Path | None = None) -> Source:
         p = Path(spec)
         if p.is_dir():
             root = p
-            paths = _regular_files(p.rglob("*.parquet"), given)
+            every = list(p.rglob("*"))
+            paths = _regular_files([q for q in every if listed(q.name)], given)
             if not paths:
-                # .json is left out: in a directory it is far more often a config file
-                others = sorted(q for q in p.rglob("*")
-                                if q.suffix.lower() in CONVERTERS and q.suffix != ".json")
+                others = sorted(q for q in every if q.suffix.lower() in CONVERTERS)
                 then = f"and the others like it, then run again with --source {given}"
                 hint = f"; {not_parquet(others[0].name, others[0], then)}" if others else ""
+                plain = sorted(q.name for q in every if q.suffix.lower() == ".json")[:3]
+                if plain and not hint:
+                    hint = (f"; a directory listing leaves plain *.json out ({', '.join(plain)}"
+                            f"): name JSON Lines files with a glob, --source '{given}/**/*.json'")
                 raise InputError(
-                    f"--source {given}: the directory holds no *.parquet files (searched "
-                    f"recursively){hint}",
+                    f"--source {given}: the directory holds no Parquet, Arrow or JSON Lines "
+                    f"files (searched recursively for *.parquet, *.arrow, *.jsonl, and "
+                    f"*.jsonl.gz, *.jsonl.zst and the like){hint}",
                     path=spec,
                 )
         elif p.is_file():

@@ -14,31 +14,26 @@ import pyarrow.parquet as pq
 
 from prep.errors import InputError, PrepError
 from prep.sources.base import (
-    Signature,
-    Source,
     SourceFile,
     check_unchanged,
-    open_verified,
-    signature_of,
 )
+from prep.sources.kinds import Kind, Unit
 
 READ_BATCH_ROWS = 4096
 
 
-# Text formats people hand to prep: (what it is, the pyarrow module, its reader call).
+# Text formats people hand to prep that it does not read: (what it is, the pyarrow module,
+# its reader call).
 _TSV = "read_csv({path}, parse_options=r.ParseOptions(delimiter=chr(9)))"
 CONVERTERS = {
-    ".jsonl": ("JSON Lines", "pyarrow.json", "read_json({path})"),
-    ".ndjson": ("JSON Lines", "pyarrow.json", "read_json({path})"),
-    ".json": ("JSON (pyarrow reads one object per line)", "pyarrow.json", "read_json({path})"),
     ".csv": ("CSV", "pyarrow.csv", "read_csv({path})"),
     ".tsv": ("TSV", "pyarrow.csv", _TSV),
 }
 
 
 def not_parquet(name: str, local: Path, then: str | None = None) -> str | None:
-    """For a JSON Lines, JSON or CSV file (by its suffix): that prep reads Parquet only, a
-    pyarrow one-liner that converts it beside itself, and ``then`` (default: the
+    """For a CSV or TSV file (by its suffix): that prep does not read it, a pyarrow
+    one-liner that converts it to Parquet beside itself, and ``then`` (default: the
     ``--source`` to give next); None for any other file."""
     kind = CONVERTERS.get(local.suffix.lower())
     if kind is None:
@@ -52,20 +47,21 @@ def not_parquet(name: str, local: Path, then: str | None = None) -> str | None:
     )
     then = then or f"then give --source {shlex.quote(str(target))}"
     return (
-        f"{name} is {what}, not Parquet: prep reads Parquet only. Convert it first, e.g.\n"
+        f"{name} is {what}: prep reads Parquet, Arrow IPC and JSON Lines. Convert it first, "
+        "e.g.\n"
         f"  python -c {shlex.quote(code)}\n{then}"
     )
 
 
-def _is_string(t: pa.DataType) -> bool:
+def is_string(t: pa.DataType) -> bool:
     if pa.types.is_dictionary(t):  # pandas "category" columns
-        return _is_string(t.value_type)
+        return is_string(t.value_type)
     return bool(pa.types.is_string(t) or pa.types.is_large_string(t)) or (
         hasattr(pa.types, "is_string_view") and pa.types.is_string_view(t)
     )
 
 
-def _strings(col: pa.Array, f: SourceFile, first_row: int, name: str) -> list[Any]:
+def strings(col: pa.Array, f: SourceFile, first_row: int, name: str) -> list[Any]:
     """The column's values; raises ``InputError`` naming the first row that is not UTF-8."""
     try:
         return col.to_pylist()  # type: ignore[no-any-return]
@@ -125,7 +121,7 @@ def open_parquet(
                 path=f.path,
             )
         t = schema.field(col).type
-        if not _is_string(t) and not pa.types.is_null(t):
+        if not is_string(t) and not pa.types.is_null(t):
             raise InputError(
                 f'{f.path} row 0: column "{col}" holds {t}, expected a string; choose the '
                 f"column with {flag}",
@@ -135,20 +131,16 @@ def open_parquet(
     return pf
 
 
-def identify(source: Source, f: SourceFile) -> tuple[Signature | None, list[int] | None]:
-    """What the main process fixes before workers read ``f``: the file's signature and its
-    rows per row group, both through one descriptor; None for what cannot be read (the
-    worker that opens the file then reports why)."""
+def count_groups(fobj: IO[bytes], f: SourceFile) -> list[Unit]:
+    """The file's row groups as units (rows from the footer). Raises ``InputError`` for
+    unreadable Parquet."""
     try:
-        with open(source.local_path(f), "rb") as fobj:
-            sig = signature_of(fobj)
-            try:
-                meta = pq.ParquetFile(fobj).metadata
-                return sig, [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
-            except (pa.ArrowException, OSError, ValueError):
-                return sig, None
-    except OSError:
-        return None, None
+        meta = pq.ParquetFile(fobj).metadata
+    except (pa.ArrowException, OSError, ValueError) as e:
+        check_unchanged(fobj, f)
+        raise InputError(f"{f.path}: not a readable Parquet file ({e}); remove or replace the "
+                         "file", path=f.path) from e
+    return [Unit(meta.row_group(g).num_rows, g) for g in range(meta.num_row_groups)]
 
 
 def group_batches(
@@ -186,9 +178,9 @@ def group_batches(
             hi = n if stop is None else min(max(stop - row, 0), n)
             if lo < hi:
                 part = batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo)
-                texts = _strings(part.column(0), f, row + lo, text_column)
+                texts = strings(part.column(0), f, row + lo, text_column)
                 splits = (
-                    _strings(part.column(1), f, row + lo, split_column) if split_column else None
+                    strings(part.column(1), f, row + lo, split_column) if split_column else None
                 )
                 yield texts, splits
             row += n
@@ -204,19 +196,12 @@ def group_batches(
         ) from e
 
 
-def iter_batches(
-    source: Source, f: SourceFile, text_column: str, split_column: str | None
-) -> Iterator[tuple[list[Any], list[Any] | None]]:
-    """Yield ``(texts, splits)`` per record batch of one file, in stored order.
-
-    Raises ``InputError`` for unreadable Parquet, a missing column (naming those that
-    exist) or a column that is not of a string type; ``IntegrityError`` when the file
-    changes while it is read (no row read after the change is yielded): the file is hashed
-    and parsed through one descriptor (``prep.sources.base``)."""
-    with open_verified(source, f) as fobj:
-        pf = open_parquet(fobj, f, text_column, split_column)
-        first = 0
-        for group in range(pf.num_row_groups):
-            yield from group_batches(pf, fobj, f, (text_column, split_column), group, first)
-            first += pf.metadata.row_group(group).num_rows
-        check_unchanged(fobj, f)
+def read_batches(fobj: IO[bytes], f: SourceFile, kind: Kind, columns: tuple[str, str | None],
+                 unit: Unit, first: int, start: int, stop: int | None
+                 ) -> Iterator[tuple[list[Any], list[Any] | None]]:
+    """``(texts, splits)`` of file rows ``start``..``stop`` (None: to the end of the group)
+    of row group ``unit.at``, whose first row is ``first`` (the footer and the columns are
+    checked first: :func:`open_parquet`)."""
+    pf = open_parquet(fobj, f, *columns)
+    if unit.rows:
+        yield from group_batches(pf, fobj, f, columns, unit.at, first, start, stop)

@@ -27,6 +27,7 @@ from prep.errors import InputError, PrepError
 from prep.partition import Part, part_range
 from prep.recipe import Recipe
 from prep.sources import Source, SourceFile, iter_batches
+from prep.sources.kinds import place
 from prep.split import column_split, hash_split_seeded, seeded_hash, val_threshold
 from prep.stream.chain import chain
 
@@ -240,7 +241,8 @@ class Preparer:
         self.threshold = val_threshold(recipe.val_fraction)
 
     def _where(self, item: RawRow) -> str:
-        return f"{self.files[item[2]].path} row {item[3]}"
+        f = self.files[item[2]]
+        return place(f.kind, f.path, item[3])
 
     def prepare(self, items: list[StreamItem]) -> Batch:
         b = Batch()
@@ -254,7 +256,8 @@ class Preparer:
             if not isinstance(text, str):
                 what = "null" if text is None else f"a {type(text).__name__}"
                 b.refuse(InputError(
-                    f'{self._where(item)}: column "{self.text_column}" is {what}, expected '
+                    f"{self._where(item)}: {self.files[item[2]].kind.column_word} "
+                    f'"{self.text_column}" is {what}, expected '
                     "a string; drop or fill such rows in the source, or choose the column "
                     "with --text-column",
                     path=self.files[item[2]].path,

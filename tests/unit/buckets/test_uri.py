@@ -53,7 +53,7 @@ def test_a_malformed_bucket_name_is_a_usage_error_naming_the_form(spec: str) -> 
         parse_bucket_uri(spec)
     assert str(e.value) == (
         f"--source {spec}: not a bucket URI; write s3://BUCKET/PREFIX/ (a prefix: every "
-        "*.parquet under it), .../GLOB or .../OBJECT, with the bucket name in lower-case "
+        "data file under it), .../GLOB or .../OBJECT, with the bucket name in lower-case "
         "letters, digits, dots and dashes")
     assert e.value.exit_code == 2
 

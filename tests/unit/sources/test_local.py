@@ -118,7 +118,8 @@ def test_empty_directory_is_an_error(tmp_path: Path) -> None:
     (d / "sub" / "readme.txt").write_text("no parquet here")
     with pytest.raises(InputError) as info:
         resolve_local(str(d))
-    assert f"--source {d}: the directory holds no *.parquet files" in str(info.value)
+    assert f"--source {d}: the directory holds no Parquet, Arrow or JSON Lines files" in str(
+        info.value)
     assert "recursively" in str(info.value)
 
 

@@ -121,7 +121,7 @@ class Remote:
 
         def get() -> bytes | None:
             try:
-                with self.fs.open_input_stream(fs_path) as f:
+                with self.fs.open_input_stream(fs_path, compression=None) as f:
                     return bytes(f.read())
             except FileNotFoundError:
                 return None
@@ -132,7 +132,7 @@ class Remote:
         """Write a small object whole (a PUT: readers see the old or the new content)."""
 
         def put() -> None:
-            with self.fs.open_output_stream(fs_path) as out:
+            with self.fs.open_output_stream(fs_path, compression=None) as out:
                 out.write(data)
 
         self.call("writing", fs_path, put, writing=True)
@@ -145,7 +145,9 @@ class Remote:
 
         def put() -> str:
             h = hashlib.sha256()
-            with open(local, "rb") as f, self.fs.open_output_stream(fs_path) as out:
+            # compression=None: pyarrow would gzip a ``.gz`` name (olmo's ``.csv.gz``) again
+            with open(local, "rb") as f, self.fs.open_output_stream(fs_path,
+                                                                    compression=None) as out:
                 f.seek(offset)
                 want = os.fstat(f.fileno()).st_size - offset if size is None else size
                 left = want - copy_hashed(f, out, h, want)
@@ -176,7 +178,8 @@ class Remote:
         def get() -> str:
             h = hashlib.sha256()
             mode = "r+b" if start else "wb"
-            with self.fs.open_input_stream(fs_path) as src, open(dest, mode) as out:
+            with self.fs.open_input_stream(fs_path, compression=None) as src, \
+                    open(dest, mode) as out:
                 out.seek(start)
                 out.truncate()
                 copy_hashed(src, out, h)

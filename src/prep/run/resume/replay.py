@@ -21,7 +21,7 @@ from prep.errors import IntegrityError, Interrupted, PrepError
 from prep.procs.pool import OrderedPool
 from prep.recipe import Recipe
 from prep.run.resume.claims import ReplayCounts
-from prep.run.work.cuts import RowGroupTask, row_group_tasks
+from prep.run.work.cuts import Task, row_group_tasks
 from prep.run.work.tasks import prepared, record_digest
 from prep.sources import Source, SourceFile, identify
 from prep.split import SPLITS
@@ -136,14 +136,14 @@ def _visit(batch: Batch, cursor: Cursor, counts: ReplayCounts) -> None:
 
 def stream_rows(source: Source, files: list[SourceFile], base: StreamBase | None) -> int | None:
     """How many rows the stream over ``files`` (the read order) holds before any budget,
-    from the Parquet footers (after the published rows ``base`` continues); None when a
+    from each file's units (after the published rows ``base`` continues); None when a
     file's footer cannot be read."""
     first, total = StreamBase.start(base)
     for f in files[first:]:
-        _, sizes = identify(source, f)
-        if sizes is None:
+        _, units = identify(source, f)
+        if units is None or any(u.rows < 0 for u in units):  # unreadable, or a stream
             return None
-        total += sum(sizes)
+        total += sum(u.rows for u in units)
     return total
 
 
@@ -183,7 +183,7 @@ def init_replay(source: Source, files: list[SourceFile], recipe: Recipe, texts: 
         _replay_state = (source, files, recipe, Preparer(recipe, files), texts)
 
 
-def replay_task(task: RowGroupTask) -> Iterator[Replayed]:
+def replay_task(task: Task) -> Iterator[Replayed]:
     """In a worker: the task's rows prepared in batches (no tokenizing), the documents'
     texts dropped unless the state asks for them; at least one piece per task."""
     if _replay_state is None:

@@ -31,7 +31,7 @@ from prep.encoders.engine import (
     reference_of,
 )
 from prep.encoders.flatids import FlatIds
-from prep.errors import PrepError
+from prep.errors import IntegrityError, PrepError
 from prep.procs.copiers import Copiers
 from prep.procs.pool import InProcess, OrderedPool
 from prep.procs.readahead import ReadAhead
@@ -39,7 +39,14 @@ from prep.recipe import Recipe
 from prep.run.committed import RunState
 from prep.run.telemetry import Measurements
 from prep.run.work.crosscheck import CrossCheck, EngineMismatch, Rechecked
-from prep.run.work.cuts import ItemsTask, RowGroupTask, Task, item_tasks, row_group_tasks
+from prep.run.work.cuts import (
+    BlockTask,
+    ItemsTask,
+    RowGroupTask,
+    Task,
+    item_tasks,
+    row_group_tasks,
+)
 from prep.run.work.sizing import parts_advice, workers_for
 from prep.run.work.tokenize import (
     Ids,
@@ -50,7 +57,14 @@ from prep.run.work.tokenize import (
     per_document,
     tokenize,
 )
-from prep.sources import Source, SourceFile, group_batches, open_identified, open_parquet
+from prep.sources import (
+    Source,
+    SourceFile,
+    block_batches,
+    open_identified,
+    unit_batches,
+    units_of,
+)
 from prep.split import SPLITS
 from prep.state.checkpoint import StreamBase
 from prep.stream.order import Batch, Failure, Preparer, StreamItem, batches
@@ -137,7 +151,8 @@ def init_worker(settings: WorkerSettings) -> None:
 
 
 def open_task(source: Source, files: list[SourceFile], columns: tuple[str, str | None],
-              task: RowGroupTask) -> tuple[Iterator[StreamItem], tuple[int, str] | None]:
+              task: RowGroupTask | BlockTask
+              ) -> tuple[Iterator[StreamItem], tuple[int, str] | None]:
     """In a worker: the task's rows as stream items (a read error ends them with a
     Failure) and, when the task hashes its file, ``(file index, digest)``. The file is
     opened once, checked to be the one the main process identified, hashed (first task of
@@ -152,11 +167,18 @@ def open_task(source: Source, files: list[SourceFile], columns: tuple[str, str |
         row = task.start
         try:
             with fobj:
-                pf = open_parquet(fobj, f, *columns)
-                if task.group < 0:
-                    return
-                for texts, splits in group_batches(pf, fobj, f, columns, task.group,
-                                                   task.first, task.start, task.stop):
+                if isinstance(task, BlockTask):
+                    read = block_batches(fobj, f, columns, task.block, task.start, task.stop)
+                elif not task.planned:  # the main process could not plan it: say why
+                    units_of(fobj, f)
+                    raise IntegrityError(
+                        f"source file {f.path} could not be read when the run planned it "
+                        "but can now: it changed while the run read it. Rerun with --resume "
+                        "once nothing writes the source", path=f.path)
+                else:
+                    read = unit_batches(fobj, f, columns, task.unit, task.first, task.start,
+                                        task.stop)
+                for texts, splits in read:
                     for k, text in enumerate(texts):
                         yield (text, None if splits is None else splits[k], task.index, row)
                         row += 1

@@ -1,0 +1,155 @@
+"""prep over JSON Lines against prep over Parquet, on the same real text, as whole processes.
+
+It builds (or reuses) a Parquet corpus of real text (``make_corpus.py``, default 500 MB),
+converts it to 12 JSON Lines files (``json.dumps(..., ensure_ascii=False)``, one object per
+line, the documents in the corpus's order) and compresses each with Debian's ``zstd``
+binary (default level 3), as DCLM and SlimPajama ship. Then it alternates three whole
+``scripts/prepare.py`` runs on the same cores, ``--rounds`` times, after a warm-up round:
+over the Parquet files, over the 12 ``.jsonl.zst`` files and over the 12 plain ``.jsonl``
+files, and reports each median, the ratios ``jsonl.zst / parquet`` and ``jsonl / parquet``
+(the issue's bound: at most 1.10), the same ratios of CPU seconds (user + system of the
+whole tree: steadier than wall time on a shared machine), and each run's peak RSS (the
+largest single process, and the whole tree's PSS). Before timing, it checks that the three wrote byte-identical
+shards.
+
+    python benchmarks/jsonl_inputs.py [--mb 500] [--rounds 3] [--workdir D]
+                                      [--prep-args "--workers 2"] [--tokenizer TOK]
+
+Prints ``{"bench": "jsonl_inputs", ...}`` on stdout; progress on stderr. ``convert`` alone
+(``python benchmarks/jsonl_inputs.py convert PARQUET_DIR OUT_DIR``) writes ``OUT_DIR/jsonl``
+and ``OUT_DIR/zst`` from any Parquet corpus with a ``text`` column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from memory import DEFAULT_TOKENIZER, prepare_command, reusable_corpus, run_measured
+
+N_FILES = 12
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def convert(parquet: Path, out: Path, n_files: int = N_FILES) -> tuple[Path, Path]:
+    """``out/jsonl/part-NNNNN.jsonl`` (the corpus's documents in order, cut into
+    ``n_files`` files of about equal documents) and ``out/zst/part-NNNNN.jsonl.zst`` (each
+    compressed by the ``zstd`` binary); reused when both exist."""
+    import pyarrow.parquet as pq  # here: the timing process never imports pyarrow
+
+    plain, packed = out / "jsonl", out / "zst"
+    if plain.is_dir() and packed.is_dir():
+        return plain, packed
+    shutil.rmtree(plain, ignore_errors=True)
+    shutil.rmtree(packed, ignore_errors=True)
+    plain.mkdir(parents=True)
+    packed.mkdir(parents=True)
+    files = sorted(parquet.glob("*.parquet"))
+    total = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    per = -(-total // n_files)
+    index, in_file, sink = 0, 0, None
+    for f in files:
+        for batch in pq.ParquetFile(f).iter_batches(columns=["text"], batch_size=4096):
+            for text in batch.column(0).to_pylist():
+                if sink is None or in_file == per:
+                    if sink is not None:
+                        sink.close()
+                    sink = open(plain / f"part-{index:05d}.jsonl", "w", encoding="utf-8")  # noqa: SIM115
+                    index, in_file = index + 1, 0
+                sink.write(json.dumps({"text": text, "id": in_file}, ensure_ascii=False) + "\n")
+                in_file += 1
+    if sink is not None:
+        sink.close()
+    for p in sorted(plain.glob("*.jsonl")):
+        subprocess.run(["zstd", "-q", "-k", str(p), "-o", str(packed / f"{p.name}.zst")],
+                       check=True)
+    return plain, packed
+
+
+def _bins(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.glob("*.bin"))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["convert"]:
+        plain, packed = convert(Path(argv[1]), Path(argv[2]))
+        print(json.dumps({"jsonl": str(plain), "zst": str(packed)}))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=float, default=500.0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--tokenizer", default=str(DEFAULT_TOKENIZER))
+    ap.add_argument("--prep-args", default="--workers 2", help="extra prepare options")
+    args = ap.parse_args(argv)
+    work, corpus = reusable_corpus(args.workdir, args.mb, "jsonl-inputs-")
+    plain, packed = convert(corpus, work / f"jsonl-{args.mb:g}mb")
+    extra = shlex.split(args.prep_args)
+    sources = {"parquet": corpus, "jsonl.zst": packed, "jsonl": plain}
+    times: dict[str, list[float]] = {k: [] for k in sources}
+    peak: dict[str, list[float]] = {k: [] for k in sources}
+    tree: dict[str, list[float]] = {k: [] for k in sources}
+    cpu: dict[str, list[float]] = {k: [] for k in sources}
+
+    def prep(kind: str) -> Path:
+        out = work / f"out-{kind}"
+        for stale in (out, out.with_name(out.name + ".incomplete")):  # an interrupted one's
+            shutil.rmtree(stale, ignore_errors=True)
+        cmd = prepare_command(sources[kind], args.tokenizer, out, "--quiet", *extra)
+        res = run_measured(cmd, work / f"{kind}.log")
+        if res.exit_code != 0:
+            raise SystemExit(f"prep over {kind} failed ({res.exit_code}); see {work}/{kind}.log")
+        times[kind].append(res.seconds)
+        peak[kind].append(res.peak_rss_kib / 1024)
+        tree[kind].append(res.tree_peak_pss_kib / 1024)
+        cpu[kind].append(res.cpu_seconds)
+        return out
+
+    log(f"warm-up round and identity check ({work})")
+    outs = {kind: prep(kind) for kind in sources}
+    reference = _bins(outs["parquet"])
+    for kind in ("jsonl.zst", "jsonl"):
+        if _bins(outs[kind]) != reference:
+            raise SystemExit(f"prep over {kind} wrote other shards than over Parquet")
+    for k in sources:
+        times[k].clear(), peak[k].clear(), tree[k].clear(), cpu[k].clear()
+    order = list(sources)
+    for i in range(args.rounds):
+        for kind in order[i % 3:] + order[: i % 3]:  # each kind first in turn
+            prep(kind)
+        log(f"round {i + 1}: " + ", ".join(f"{k} {times[k][-1]:.2f} s" for k in sources))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(json.dumps({
+        "bench": "jsonl_inputs", "mb": args.mb, "files": N_FILES, "prep_args": args.prep_args,
+        "median_s": {k: round(v, 2) for k, v in med.items()},
+        "zst_ratio": round(med["jsonl.zst"] / med["parquet"], 3),
+        "jsonl_ratio": round(med["jsonl"] / med["parquet"], 3),
+        "cpu_median_s": {k: round(statistics.median(v), 2) for k, v in cpu.items()},
+        "zst_cpu_ratio": round(statistics.median(cpu["jsonl.zst"]) / statistics.median(
+            cpu["parquet"]), 3),
+        "jsonl_cpu_ratio": round(statistics.median(cpu["jsonl"]) / statistics.median(
+            cpu["parquet"]), 3),
+        "round_ratios": {k: [round(a / b, 3) for a, b in zip(times[k], times["parquet"],
+                                                              strict=True)]
+                         for k in ("jsonl.zst", "jsonl")},
+        "peak_rss_mib": {k: round(max(v), 1) for k, v in peak.items()},
+        "tree_rss_mib": {k: round(max(v), 1) for k, v in tree.items()},
+        "same_shards": True,
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
