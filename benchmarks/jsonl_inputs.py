@@ -9,8 +9,8 @@ over the Parquet files, over the 12 ``.jsonl.zst`` files and over the 12 plain `
 files, and reports each median, the ratios ``jsonl.zst / parquet`` and ``jsonl / parquet``
 (the issue's bound: at most 1.10), the same ratios of CPU seconds (user + system of the
 whole tree: steadier than wall time on a shared machine), and each run's peak RSS (the
-largest single process, and the whole tree's PSS). Before timing, it checks that the three wrote byte-identical
-shards.
+largest single process, and the whole tree's PSS). Before timing, it checks that the three
+wrote byte-identical shards.
 
     python benchmarks/jsonl_inputs.py [--mb 500] [--rounds 3] [--workdir D]
                                       [--prep-args "--workers 2"] [--tokenizer TOK]
