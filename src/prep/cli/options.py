@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 from prep.cli.values import closest_option, count, fraction, seconds, shown
 from prep.outputs import location
+from prep.recipe import PACKS, SEP_POSITIONS
 
 GROUPS = ("source", "tokenizer and separator", "splits and order", "output", "run control",
           "Hub")
@@ -199,7 +200,7 @@ def _tokenizer(g: Group, d: Mapping[str, Any]) -> None:
     sep.add_argument("--no-doc-sep", action="store_true",
                      help="no separator between documents")
     g.add_argument(
-        "--sep-position", choices=("prepend", "append"),
+        "--sep-position", choices=SEP_POSITIONS,
         help=f"separator before each document (llm.c's convention) or after it "
         f"(default: {d['sep_position']})",
     )
@@ -250,7 +251,7 @@ def _output(g: Group, d: Mapping[str, Any]) -> None:
         help=f"the most ids a file holds (default: {d['max_file_tokens']}); see --pack",
     )
     g.add_argument(
-        "--pack", choices=("whole", "fixed"),
+        "--pack", choices=PACKS,
         help=f"how files are cut (default: {d['pack']}): whole starts a new file before a "
         "document that would take one past --max-file-tokens; fixed fills every file of a "
         "split but its last to exactly --max-file-tokens ids, documents running on into the "
