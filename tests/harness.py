@@ -494,6 +494,46 @@ def paced(seconds: float) -> Fault:
             "action": "sleep", "seconds": seconds, "every": True}
 
 
+def kill_until_done(fresh: Sequence[object], out: Path, seed: int | str, kills_wanted: int,
+                    faults: Faults, *, delays: tuple[float, float] = (0.3, 0.5),
+                    new_workers: bool = True) -> int:
+    """A fresh run (``fresh``: its arguments) and restarts (`--out OUT --resume` alone; with
+    ``new_workers``, 2, 3, 4... workers in turn, so what is left is cut anew), each killed
+    after a seeded random delay (the first up to ``delays[0]`` s, each restart's 0.05 s to
+    ``delays[1]``), until one finishes; at least ``kills_wanted`` kills must land, at most 4
+    more are sent. Returns how many restarts found a staging directory to resume (a bound on
+    the resumes the published provenance may count)."""
+    rng = random.Random(seed)
+
+    def restart(kills: int) -> list[object]:
+        workers = ["--workers", str(2 + kills % 3)] if new_workers else []
+        return ["--out", out, "--resume", *FAST, *workers]
+
+    first = spawn(fresh, faults=faults)
+    # `--out DIR --resume` alone needs a staging directory to take the recipe from.
+    assert reached(first, lambda: read_checkpoint(out) is not None), first.finish()
+    assert kill_after(first, rng.uniform(0.0, delays[0])), (
+        f"the first run ended before its kill: {first.finish()}")
+    assert first.finish()[0] == -signal.SIGKILL
+    kills, resumed = 1, 0
+    while kills < kills_wanted + 4:
+        resumed += staging_of(out).is_dir()
+        proc = spawn(restart(kills), faults=faults)
+        killed = kill_after(proc, rng.uniform(0.05, delays[1]))
+        code, err = proc.finish()
+        if not killed:
+            assert code == 0, err
+            break
+        assert code in (-signal.SIGKILL, 0), err
+        kills += 1
+    assert kills >= kills_wanted, "too few kills landed before the run finished"
+    if not out.exists():
+        done = run(restart(kills))
+        assert done.returncode == 0, done.stderr
+        resumed += 1
+    return resumed
+
+
 def gate(target: str, where: Path, *, nth: int = 1, when: str = "after") -> Fault:
     """A fault that parks the process at ``target`` until ``release(where)``."""
     return {"target": target, "action": "gate", "nth": nth, "when": when,
@@ -516,33 +556,6 @@ def resume_args_from(stderr: str) -> list[str]:
 
 def staging_of(out: Path) -> Path:
     return out.with_name(out.name + ".incomplete")
-
-
-def kill_until_done(fresh: Sequence[object], out: Path, seed: int, kills_wanted: int,
-                    faults: Faults) -> None:
-    """A fresh run (``fresh``: its arguments) and restarts (`--out OUT --resume` alone, with
-    2, 3, 4... workers in turn, so what is left is cut anew), each killed after a seeded
-    random delay, until one finishes; at least ``kills_wanted`` kills must land."""
-    rng = random.Random(seed)
-    first = spawn(fresh, faults=faults)
-    assert reached(first, lambda: read_checkpoint(out) is not None), first.finish()
-    assert kill_after(first, rng.uniform(0.0, 0.3)), first.finish()
-    assert first.finish()[0] == -signal.SIGKILL
-    kills = 1
-    while kills < kills_wanted + 4:
-        proc = spawn(["--out", out, "--resume", *FAST, "--workers", str(2 + kills % 3)],
-                     faults=faults)
-        killed = kill_after(proc, rng.uniform(0.05, 0.5))
-        code, err = proc.finish()
-        if not killed:
-            assert code == 0, err
-            break
-        assert code in (-signal.SIGKILL, 0), err
-        kills += 1
-    assert kills >= kills_wanted, "too few kills landed before the run finished"
-    if not out.exists():
-        done = run(["--out", out, "--resume", *FAST])
-        assert done.returncode == 0, done.stderr
 
 
 def read_checkpoint(out: Path) -> dict[str, Any] | None:

@@ -41,30 +41,9 @@ def test_sigkill_at_random_moments_then_resume_alone_is_identical(
     tokenized in one process)."""
     if cut:
         w = h.world(tmp_path_factory, h.CUT)
-    workers = (lambda k: ("--workers", str(2 + k % 3))) if cut else (lambda k: ())
-    rng = random.Random(seed)
     out = tmp_path / "out"
-    first = h.spawn(w.fresh_args(out, *workers(0)), faults=PACE)
-    # `--out DIR --resume` alone needs a staging directory to take the recipe from.
-    assert h.reached(first, lambda: h.read_checkpoint(out) is not None)
-    assert h.kill_after(first, rng.uniform(0.0, 0.4)), "the first run ended before its kill"
-    assert first.finish()[0] == -signal.SIGKILL
-    kills, resumed = 1, 0
-    while kills < 7:
-        resumed += h.staging_of(out).is_dir()
-        proc = h.spawn(["--out", out, "--resume", *h.FAST, *workers(kills)], faults=PACE)
-        killed = h.kill_after(proc, rng.uniform(0.05, 0.7))
-        code, err = proc.finish()
-        if not killed:
-            assert code == 0, err
-            break
-        assert code in (-signal.SIGKILL, 0), err
-        kills += 1
-    assert kills >= 3, "too few kills landed before the run finished"
-    if not out.exists():
-        done = h.run(["--out", out, "--resume", *h.FAST, *workers(kills)])
-        assert done.returncode == 0, done.stderr
-        resumed += 1
+    fresh = w.fresh_args(out, *(("--workers", "2") if cut else ()))
+    resumed = h.kill_until_done(fresh, out, seed, 3, PACE, delays=(0.4, 0.7), new_workers=cut)
     h.assert_identical(w, out)
     # A resume killed before its first checkpoint leaves no trace: at most one per run.
     assert 0 < h.provenance(out)["resumes"] <= resumed

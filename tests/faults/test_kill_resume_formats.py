@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import random
 import signal
 from pathlib import Path
 
@@ -49,24 +48,8 @@ def test_sigkill_at_random_moments_then_resume_is_identical(
     assert w.reference_dir is not None
     recipe = json.loads((w.reference_dir / "_MANIFEST.json").read_bytes())["recipe"]
     assert f"{recipe['format']}+{recipe.get('pack', 'whole')}".removesuffix("+whole") == fmt
-    rng = random.Random(fmt)
     out = tmp_path / "out"
-    proc = h.spawn(w.fresh_args(out), faults=PACE)
-    assert h.reached(proc, lambda: h.read_checkpoint(out) is not None)
-    kills = 0
-    while kills < 5:
-        killed = h.kill_after(proc, rng.uniform(0.05, 0.6))
-        code, err = proc.finish()
-        if not killed:
-            assert code == 0, err
-            break
-        assert code in (-signal.SIGKILL, 0), err
-        kills += 1
-        proc = h.spawn(["--out", out, "--resume", *h.FAST], faults=PACE)
-    else:
-        code, err = proc.finish()  # the last resume runs to the end
-        assert code == 0, err
-    assert kills >= 2, "too few kills landed before the run finished"
+    h.kill_until_done(w.fresh_args(out), out, fmt, 2, PACE, delays=(0.6, 0.6), new_workers=False)
     h.assert_identical(w, out)
 
 
