@@ -34,6 +34,7 @@ from prep.formats.base import ShardWriter
 from prep.merge.plan import PartManifest, Recut, kept_shards
 from prep.readers.documents import file_starts
 from prep.state.manifest import ManifestFile
+from prep.state.shards import piece_lengths
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ def recut_split(
     for number, a in enumerate(range(0, src.total, limit), start=first_index):
         b = min(src.total, a + limit)
         inside = src.starts[(src.starts >= a) & (src.starts < b)]
-        bounds = np.unique(np.concatenate(([a, b], inside))).tolist()
+        bounds = [a, *(a + np.cumsum(piece_lengths(inside, a, b))).tolist()]
         name = fmt.shard_name(split, number)
         writer = fmt.create(directory, name, vocab_size)
         try:

@@ -28,6 +28,7 @@ import numpy as np
 
 from prep.errors import IntegrityError
 from prep.formats import IdScan
+from prep.state.shards import piece_lengths
 
 
 @dataclass(frozen=True)
@@ -87,8 +88,7 @@ def _pieces(f: Shard, before: Shard | None, sep: int, append: bool) -> tuple[int
     starts = at if not append else at[at + 1 < f.tokens] + 1
     if append and f.tokens and (before is None or before.scan.last == sep):
         starts = np.concatenate(([0], starts))
-    bounds = np.unique(np.concatenate(([0, f.tokens], starts)))
-    return tuple(int(n) for n in np.diff(bounds))
+    return tuple(piece_lengths(starts, 0, f.tokens).tolist())
 
 
 def check_fixed_cuts(staging: Path, files: list[Shard], sep: int | None, exclusive: bool,
