@@ -58,6 +58,16 @@ def pieces(n_docs: int, first_doc_at: int | None) -> int:
     return n_docs + (1 if first_doc_at else 0)
 
 
+def first_doc_fits(first_doc_at: int | None, n_tokens: int, n_docs: int, first_file: bool
+                   ) -> bool:
+    """Whether a ``--pack fixed`` file's recorded ``first_doc_at`` can be true of it:
+    present, at most its size, 0 in a split's first file, and (a file that holds ids) its
+    size exactly when no document starts in it."""
+    if first_doc_at is None or first_doc_at > n_tokens or (first_file and first_doc_at):
+        return False
+    return not n_tokens or (first_doc_at == n_tokens) == (n_docs == 0)
+
+
 def piece_lengths(starts: npt.NDArray[np.int64], begin: int, end: int) -> npt.NDArray[np.int64]:
     """The lengths of the document pieces of ids ``begin:end``, given where documents start
     in them (ascending, within ``begin..end``): the end of a document begun before

@@ -18,6 +18,7 @@ from prep.state.shards import (
     FileRecord,
     OpenFile,
     SplitState,
+    first_doc_fits,
     piece_lengths,
     pieces,
 )
@@ -125,3 +126,14 @@ def test_piece_lengths_start_with_the_end_of_a_document_begun_before_when_it_hol
     assert cut([], 10, 15) == [5]  # inside one document
     assert cut([10, 10], 10, 12) == [0, 2]  # an empty document is a piece of its own
     assert cut([], 0, 0) == []  # an empty file
+
+
+def test_first_doc_at_fits_a_fixed_file_only_where_a_writer_could_have_put_it() -> None:
+    assert first_doc_fits(0, 10, 2, True) and first_doc_fits(3, 10, 1, False)
+    assert first_doc_fits(10, 10, 0, False)  # no document starts in it
+    assert first_doc_fits(0, 0, 0, True)  # an empty split's one file
+    assert not first_doc_fits(None, 10, 2, False)  # not recorded
+    assert not first_doc_fits(11, 10, 0, False)  # past its end
+    assert not first_doc_fits(3, 10, 1, True)  # a split's first file starts with a document
+    assert not first_doc_fits(10, 10, 1, False)  # a document starts, but at its end
+    assert not first_doc_fits(4, 10, 0, False)  # none starts, but one is said to at 4

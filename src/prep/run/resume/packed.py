@@ -28,7 +28,7 @@ import numpy as np
 
 from prep.errors import IntegrityError
 from prep.formats import IdScan
-from prep.state.shards import piece_lengths
+from prep.state.shards import first_doc_fits, piece_lengths
 
 
 @dataclass(frozen=True)
@@ -62,10 +62,8 @@ def check_fixed_records(staging: Path, files: list[Shard], max_file_tokens: int)
             raise _refuse(staging, f.name, f"holds {f.tokens:,} tokens, but --pack fixed puts "
                           f"{held} the recipe's --max-file-tokens {max_file_tokens:,} in a "
                           f"{'sealed' if sealed else 'last'} file")
-        first = f.first
-        if first is None or first > f.tokens or (k == 0 and first) or (
-                f.tokens and (first == f.tokens) != (f.docs == 0)):
-            raise _refuse(staging, f.name, f"first_doc_at {first} does not fit its "
+        if not first_doc_fits(f.first, f.tokens, f.docs, k == 0):
+            raise _refuse(staging, f.name, f"first_doc_at {f.first} does not fit its "
                           f"{f.tokens:,} ids and {f.docs:,} documents starting in it "
                           "(--pack fixed)")
 
