@@ -28,6 +28,7 @@ import numpy as np
 
 from prep.errors import IntegrityError
 from prep.formats import IdScan
+from prep.formats.base import starts_at_separators
 from prep.state.shards import first_doc_fits, piece_lengths
 
 
@@ -74,18 +75,22 @@ def _starts(f: Shard, before: Shard | None, sep: int, append: bool) -> tuple[int
     s = f.scan
     if not append:
         return s.count, s.head[0] if s.count else f.tokens
-    begins = f.tokens > 0 and (before is None or before.scan.last == sep)
+    begins = _begins(f, before, sep)
     after = s.count - (s.last == sep)  # separators a document of this file follows
     first = 0 if begins else (s.head[0] + 1 if after else f.tokens)
     return after + begins, first
 
 
+def _begins(f: Shard, before: Shard | None, sep: int) -> bool:
+    """Whether a document starts at ``f``'s first id under ``append``: the file holds ids
+    and is the split's first or follows one that ends with a separator."""
+    return f.tokens > 0 and (before is None or before.scan.last == sep)
+
+
 def _pieces(f: Shard, before: Shard | None, sep: int, append: bool) -> tuple[int, ...]:
     """The pieces of an open file whose every separator the check kept."""
     at = np.asarray(f.scan.every or (), dtype=np.int64)
-    starts = at if not append else at[at + 1 < f.tokens] + 1
-    if append and f.tokens and (before is None or before.scan.last == sep):
-        starts = np.concatenate(([0], starts))
+    starts = starts_at_separators(at, f.tokens, append, _begins(f, before, sep))
     return tuple(piece_lengths(starts, 0, f.tokens).tolist())
 
 
