@@ -41,7 +41,12 @@ from pathlib import Path
 
 from prep.errors import IntegrityError
 from prep.formats import ShardFormat
-from prep.run.resume.packed import Shard, check_fixed_cuts, check_fixed_records
+from prep.run.resume.packed import (
+    Shard,
+    check_fixed_cuts,
+    check_fixed_records,
+    separator_pieces,
+)
 from prep.split import SPLITS, TRAIN
 from prep.state.checkpoint import Checkpoint
 from prep.state.shards import SplitState
@@ -262,9 +267,7 @@ def _check_lengths(staging: Path, f: Shard, append: bool) -> None:
     against where its exclusive separators are."""
     if f.lengths is None or f.scan.every is None:
         return
-    at = list(f.scan.every)
-    cuts = [*at, f.tokens] if not append else [-1, *at]
-    held = tuple(b - a for a, b in itertools.pairwise(cuts))
+    held = separator_pieces(f, append)
     if held != f.lengths:
         pairs = zip(held, f.lengths, strict=False)
         k = next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(held), len(f.lengths)))

@@ -75,22 +75,18 @@ def _starts(f: Shard, before: Shard | None, sep: int, append: bool) -> tuple[int
     s = f.scan
     if not append:
         return s.count, s.head[0] if s.count else f.tokens
-    begins = _begins(f, before, sep)
+    begins = f.tokens > 0 and (before is None or before.scan.last == sep)
     after = s.count - (s.last == sep)  # separators a document of this file follows
     first = 0 if begins else (s.head[0] + 1 if after else f.tokens)
     return after + begins, first
 
 
-def _begins(f: Shard, before: Shard | None, sep: int) -> bool:
-    """Whether a document starts at ``f``'s first id under ``append``: the file holds ids
-    and is the split's first or follows one that ends with a separator."""
-    return f.tokens > 0 and (before is None or before.scan.last == sep)
-
-
-def _pieces(f: Shard, before: Shard | None, sep: int, append: bool) -> tuple[int, ...]:
-    """The pieces of an open file whose every separator the check kept."""
+def separator_pieces(f: Shard, append: bool) -> tuple[int, ...]:
+    """The document pieces of an open file whose every separator the check kept, what its
+    index must list, under either packing (a leading piece that holds ids is the end of a
+    document begun before, or under ``whole`` its first document)."""
     at = np.asarray(f.scan.every or (), dtype=np.int64)
-    starts = starts_at_separators(at, f.tokens, append, _begins(f, before, sep))
+    starts = starts_at_separators(at, f.tokens, append, False)
     return tuple(piece_lengths(starts, 0, f.tokens).tolist())
 
 
@@ -112,7 +108,7 @@ def check_fixed_cuts(staging: Path, files: list[Shard], sep: int | None, exclusi
             raise _refuse(staging, f.name, f"its separators start {docs:,} documents, the "
                           f"first at {first:,}, not the checkpoint's {f.docs:,} at {f.first}")
         if f.lengths is not None and f.scan.every is not None and (
-                _pieces(f, before, sep, append) != f.lengths):
+                separator_pieces(f, append) != f.lengths):
             raise _refuse(staging, "checkpoint.json", f"its {f.name} document pieces "
                           "disagree with the file's separators")
     return _last_doc(files, append) if exclusive else None
