@@ -71,7 +71,7 @@ class _Source:
             starts.append(here + at)
             at += int(ids.size)
         self.offsets = np.cumsum([0, *(int(a.size) for a in self.ids)])
-        self.starts = np.concatenate([np.zeros(0, dtype=np.int64), *starts])
+        self.starts = np.concatenate([np.zeros(0, dtype=np.int64), *starts])  # ascending
         self.total = at
 
     def shard_of(self, at: int) -> int:
@@ -114,7 +114,7 @@ def recut_split(
     src, out = _Source(shards, fmt), []
     for number, a in enumerate(range(0, src.total, limit), start=first_index):
         b = min(src.total, a + limit)
-        inside = src.starts[(src.starts >= a) & (src.starts < b)]
+        inside = src.starts[np.searchsorted(src.starts, a) : np.searchsorted(src.starts, b)]
         bounds = [a, *(a + np.cumsum(piece_lengths(inside, a, b))).tolist()]
         name = fmt.shard_name(split, number)
         writer = fmt.create(directory, name, vocab_size)
