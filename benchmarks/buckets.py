@@ -55,7 +55,6 @@ import re
 import shutil
 import statistics
 import sys
-import tempfile
 from datetime import datetime
 from pathlib import Path
 
@@ -63,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from incremental import DEFAULT_TOKENIZER, MAKE_CORPUS, PREPARE, dataset_bytes
 from refresh import BenchmarkError, run
+from workdir import remove_made, work_directory
 
 BUCKET = "bench"
 STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) prep: (.*)$")
@@ -173,8 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from s3server import running_server
 
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="prep-buckets-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
+    work = work_directory(args.workdir, "prep-buckets-bench-")
     try:
         log(f"building {args.mb} MB of text in {work}")
         run([sys.executable, str(MAKE_CORPUS), "--out", str(work / "raw"), "--mb",
@@ -242,8 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         log(str(e))
         return 1
     finally:
-        if not args.keep and args.workdir is None:
-            shutil.rmtree(work, ignore_errors=True)
+        remove_made(work, args.workdir, args.keep)
 
 
 if __name__ == "__main__":

@@ -35,13 +35,13 @@ import json
 import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from incremental import DEFAULT_TOKENIZER, MAKE_CORPUS, PREPARE, REPO, timed
 from memory import byte_compile  # as pip install does: no child compiles prep at start
 from refresh import BenchmarkError, run
+from workdir import remove_made, work_directory
 
 BOUND = 1.05
 
@@ -123,16 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workdir", type=Path)
     p.add_argument("--keep", action="store_true")
     a = p.parse_args(argv)
-    workdir = a.workdir or Path(tempfile.mkdtemp(prefix="packing-bench-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = work_directory(a.workdir, "packing-bench-")
     try:
         result = bench(a.mb, a.pairs, a.format, a.max_file_tokens, a.tokenizer, workdir)
     except BenchmarkError as e:
         print(f"packing-bench: {e}; work directory kept: {workdir}", file=sys.stderr)
         return 1
     print(json.dumps(result))
-    if not a.keep:
-        shutil.rmtree(workdir, ignore_errors=True)
+    remove_made(workdir, a.workdir, a.keep)
     return 0
 
 

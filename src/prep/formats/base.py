@@ -252,3 +252,15 @@ def ids_problems(name: str, ids: npt.NDArray[Any], n_docs: int, manifest: Manife
     if edge != sep:
         problems.append(f"{name}: {what}")
     return problems
+
+
+def starts_at_separators(at: npt.NDArray[np.int64], n: int, append: bool, begins: bool
+                         ) -> npt.NDArray[np.int64]:
+    """Where documents start in a file of ``n`` ids whose separators sit at ``at``
+    (ascending, each a separator only): at each one (``prepend``), or after each one but
+    one at the file's end (``append``), and then also at 0 when ``begins`` (a document
+    starts at the file's first id, which no separator there says)."""
+    if not append:
+        return at
+    after = at[at + 1 < n] + 1
+    return np.concatenate(([0], after)).astype(np.int64) if begins else after

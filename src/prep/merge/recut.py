@@ -34,6 +34,7 @@ from prep.formats.base import ShardWriter
 from prep.merge.plan import PartManifest, Recut, kept_shards
 from prep.readers.documents import file_starts
 from prep.state.manifest import ManifestFile
+from prep.state.shards import piece_lengths
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class _Source:
             starts.append(here + at)
             at += int(ids.size)
         self.offsets = np.cumsum([0, *(int(a.size) for a in self.ids)])
-        self.starts = np.concatenate([np.zeros(0, dtype=np.int64), *starts])
+        self.starts = np.concatenate([np.zeros(0, dtype=np.int64), *starts])  # ascending
         self.total = at
 
     def shard_of(self, at: int) -> int:
@@ -113,8 +114,8 @@ def recut_split(
     src, out = _Source(shards, fmt), []
     for number, a in enumerate(range(0, src.total, limit), start=first_index):
         b = min(src.total, a + limit)
-        inside = src.starts[(src.starts >= a) & (src.starts < b)]
-        bounds = np.unique(np.concatenate(([a, b], inside))).tolist()
+        inside = src.starts[np.searchsorted(src.starts, a) : np.searchsorted(src.starts, b)]
+        bounds = [a, *(a + np.cumsum(piece_lengths(inside, a, b))).tolist()]
         name = fmt.shard_name(split, number)
         writer = fmt.create(directory, name, vocab_size)
         try:

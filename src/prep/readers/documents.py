@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from prep.errors import IntegrityError
 from prep.formats import ShardFormat
+from prep.formats.base import starts_at_separators
 from prep.state.manifest import Manifest, ManifestFile
 
 _CHUNK = 1 << 22
@@ -49,14 +50,12 @@ def separator_starts(
         )
     at = [np.flatnonzero(ids[i : i + _CHUNK] == sep) + i for i in range(0, n, _CHUNK)]
     pos = np.concatenate([np.zeros(0, dtype=np.int64), *at]).astype(np.int64)
-    starts, first = pos, entry.first_doc
-    edge_ok = True
-    if manifest.sep_position == "append":
-        starts = pos[pos + 1 < n] + 1
-        if first == 0 and n and entry.n_docs:  # a document follows the last file's end
-            starts = np.concatenate(([0], starts))
-        # whole: the shard ends where its last document does, with its separator
-        edge_ok = entry.first_doc_at is not None or not n or bool(pos.size and pos[-1] == n - 1)
+    append, first = manifest.sep_position == "append", entry.first_doc
+    # append: a document that starts at 0 follows the end of the file before
+    starts = starts_at_separators(pos, n, append, bool(first == 0 and n and entry.n_docs))
+    # append, whole: the shard ends where its last document does, with its separator
+    edge_ok = not append or entry.first_doc_at is not None or not n or bool(
+        pos.size and pos[-1] == n - 1)
     if starts.size != entry.n_docs or (starts.size and starts[0] != first) or not edge_ok:
         raise IntegrityError(
             f"{entry.name}: {pos.size:,} separators ({sep}) for {entry.n_docs:,} documents"

@@ -17,6 +17,7 @@ from prep.formats import ShardFormat, get_format
 from prep.outputs import Readable, published_at
 from prep.split import SPLITS
 from prep.state.manifest import Manifest, ManifestFile
+from prep.state.shards import first_doc_fits
 
 
 def _split_problems(
@@ -62,8 +63,7 @@ def pack_problems(entries: list[ManifestFile], manifest: Manifest) -> list[str]:
                             f"{manifest.max_file_tokens:,} (--pack fixed, not the last file)")
         if first is None:
             problems.append(f"{e.name}: no first_doc_at in a --pack fixed dataset")
-        elif first > e.n_tokens or (k == 0 and first) or ((first == e.n_tokens) != (
-                e.n_docs == 0) and e.n_tokens):
+        elif not first_doc_fits(first, e.n_tokens, e.n_docs, k == 0):
             problems.append(f"{e.name}: first_doc_at {first:,} does not fit its "
                             f"{e.n_tokens:,} ids and {e.n_docs:,} documents starting in it")
     return problems

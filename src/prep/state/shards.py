@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from prep.state import fields
 
 # The segment chain of no ids: 32 zero bytes (``prep.formats.segments.GENESIS``).
@@ -53,6 +56,25 @@ def pieces(n_docs: int, first_doc_at: int | None) -> int:
     file does not begin with a document (``first_doc_at`` > 0). What a format's document
     index lists per file."""
     return n_docs + (1 if first_doc_at else 0)
+
+
+def first_doc_fits(first_doc_at: int | None, n_tokens: int, n_docs: int, first_file: bool
+                   ) -> bool:
+    """Whether a ``--pack fixed`` file's recorded ``first_doc_at`` can be true of it:
+    present, at most its size, 0 in a split's first file, and (a file that holds ids) its
+    size exactly when no document starts in it."""
+    if first_doc_at is None or first_doc_at > n_tokens or (first_file and first_doc_at):
+        return False
+    return not n_tokens or (first_doc_at == n_tokens) == (n_docs == 0)
+
+
+def piece_lengths(starts: npt.NDArray[np.int64], begin: int, end: int) -> npt.NDArray[np.int64]:
+    """The lengths of the document pieces of ids ``begin:end``, given where documents start
+    in them (ascending, within ``begin..end``): the end of a document begun before
+    ``begin`` first, when it holds ids, then each document's part (a pure function; what
+    the writer, a re-cut and a resume's check cut a file's index into)."""
+    lengths = np.diff(np.concatenate(([begin], starts, [end]))).astype(np.int64)
+    return lengths[1:] if lengths[0] == 0 else lengths
 
 
 @dataclass(frozen=True)

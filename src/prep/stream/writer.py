@@ -33,7 +33,7 @@ from prep.formats import ShardFormat, ShardWriter
 from prep.formats.base import MAX_TOKENS, Copier
 from prep.formats.sealing import Sealing
 from prep.split import SPLITS
-from prep.state.shards import FileRecord, OpenFile, SplitState
+from prep.state.shards import FileRecord, OpenFile, SplitState, piece_lengths
 
 
 def needs_rollover(open_tokens: int, doc_tokens: int, max_file_tokens: int) -> bool:
@@ -137,10 +137,7 @@ def fixed_pieces(lengths: npt.NDArray[np.int64], file_tokens: int, max_file_toke
         end = min(total, base + max_file_tokens - held)
         # An empty document at a cut starts in the next shard; at the end, in this one.
         hi = int(np.searchsorted(starts, end, side="right" if end == total else "left"))
-        # The piece before the first start ends a document begun in an earlier shard.
-        piece = np.diff(np.concatenate(([base], starts[pos:hi], [end])))
-        if hi > pos and int(starts[pos]) == base:
-            piece = piece[1:]
+        piece = piece_lengths(starts[pos:hi], base, end)
         first = int(starts[pos]) - base if hi > pos else None
         out.append(Piece(base, end, hi - pos, first, piece.tolist(), new_file))
         held += end - base

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from prep.formats import base
-from prep.formats.base import ids_problems, shard_stem, stem_pattern
+from prep.formats.base import ids_problems, shard_stem, starts_at_separators, stem_pattern
 from prep.state.manifest import Manifest, ManifestSource
 
 
@@ -78,3 +78,13 @@ def test_a_fixed_shard_is_checked_at_its_first_document() -> None:
         "s.bin: the document before (first_doc_at 1) does not end with the separator 0"]
     assert ids_problems("s.bin", np.array([4, 4], np.uint16), 0, manifest(),
                         first_doc_at=2) == []  # the middle of a long document
+
+
+def test_documents_start_at_prepended_separators_or_after_appended_ones() -> None:
+    def starts(at: list[int], n: int, append: bool, begins: bool) -> list[int]:
+        return starts_at_separators(np.asarray(at, dtype=np.int64), n, append, begins).tolist()
+
+    assert starts([0, 3], 6, False, False) == [0, 3]  # prepend: at each separator
+    assert starts([2, 5], 6, True, False) == [3]  # append: after each but the file's last id
+    assert starts([2, 5], 6, True, True) == [0, 3]  # and at 0 after a file that ended one
+    assert starts([], 4, True, False) == []  # inside one document

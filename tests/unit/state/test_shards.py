@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,6 +18,8 @@ from prep.state.shards import (
     FileRecord,
     OpenFile,
     SplitState,
+    first_doc_fits,
+    piece_lengths,
     pieces,
 )
 
@@ -111,3 +114,26 @@ def test_first_doc_at_is_written_only_for_a_fixed_file_and_round_trips() -> None
 def test_a_file_holds_its_documents_and_the_end_of_one_begun_before() -> None:
     assert [pieces(2, None), pieces(2, 0), pieces(2, 5), pieces(0, 9), pieces(0, 0)] == [
         2, 2, 3, 1, 0]
+
+
+def test_piece_lengths_start_with_the_end_of_a_document_begun_before_when_it_holds_ids(
+) -> None:
+    def cut(starts: list[int], begin: int, end: int) -> list[int]:
+        return piece_lengths(np.asarray(starts, dtype=np.int64), begin, end).tolist()
+
+    assert cut([12, 13], 10, 15) == [2, 1, 2]  # a document begun before, then two
+    assert cut([10, 13], 10, 15) == [3, 2]  # the file begins with a document
+    assert cut([], 10, 15) == [5]  # inside one document
+    assert cut([10, 10], 10, 12) == [0, 2]  # an empty document is a piece of its own
+    assert cut([], 0, 0) == []  # an empty file
+
+
+def test_first_doc_at_fits_a_fixed_file_only_where_a_writer_could_have_put_it() -> None:
+    assert first_doc_fits(0, 10, 2, True) and first_doc_fits(3, 10, 1, False)
+    assert first_doc_fits(10, 10, 0, False)  # no document starts in it
+    assert first_doc_fits(0, 0, 0, True)  # an empty split's one file
+    assert not first_doc_fits(None, 10, 2, False)  # not recorded
+    assert not first_doc_fits(11, 10, 0, False)  # past its end
+    assert not first_doc_fits(3, 10, 1, True)  # a split's first file starts with a document
+    assert not first_doc_fits(10, 10, 1, False)  # a document starts, but at its end
+    assert not first_doc_fits(4, 10, 0, False)  # none starts, but one is said to at 4

@@ -41,7 +41,12 @@ from pathlib import Path
 
 from prep.errors import IntegrityError
 from prep.formats import ShardFormat
-from prep.run.resume.packed import Shard, check_fixed_cuts, check_fixed_records
+from prep.run.resume.packed import (
+    Shard,
+    check_fixed_cuts,
+    check_fixed_records,
+    separator_pieces,
+)
 from prep.split import SPLITS, TRAIN
 from prep.state.checkpoint import Checkpoint
 from prep.state.shards import SplitState
@@ -77,13 +82,14 @@ def wanted_docs(cp: Checkpoint) -> dict[str, set[int]]:
     apart (no separator, or one that can occur inside documents): the replay keeps their
     texts and :func:`source_lengths` tokenizes them. Documents before a continued stream's
     base are not replayed (the published version they belong to was checked when made)."""
-    base = cp.progress.base
+    base, whole = cp.progress.base, cp.recipe.pack == "whole"
     wanted: dict[str, set[int]] = {}
     for split, state in cp.splits.items():
         first = 0 if base is None else base.docs.get(split, 0)
-        starts = itertools.accumulate(f.docs for f in shards_of(state)[:-1])
         # fixed: a file is cut at its size, whatever document comes next
-        wanted[split] = {n for n in starts if n >= first and cp.recipe.pack == "whole"}
+        files = shards_of(state)[:-1] if whole else []
+        starts = itertools.accumulate(f.docs for f in files)
+        wanted[split] = {n for n in starts if n >= first}
     budget, train = cp.recipe.train_tokens, cp.splits[_TRAIN]
     if cp.progress.finished and budget is not None and train.n_docs:
         wanted[_TRAIN].add(train.n_docs - 1)
@@ -245,10 +251,9 @@ def check_source_cuts(staging: Path, cp: Checkpoint, lengths: dict[tuple[str, in
     """The cut rule from below, with the lengths of the documents :func:`wanted_docs`
     names, tokenized from the source (where the shards cannot tell documents apart).
     Returns the last train document's length when it was wanted, else None."""
-    for split, state in cp.splits.items():
+    whole = cp.recipe.pack == "whole"  # fixed has no cut rule from below (check_fixed_cuts)
+    for split, state in cp.splits.items() if whole else ():
         files, ordinal = shards_of(state), 0
-        if cp.recipe.pack == "fixed":  # no cut rule from below (check_fixed_cuts)
-            continue
         for before, f in itertools.pairwise(files):
             ordinal += before.docs
             first = lengths.get((split, ordinal))
@@ -262,9 +267,7 @@ def _check_lengths(staging: Path, f: Shard, append: bool) -> None:
     against where its exclusive separators are."""
     if f.lengths is None or f.scan.every is None:
         return
-    at = list(f.scan.every)
-    cuts = [*at, f.tokens] if not append else [-1, *at]
-    held = tuple(b - a for a, b in itertools.pairwise(cuts))
+    held = separator_pieces(f, append)
     if held != f.lengths:
         pairs = zip(held, f.lengths, strict=False)
         k = next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(held), len(f.lengths)))

@@ -28,6 +28,8 @@ import numpy as np
 
 from prep.errors import IntegrityError
 from prep.formats import IdScan
+from prep.formats.base import starts_at_separators
+from prep.state.shards import first_doc_fits, piece_lengths
 
 
 @dataclass(frozen=True)
@@ -61,10 +63,8 @@ def check_fixed_records(staging: Path, files: list[Shard], max_file_tokens: int)
             raise _refuse(staging, f.name, f"holds {f.tokens:,} tokens, but --pack fixed puts "
                           f"{held} the recipe's --max-file-tokens {max_file_tokens:,} in a "
                           f"{'sealed' if sealed else 'last'} file")
-        first = f.first
-        if first is None or first > f.tokens or (k == 0 and first) or (
-                f.tokens and (first == f.tokens) != (f.docs == 0)):
-            raise _refuse(staging, f.name, f"first_doc_at {first} does not fit its "
+        if not first_doc_fits(f.first, f.tokens, f.docs, k == 0):
+            raise _refuse(staging, f.name, f"first_doc_at {f.first} does not fit its "
                           f"{f.tokens:,} ids and {f.docs:,} documents starting in it "
                           "(--pack fixed)")
 
@@ -81,14 +81,13 @@ def _starts(f: Shard, before: Shard | None, sep: int, append: bool) -> tuple[int
     return after + begins, first
 
 
-def _pieces(f: Shard, before: Shard | None, sep: int, append: bool) -> tuple[int, ...]:
-    """The pieces of an open file whose every separator the check kept."""
+def separator_pieces(f: Shard, append: bool) -> tuple[int, ...]:
+    """The document pieces of an open file whose every separator the check kept, what its
+    index must list, under either packing (a leading piece that holds ids is the end of a
+    document begun before, or under ``whole`` its first document)."""
     at = np.asarray(f.scan.every or (), dtype=np.int64)
-    starts = at if not append else at[at + 1 < f.tokens] + 1
-    if append and f.tokens and (before is None or before.scan.last == sep):
-        starts = np.concatenate(([0], starts))
-    bounds = np.unique(np.concatenate(([0, f.tokens], starts)))
-    return tuple(int(n) for n in np.diff(bounds))
+    starts = starts_at_separators(at, f.tokens, append, False)
+    return tuple(piece_lengths(starts, 0, f.tokens).tolist())
 
 
 def check_fixed_cuts(staging: Path, files: list[Shard], sep: int | None, exclusive: bool,
@@ -109,7 +108,7 @@ def check_fixed_cuts(staging: Path, files: list[Shard], sep: int | None, exclusi
             raise _refuse(staging, f.name, f"its separators start {docs:,} documents, the "
                           f"first at {first:,}, not the checkpoint's {f.docs:,} at {f.first}")
         if f.lengths is not None and f.scan.every is not None and (
-                _pieces(f, before, sep, append) != f.lengths):
+                separator_pieces(f, append) != f.lengths):
             raise _refuse(staging, "checkpoint.json", f"its {f.name} document pieces "
                           "disagree with the file's separators")
     return _last_doc(files, append) if exclusive else None
