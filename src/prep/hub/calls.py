@@ -78,9 +78,18 @@ def _chain(e: BaseException) -> Iterator[BaseException]:
         cur = cur.__cause__ or cur.__context__
 
 
-def _status(e: HfHubHTTPError) -> int:
+def _status(e: BaseException) -> int:
     response = getattr(e, "response", None)
     return int(getattr(response, "status_code", 0) or 0)
+
+
+def http_status(e: BaseException) -> int:
+    """The HTTP status of the first answer in ``e``'s chain of causes (0: none): what the Hub
+    said behind an ``InputError`` :func:`call_hub` raised, or behind an ``HfHubHTTPError``."""
+    for x in _chain(e):
+        if getattr(x, "response", None) is not None:
+            return _status(x)
+    return 0
 
 
 def _first_line(e: BaseException) -> str:

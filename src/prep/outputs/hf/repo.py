@@ -16,7 +16,7 @@ from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundErro
 from huggingface_hub.utils.tqdm import disable_progress_bars
 
 from prep.errors import InputError, OutputError
-from prep.hub.calls import HubCall, HubOptions, call_hub
+from prep.hub.calls import HubCall, HubOptions, call_hub, http_status
 from prep.hub.offline import CachedCommit, open_commit, remember_ref
 
 logger = logging.getLogger(__name__)
@@ -27,15 +27,6 @@ T = TypeVar("T")
 def git_blob_id(data: bytes) -> str:
     """The git object id of a file stored in git (what the Hub lists as its ``oid``)."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # git's id, not security
-
-
-def _status(e: BaseException) -> int:
-    for x in (e, e.__cause__, e.__context__):
-        response = getattr(x, "response", None)
-        if response is not None:
-            return int(getattr(response, "status_code", 0) or 0)
-    return 0
-
 
 
 class HubRepo:
@@ -65,16 +56,15 @@ class HubRepo:
         """``datasets/OWNER/NAME/a/b`` -> ``a/b``."""
         return fs_path[len(self.root):].strip("/")
 
-
     def call(self, what: str, fn: Callable[[], T]) -> T:
         """``fn()`` through :func:`call_hub`; a refused write (401/403) says how to fix it."""
         try:
             return call_hub(HubCall(what, self.repo_url, self.token, self.options), fn)
         except InputError as e:
-            if self.writer and _status(e.__cause__ or e) in (401, 403):
+            if self.writer and (status := http_status(e)) in (401, 403):
                 raise OutputError(
                     f"{what}: the Hub refused to let this token write to {self.repo_url} "
-                    f"(HTTP {_status(e.__cause__ or e)}); pass a token with write access to it "
+                    f"(HTTP {status}); pass a token with write access to it "
                     "(a fine-grained token with write on this repository, or a write token) "
                     "with HF_TOKEN, --token or `hf auth login`",
                     path=self.repo_url,
