@@ -24,6 +24,7 @@ downloaded before.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -115,8 +116,7 @@ class HubOutput(BucketOutput):
             s = self.settings
             options = s.options
             if self.reader and not options.offline and offline_default():
-                options = HubOptions(options.endpoint, options.cache_dir, True,
-                                     options.attempts, options.base_delay)
+                options = dataclasses.replace(options, offline=True)
             objects = HubObjects(self.repo_id, self.branch, writer=not self.reader,
                                  token=s.token, options=options)
             card_path = "README.md" if not self.path else f"{self.path}/README.md"
