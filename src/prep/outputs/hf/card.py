@@ -27,7 +27,8 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped]
 
-from prep.errors import InputError
+from prep.errors import InputError, UsageError
+from prep.hub.paths import parse_dataset_uri
 from prep.state.identity import TokenizerIdentity
 from prep.state.manifest import Manifest
 
@@ -71,11 +72,12 @@ def size_category(n: int) -> str:
 
 
 def hub_repo_of(uri: str) -> str | None:
-    """``OWNER/NAME`` of an ``hf://datasets/OWNER/NAME[/PATH]`` source, else None."""
-    if not uri.startswith("hf://datasets/"):
+    """``OWNER/NAME`` of an ``hf://datasets/OWNER/NAME[@REV][/PATH]`` source, as ``--source``
+    parsed it (:func:`prep.hub.paths.parse_dataset_uri`), else None."""
+    try:
+        return parse_dataset_uri(uri).repo_id
+    except UsageError:
         return None
-    parts = uri.removeprefix("hf://datasets/").split("/")
-    return "/".join(parts[:2]).partition("@")[0] if len(parts) >= 2 else None
 
 
 def front_matter(manifest: Manifest, opts: CardOptions, source: SourceCard) -> dict[str, Any]:
