@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml  # type: ignore[import-untyped]
 
 from prep.errors import InputError, UsageError
@@ -122,7 +123,7 @@ def _layout(manifest: Manifest, sizes: Mapping[str, int]) -> list[str]:
     first = manifest.files[0] if manifest.files else None
     if first is None or first.name not in sizes:
         return []
-    width = 2 if manifest.dtype == "uint16" else 4
+    width = np.dtype(manifest.dtype).itemsize
     header = sizes[first.name] - first.n_tokens * width
     rows: list[tuple[object, ...]] = []
     if header:
