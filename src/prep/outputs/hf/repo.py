@@ -16,7 +16,7 @@ from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundErro
 from huggingface_hub.utils.tqdm import disable_progress_bars
 
 from prep.errors import InputError, OutputError
-from prep.hub.calls import HubCall, HubOptions, call_hub, http_status
+from prep.hub.calls import HubCall, HubOptions, call_hub
 from prep.hub.offline import CachedCommit, open_commit, remember_ref
 
 logger = logging.getLogger(__name__)
@@ -57,19 +57,10 @@ class HubRepo:
         return fs_path[len(self.root):].strip("/")
 
     def call(self, what: str, fn: Callable[[], T]) -> T:
-        """``fn()`` through :func:`call_hub`; a refused write (401/403) says how to fix it."""
-        try:
-            return call_hub(HubCall(what, self.repo_url, self.token, self.options), fn)
-        except InputError as e:
-            if self.writer and (status := http_status(e)) in (401, 403):
-                raise OutputError(
-                    f"{what}: the Hub refused to let this token write to {self.repo_url} "
-                    f"(HTTP {status}); pass a token with write access to it "
-                    "(a fine-grained token with write on this repository, or a write token) "
-                    "with HF_TOKEN, --token or `hf auth login`",
-                    path=self.repo_url,
-                ) from e
-            raise
+        """``fn()`` through :func:`call_hub`; a writer's refused token (401/403) is an
+        ``OutputError`` saying how to get write access."""
+        return call_hub(HubCall(what, self.repo_url, self.token, self.options,
+                                writing=self.writer), fn)
 
     # -- the branch head ------------------------------------------------------------------------
 
