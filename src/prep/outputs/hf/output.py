@@ -86,10 +86,12 @@ class HubOutput(BucketOutput):
         self.settings, self.reader = settings or HubSettings(), reader
         self.where = BucketPath("hf", f"datasets/{repo_id}", path)
         self.chosen_root = staging_root
-        root = Path(os.path.abspath(staging_root or default_staging_root(repo_id, self.branch,
-                                                                         path)))
-        self.local = LocalDir(root / self.name)
+        self.local = LocalDir(Path(os.path.abspath(staging_root or self.default_root()))
+                              / self.name)
         self._run = None
+
+    def default_root(self) -> Path:
+        return default_staging_root(self.repo_id, self.branch, self.path)
 
     @classmethod
     def parse(cls, uri: str, staging_root: Path | None = None,
