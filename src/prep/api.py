@@ -21,12 +21,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import constants
-
 from prep.encoders import canonical_tokenizer, set_threads
 from prep.encoders.engine import check_engine
 from prep.errors import UsageError, never
 from prep.formats import get_format
+from prep.hub.calls import offline_default as hub_offline_default
 from prep.outputs import location, resolve_output
 from prep.outputs.hf.card import CardOptions
 from prep.outputs.hf.output import HubSettings
@@ -42,12 +41,6 @@ __all__ = ["Outcome", "hub_offline_default", "hub_token", "prepare", "prepare_ou
 
 # ``out`` is prepare's first argument; ``argv`` the command line the CLI passes
 _RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunOptions)) - {"out", "argv"}
-
-
-def hub_offline_default() -> bool:
-    """``HF_HUB_OFFLINE`` as huggingface_hub read it: offline mode unless told otherwise."""
-    is_offline = getattr(constants, "is_offline_mode", None)
-    return bool(is_offline()) if callable(is_offline) else bool(constants.HF_HUB_OFFLINE)
 
 
 def hub_token(given: str | None) -> str | None:

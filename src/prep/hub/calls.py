@@ -2,9 +2,10 @@
 :func:`call_hub`, which classifies failures and retries the transient ones.
 
 Errors: a missing repository, revision or file, or a refused token, is an ``InputError``
-saying what to fix; connection failures, timeouts, 429 and 5xx are retried with exponential
-backoff (``RETRY_ATTEMPTS``, ``RETRY_BASE_DELAY``) and then raise ``TransientError`` (exit
-75: rerun with ``--resume``). This package knows repositories and files, never sources.
+saying what to fix (a token refused a write, ``HubCall.writing``: an ``OutputError``);
+connection failures, timeouts, 429 and 5xx are retried with exponential backoff
+(``RETRY_ATTEMPTS``, ``RETRY_BASE_DELAY``) and then raise ``TransientError`` (exit 75:
+rerun with ``--resume``). This package knows repositories and files, never sources.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.hf_api import RepoFile
 
-from prep.errors import InputError, TransientError
+from prep.errors import InputError, OutputError, TransientError
 from prep.hub.paths import HubRef
 
 logger = logging.getLogger(__name__)
@@ -78,9 +79,18 @@ def _chain(e: BaseException) -> Iterator[BaseException]:
         cur = cur.__cause__ or cur.__context__
 
 
-def _status(e: HfHubHTTPError) -> int:
+def _status(e: BaseException) -> int:
     response = getattr(e, "response", None)
     return int(getattr(response, "status_code", 0) or 0)
+
+
+def http_status(e: BaseException) -> int:
+    """The HTTP status of the first answer in ``e``'s chain of causes (0: none): what the Hub
+    said behind an ``InputError`` :func:`call_hub` raised, or behind an ``HfHubHTTPError``."""
+    for x in _chain(e):
+        if getattr(x, "response", None) is not None:
+            return _status(x)
+    return 0
 
 
 def _first_line(e: BaseException) -> str:
@@ -102,6 +112,7 @@ class HubCall:
     repo_url: str
     token: str | None
     options: HubOptions
+    writing: bool = False  # a refused token (401, 403) is then an OutputError: write access
 
 
 def _classify(e: BaseException, call: HubCall) -> tuple[bool, str] | None:
@@ -162,9 +173,21 @@ def _classify(e: BaseException, call: HubCall) -> tuple[bool, str] | None:
     return None
 
 
+def write_refused(call: HubCall, status: int) -> OutputError:
+    """The refusal of a write the token may not make, saying which token to pass."""
+    return OutputError(
+        f"{call.what}: the Hub refused to let this token write to {call.repo_url} "
+        f"(HTTP {status}); pass a token with write access to it (a fine-grained token with "
+        "write on this repository, or a write token) with HF_TOKEN, --token or "
+        "`hf auth login`",
+        path=call.repo_url,
+    )
+
+
 def call_hub(call: HubCall, fn: Callable[[], T]) -> T:
     """``fn()``, retrying transient failures with exponential backoff; raises ``InputError``
-    or ``TransientError`` for the Hub's failures, anything else unchanged."""
+    (``OutputError`` for a refused ``writing`` call) or ``TransientError`` for the Hub's
+    failures, anything else unchanged."""
     attempts = max(1, call.options.attempts)
     delay = call.options.base_delay
     waited = 0.0
@@ -179,6 +202,8 @@ def call_hub(call: HubCall, fn: Callable[[], T]) -> T:
                 raise
             transient, message = verdict
             if not transient:
+                if call.writing and (status := http_status(e)) in (401, 403):
+                    raise write_refused(call, status) from e
                 raise InputError(message) from e
             if attempt == attempts:
                 raise TransientError(

@@ -142,9 +142,14 @@ class BucketOutput(Output):
             )
         self.where = where
         self.chosen_root = staging_root  # --staging, when given
-        root = Path(os.path.abspath(staging_root or default_staging_root(where)))
-        self.local = LocalDir(root / self.name)
+        self.local = LocalDir(Path(os.path.abspath(staging_root or self.default_root()))
+                              / self.name)
         self._run: BucketRun | None = None
+
+    def default_root(self) -> Path:
+        """Where local staging lives unless ``--staging`` says otherwise
+        (:func:`default_staging_root`)."""
+        return default_staging_root(self.where)
 
     @classmethod
     def parse(cls, uri: str, staging_root: Path | None = None) -> BucketOutput:
@@ -177,7 +182,7 @@ class BucketOutput(Output):
         """``--out URI``, and ``--staging`` only when the staging is not where a resume
         would look by default (a run given --staging elsewhere): a command suggested to the
         user holds no option it does not need."""
-        default = Path(os.path.abspath(default_staging_root(self.where)))
+        default = Path(os.path.abspath(self.default_root()))
         if self.chosen_root is None or self.staging.parent == default:
             return super().resume_args()
         return [*super().resume_args(), "--staging", str(self.staging.parent)]
@@ -186,7 +191,7 @@ class BucketOutput(Output):
         if "--staging" not in self.resume_args():
             return ""
         return (f"--staging: this run stages in {self.staging.parent}, not in the default "
-                f"{default_staging_root(self.where)}")
+                f"{self.default_root()}")
 
     @property
     def run(self) -> BucketRun:

@@ -21,7 +21,7 @@ from prep.outputs.bucket.layout import BucketLayout
 from prep.outputs.bucket.mirror import Mirror, owner_id, shard_files
 from prep.outputs.local import LocalDir
 from prep.state import checkpoint as ckpt
-from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, read_manifest
+from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, Manifest, read_manifest
 from prep.state.remote import RemoteCheckpoint
 
 logger = logging.getLogger(__name__)
@@ -178,16 +178,7 @@ class BucketRun:
         the last commit may still be written meanwhile: it is of no use once the manifest
         is there, and the caller waits for it before removing ``NAME.incomplete/``."""
         layout, remote, staging = self.layout, self.layout.remote, self.staging
-        mirror.uploaded()
-        mirror.check_owner()  # another machine took the run over: it publishes, not this
-        manifest = read_manifest(staging)
-        wanted = {n: sha for e in manifest.files for n, sha in shard_files(e)}
-        present = layout.objects()
-        missing = [(name, sha) for name, sha in sorted(wanted.items())
-                   if mirror.sent.get(name) != sha
-                   or present.get(name) != (staging / name).stat().st_size]
-        mirror.send(missing)  # again, if sent: the bucket does not hold it as staged
-        mirror.uploaded()
+        _, wanted, present = self.upload_missing(mirror)
         strays = sorted(n for n in present if n not in wanted and n != PROVENANCE_NAME)
         if strays:
             logger.info("deleting %d objects of %s no manifest entry names", len(strays),
@@ -195,6 +186,26 @@ class BucketRun:
             remote.delete(layout.in_dataset(n) for n in strays)
         remote.upload(staging / PROVENANCE_NAME, layout.in_dataset(PROVENANCE_NAME), None)
         remote.upload(staging / MANIFEST_NAME, layout.in_dataset(MANIFEST_NAME), None)
+
+    def upload_missing(self, mirror: Mirror, waiting: Callable[[str], bool] = lambda name: False
+                       ) -> tuple[Manifest, dict[str, str], dict[str, int]]:
+        """Wait for the uploads started, check the run is still this process's, then upload
+        every file of the staged manifest the store does not hold as staged and wait for
+        those too (``waiting``: a file uploaded that the store shows only later, which is
+        not sent again). Returns the manifest, its files (name -> SHA-256) and the dataset's
+        objects as listed before (name -> size)."""
+        layout, staging = self.layout, self.staging
+        mirror.uploaded()
+        mirror.check_owner()  # another machine took the run over: it publishes, not this
+        manifest = read_manifest(staging)
+        wanted = {n: sha for e in manifest.files for n, sha in shard_files(e)}
+        present = layout.objects()
+        missing = [(name, sha) for name, sha in sorted(wanted.items()) if not waiting(name)
+                   and (mirror.sent.get(name) != sha
+                        or present.get(name) != (staging / name).stat().st_size)]
+        mirror.send(missing)  # again, if sent: the store does not hold it as staged
+        mirror.uploaded()
+        return manifest, wanted, present
 
     def recover(self, seen: Seen) -> Seen:
         """A kill after the manifest was written leaves the run's remote and local

@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml  # type: ignore[import-untyped]
 
-from prep.errors import InputError
+from prep.errors import InputError, UsageError
+from prep.hub.paths import parse_dataset_uri
 from prep.state.identity import TokenizerIdentity
 from prep.state.manifest import Manifest
 
@@ -71,11 +73,12 @@ def size_category(n: int) -> str:
 
 
 def hub_repo_of(uri: str) -> str | None:
-    """``OWNER/NAME`` of an ``hf://datasets/OWNER/NAME[/PATH]`` source, else None."""
-    if not uri.startswith("hf://datasets/"):
+    """``OWNER/NAME`` of an ``hf://datasets/OWNER/NAME[@REV][/PATH]`` source, as ``--source``
+    parsed it (:func:`prep.hub.paths.parse_dataset_uri`), else None."""
+    try:
+        return parse_dataset_uri(uri).repo_id
+    except UsageError:
         return None
-    parts = uri.removeprefix("hf://datasets/").split("/")
-    return "/".join(parts[:2]).partition("@")[0] if len(parts) >= 2 else None
 
 
 def front_matter(manifest: Manifest, opts: CardOptions, source: SourceCard) -> dict[str, Any]:
@@ -120,7 +123,7 @@ def _layout(manifest: Manifest, sizes: Mapping[str, int]) -> list[str]:
     first = manifest.files[0] if manifest.files else None
     if first is None or first.name not in sizes:
         return []
-    width = 2 if manifest.dtype == "uint16" else 4
+    width = np.dtype(manifest.dtype).itemsize
     header = sizes[first.name] - first.n_tokens * width
     rows: list[tuple[object, ...]] = []
     if header:

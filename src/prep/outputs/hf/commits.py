@@ -12,8 +12,8 @@ from huggingface_hub import CommitOperationAdd, CommitOperationCopy, CommitOpera
 from huggingface_hub.errors import HfHubHTTPError
 
 from prep.errors import OutputError
-from prep.hub.calls import HubOptions
-from prep.outputs.hf.repo import HubRepo, _status, git_blob_id
+from prep.hub.calls import HubOptions, http_status
+from prep.outputs.hf.repo import HubRepo, git_blob_id
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class Committing(HubRepo):
                     self.repo_id, list(ops), commit_message=message, repo_type="dataset",
                     revision=self.revision, parent_commit=parent, token=self.token).oid
             except HfHubHTTPError as e:
-                if _status(e) == 412:
+                if http_status(e) == 412:
                     return None  # the branch moved: ours (an answer lost), or another's
                 raise
 

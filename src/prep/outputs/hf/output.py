@@ -24,6 +24,7 @@ downloaded before.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -85,10 +86,12 @@ class HubOutput(BucketOutput):
         self.settings, self.reader = settings or HubSettings(), reader
         self.where = BucketPath("hf", f"datasets/{repo_id}", path)
         self.chosen_root = staging_root
-        root = Path(os.path.abspath(staging_root or default_staging_root(repo_id, self.branch,
-                                                                         path)))
-        self.local = LocalDir(root / self.name)
+        self.local = LocalDir(Path(os.path.abspath(staging_root or self.default_root()))
+                              / self.name)
         self._run = None
+
+    def default_root(self) -> Path:
+        return default_staging_root(self.repo_id, self.branch, self.path)
 
     @classmethod
     def parse(cls, uri: str, staging_root: Path | None = None,
@@ -115,8 +118,7 @@ class HubOutput(BucketOutput):
             s = self.settings
             options = s.options
             if self.reader and not options.offline and offline_default():
-                options = HubOptions(options.endpoint, options.cache_dir, True,
-                                     options.attempts, options.base_delay)
+                options = dataclasses.replace(options, offline=True)
             objects = HubObjects(self.repo_id, self.branch, writer=not self.reader,
                                  token=s.token, options=options)
             card_path = "README.md" if not self.path else f"{self.path}/README.md"

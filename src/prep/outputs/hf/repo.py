@@ -29,15 +29,6 @@ def git_blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # git's id, not security
 
 
-def _status(e: BaseException) -> int:
-    for x in (e, e.__cause__, e.__context__):
-        response = getattr(x, "response", None)
-        if response is not None:
-            return int(getattr(response, "status_code", 0) or 0)
-    return 0
-
-
-
 class HubRepo:
     """The repository ``repo_id`` on the Hub, at branch ``revision`` (a writer) or pinned to
     ``revision`` (a reader: resolved to its commit once, and every read is at that commit,
@@ -65,21 +56,11 @@ class HubRepo:
         """``datasets/OWNER/NAME/a/b`` -> ``a/b``."""
         return fs_path[len(self.root):].strip("/")
 
-
     def call(self, what: str, fn: Callable[[], T]) -> T:
-        """``fn()`` through :func:`call_hub`; a refused write (401/403) says how to fix it."""
-        try:
-            return call_hub(HubCall(what, self.repo_url, self.token, self.options), fn)
-        except InputError as e:
-            if self.writer and _status(e.__cause__ or e) in (401, 403):
-                raise OutputError(
-                    f"{what}: the Hub refused to let this token write to {self.repo_url} "
-                    f"(HTTP {_status(e.__cause__ or e)}); pass a token with write access to it "
-                    "(a fine-grained token with write on this repository, or a write token) "
-                    "with HF_TOKEN, --token or `hf auth login`",
-                    path=self.repo_url,
-                ) from e
-            raise
+        """``fn()`` through :func:`call_hub`; a writer's refused token (401/403) is an
+        ``OutputError`` saying how to get write access."""
+        return call_hub(HubCall(what, self.repo_url, self.token, self.options,
+                                writing=self.writer), fn)
 
     # -- the branch head ------------------------------------------------------------------------
 

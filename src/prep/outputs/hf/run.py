@@ -26,7 +26,7 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
 from prep.errors import PrepError
 from prep.outputs.bucket.layout import BucketLayout
-from prep.outputs.bucket.mirror import Mirror, shard_files
+from prep.outputs.bucket.mirror import Mirror
 from prep.outputs.bucket.run import BucketRun
 from prep.outputs.hf.card import (
     CardOptions,
@@ -36,7 +36,7 @@ from prep.outputs.hf.card import (
     split_front_matter,
 )
 from prep.outputs.hf.store import COMMIT_FILES, HubObjects
-from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, Manifest, read_manifest
+from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, Manifest
 from prep.state.remote import RemoteCheckpoint
 
 logger = logging.getLogger(__name__)
@@ -87,22 +87,15 @@ class HubRun(BucketRun):
         manifest on the branch, and the resume makes it."""
         layout, objects, staging = self.layout, self.objects, self.staging
         mirror.drain()  # commits go one after another: the remote checkpoints first
-        mirror.check_owner()
-        manifest = read_manifest(staging)
-        wanted = {n: sha for e in manifest.files for n, sha in shard_files(e)}
+        waiting = objects.pending_names()  # uploaded, shown once the next commit names them
+        manifest, wanted, _ = self.upload_missing(
+            mirror, lambda name: objects.in_repo(layout.in_dataset(name)) in waiting)
+        mirror.drain()
         if len(wanted) >= FOLDER_FILES:
             logger.warning(
                 "%s holds %s files in one folder; the Hub recommends fewer than %s a folder "
                 "(listing and browsing it slow down): a larger --max-file-tokens makes fewer",
                 self.uri, f"{len(wanted):,}", f"{FOLDER_FILES:,}")
-        present = layout.objects()
-        waiting = objects.pending_names()
-        missing = [(name, sha) for name, sha in sorted(wanted.items())
-                   if objects.in_repo(layout.in_dataset(name)) not in waiting
-                   and (mirror.sent.get(name) != sha
-                        or present.get(name) != (staging / name).stat().st_size)]
-        mirror.send(missing)
-        mirror.drain()
         incomplete = layout.incomplete.fs_path
         objects.drop_pending(incomplete)
         ops: list[CommitOperationAdd | CommitOperationDelete] = []

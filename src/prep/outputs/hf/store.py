@@ -27,7 +27,6 @@ holds its file): it is taken as done, never made twice.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import shutil
 from collections.abc import Iterable
@@ -123,22 +122,20 @@ class HubObjects(Committing):
         """Pre-upload ``size`` bytes of ``local`` from ``offset`` (the whole file by default)
         as ``fs_path`` of the next commit; returns their SHA-256 (``IntegrityError`` when
         it is not ``sha256``: the file changed after it was sealed)."""
-        whole = offset == 0 and size is None
-        if whole:
+        if offset == 0 and size is None:
             content: str | bytes = str(local)
-            got = hash_file(local).hexdigest()
         else:
             with open(local, "rb") as f:
                 f.seek(offset)
                 content = f.read(size if size is not None else -1)
-            got = hashlib.sha256(content).hexdigest()
+        op = CommitOperationAdd(path_in_repo=self.in_repo(fs_path), path_or_fileobj=content)
+        got = op.upload_info.sha256.hex()  # the hash the LFS upload sends: read once
         if sha256 is not None and got != sha256:
             raise IntegrityError(
                 f"{local}: SHA-256 {got[:12]}… is not the recorded {sha256[:12]}…; the file "
                 "changed after it was sealed (local staging was damaged); it was not uploaded",
                 path=local,
             )
-        op = CommitOperationAdd(path_in_repo=self.in_repo(fs_path), path_or_fileobj=content)
         self.call(f"uploading {self.uri(fs_path)}", lambda: self.api.preupload_lfs_files(
             self.repo_id, [op], repo_type="dataset", revision=self.revision,
             token=self.token, free_memory=False))
