@@ -52,25 +52,28 @@ def file_kind(fobj: IO[bytes], f: SourceFile) -> Kind:
     return f.kind
 
 
-def units_of(fobj: IO[bytes], f: SourceFile, count: bool = True) -> list[Unit]:
+def units_of(fobj: IO[bytes], f: SourceFile, count: bool = True, count_blocks: bool = False
+             ) -> list[Unit]:
     """The open file's units with their rows (the footer for Parquet, one read for plain
     JSON Lines); a compressed JSON Lines or an Arrow file is one stream unit, whose rows are
-    counted (one read) only when ``count``, else -1. Raises ``InputError`` for a file that
-    cannot be planned."""
+    counted (one read) only when ``count``, else -1. A compressed JSON Lines file is read
+    in ``blocks``, which count its rows as they are read, so it is counted here only when
+    ``count_blocks`` too. Raises ``InputError`` for a file that cannot be planned."""
     kind = file_kind(fobj, f)
-    if _STREAMS[kind.name](kind) and kind.name in _BLOCKS:
-        return [Unit(-1, stream=True, blocks=True)]
-    if not count and _STREAMS[kind.name](kind):
-        return [Unit(-1, stream=True)]
-    return _COUNT[kind.name](fobj, f, kind)
+    stream = _STREAMS[kind.name](kind)
+    blocks = stream and kind.name in _BLOCKS
+    if stream and not (count and (count_blocks or not blocks)):
+        return [Unit(-1, stream=True, blocks=blocks)]
+    units = _COUNT[kind.name](fobj, f, kind)
+    return [replace(u, blocks=True) for u in units] if blocks else units
 
 
-def identify(source: Source, f: SourceFile, count: bool = True
+def identify(source: Source, f: SourceFile, count: bool = True, count_blocks: bool = False
              ) -> tuple[Signature | None, list[Unit] | None]:
     """What the main process fixes before workers read ``f``: the file's signature and its
-    units (``count``: see :func:`units_of`), both through one descriptor (remembered in
-    ``f.units`` for that signature); None for what cannot be read (the worker that opens
-    the file then reports why)."""
+    units (``count``, ``count_blocks``: see :func:`units_of`), both through one descriptor
+    (remembered in ``f.units`` for that signature); None for what cannot be read (the
+    worker that opens the file then reports why)."""
     try:
         with open(source.local_path(f), "rb") as fobj:
             sig = _signature_of(fobj)
@@ -78,7 +81,7 @@ def identify(source: Source, f: SourceFile, count: bool = True
             if known is not None and (not count or all(u.rows >= 0 for u in known)):
                 return sig, list(known)
             try:  # checked against this descriptor's signature while it is read
-                units = units_of(fobj, replace(f, signature=sig), count)
+                units = units_of(fobj, replace(f, signature=sig), count, count_blocks)
             except PrepError:
                 return sig, None
             f.units = (sig, tuple(units))
