@@ -136,7 +136,7 @@ def _unzip_ahead(source: Source, files: list[SourceFile], index: int, most: int,
     for j in range(index, min(len(files), index + max(most, 1))):
         if j in ahead:
             continue
-        signature, units = identify(source, files[j])
+        signature, units = identify(source, files[j], count=False)  # whether to, not rows
         if units and units[0].blocks and (j == index or units[0].rows < 0):  # not skipped
             ahead[j] = ReadAhead(read_blocks(source, files[j], signature), depth=4,
                                  name="prep-unzip")
