@@ -133,7 +133,7 @@ def iter_batches(source: Source, f: SourceFile, text_column: str, split_column: 
     the file changes while it is read (no row read after the change is yielded)."""
     columns = (text_column, split_column)
     with open_verified(source, f) as fobj:
-        units = units_of(fobj, f)
+        units = units_of(fobj, f, count=False)  # a stream is read to its end: never counted
         fobj.seek(0)
         first = 0
         for unit in units or [Unit(0)]:
