@@ -174,26 +174,42 @@ def block_batches(f: SourceFile, kind: Kind, columns: tuple[str, str | None], bl
                   ) -> Iterator[tuple[list[Any], list[Any] | None]]:
     """In a worker: ``(texts, splits)`` of file rows ``start``..``stop`` (None: all) of a
     block of whole lines (from :func:`blocks`) whose first line is row ``first`` at byte
-    ``at``. Raises ``InputError`` at the first bad line, after the lines before it."""
+    ``at``, in one batch. Raises ``InputError`` at the first bad line, after the lines
+    before it."""
     parser = LineParser(f, kind, columns)
-    texts: list[Any] = []
-    splits: list[Any] = []
-    try:
+
+    def parsed() -> Iterator[tuple[str, Any]]:
         pos = 0
         for row in range(first, first + block.count(b"\n") + 1):
             nl = block.find(b"\n", pos)
             raw = block[pos:] if nl < 0 else block[pos:nl]
             if row >= start and (stop is None or row < stop):
-                text, split = parser.parse(row, at + pos, raw)
-                texts.append(text)
-                splits.append(split)
+                yield parser.parse(row, at + pos, raw)
             pos = nl + 1
+
+    yield from _batched(parsed(), bool(columns[1]), None)
+
+
+def _batched(parsed: Iterator[tuple[str, Any]], split: bool, size: int | None
+             ) -> Iterator[tuple[list[Any], list[Any] | None]]:
+    """``(texts, splits)`` (splits None unless ``split``) of the ``parsed`` lines, in
+    batches of ``size`` (None: one); the lines parsed before a ``PrepError`` are yielded
+    before it is raised."""
+    texts: list[Any] = []
+    splits: list[Any] = []
+    try:
+        for text, value in parsed:
+            texts.append(text)
+            splits.append(value)
+            if len(texts) == size:
+                yield texts, splits if split else None
+                texts, splits = [], []
     except PrepError:
         if texts:
-            yield texts, splits if columns[1] else None
+            yield texts, splits if split else None
         raise
     if texts:
-        yield texts, splits if columns[1] else None
+        yield texts, splits if split else None
 
 
 def field_of(obj: dict[str, Any], name: str) -> tuple[bool, Any]:
@@ -285,23 +301,13 @@ def read_batches(fobj: IO[bytes], f: SourceFile, kind: Kind, columns: tuple[str,
     whose first row is ``first``, in batches. Raises ``InputError`` at the first bad line
     (the lines before it are yielded first), ``IntegrityError`` when the file changed."""
     parser = LineParser(f, kind, columns)
-    texts: list[Any] = []
-    splits: list[Any] = []
-    row = start
-    try:
+
+    def parsed() -> Iterator[tuple[str, Any]]:
+        row = start
         for at, raw in lines_of(fobj, f, kind, unit, start - first):
             if stop is not None and row >= stop:
-                break
-            text, split = parser.parse(row, at, raw)
-            texts.append(text)
-            splits.append(split)
+                return
+            yield parser.parse(row, at, raw)
             row += 1
-            if len(texts) == BATCH_ROWS:
-                yield texts, splits if columns[1] else None
-                texts, splits = [], []
-    except PrepError:
-        if texts:
-            yield texts, splits if columns[1] else None
-        raise
-    if texts:
-        yield texts, splits if columns[1] else None
+
+    yield from _batched(parsed(), bool(columns[1]), BATCH_ROWS)
