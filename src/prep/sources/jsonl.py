@@ -144,12 +144,12 @@ def count_lines(fobj: IO[bytes], f: SourceFile, kind: Kind, size: int) -> list[U
     return units
 
 
-def blocks(fobj: IO[bytes], f: SourceFile, kind: Kind) -> Iterator[tuple[int, int, bytes]]:
+def blocks(fobj: IO[bytes], f: SourceFile, kind: Kind) -> Iterator[tuple[int, int, bytes, int]]:
     """In the main process: the decompressed text of a compressed file as ``(first line,
-    byte offset, whole lines)`` blocks of about ``BLOCK_BYTES`` (without the newline that
-    ends the block's last line), decompressed once, never parsed: each block is cut at the
-    last newline of what was read, its lines counted in one pass. Raises ``InputError``
-    for damaged data, after the blocks before it."""
+    byte offset, whole lines, how many)`` blocks of about ``BLOCK_BYTES`` (without the
+    newline that ends the block's last line), decompressed once, never parsed: each block
+    is cut at the last newline of what was read, its lines counted once, here. Raises
+    ``InputError`` for damaged data, after the blocks before it."""
     tail, tail_at, row = b"", 0, 0
     try:
         for at, data in _chunks(fobj, f, kind, Unit(0), BLOCK_BYTES):
@@ -160,27 +160,28 @@ def blocks(fobj: IO[bytes], f: SourceFile, kind: Kind) -> Iterator[tuple[int, in
                 tail, tail_at = data, at
                 continue
             body = data[: cut - 1]
-            yield row, at, body
-            row += body.count(b"\n") + 1
+            lines = body.count(b"\n") + 1
+            yield row, at, body, lines
+            row += lines
             tail, tail_at = data[cut:], at + cut
     except OSError as e:
         raise _damaged(f, kind, row, tail_at, e) from e
-    if tail:
-        yield row, tail_at, tail
+    if tail:  # a last line without its newline (the tail holds none)
+        yield row, tail_at, tail, 1
 
 
 def block_batches(f: SourceFile, kind: Kind, columns: tuple[str, str | None], block: bytes,
-                  first: int, at: int, start: int, stop: int | None
+                  first: int, rows: int, at: int, start: int, stop: int | None
                   ) -> Iterator[tuple[list[Any], list[Any] | None]]:
     """In a worker: ``(texts, splits)`` of file rows ``start``..``stop`` (None: all) of a
-    block of whole lines (from :func:`blocks`) whose first line is row ``first`` at byte
-    ``at``, in one batch. Raises ``InputError`` at the first bad line, after the lines
+    block of ``rows`` whole lines (from :func:`blocks`) whose first line is row ``first`` at
+    byte ``at``, in one batch. Raises ``InputError`` at the first bad line, after the lines
     before it."""
     parser = LineParser(f, kind, columns)
 
     def parsed() -> Iterator[tuple[str, Any]]:
         pos = 0
-        for row in range(first, first + block.count(b"\n") + 1):
+        for row in range(first, first + rows):
             nl = block.find(b"\n", pos)
             raw = block[pos:] if nl < 0 else block[pos:nl]
             if row >= start and (stop is None or row < stop):

@@ -37,7 +37,7 @@ _STREAMS: dict[str, Callable[[Kind], bool]] = {
     "arrow": lambda kind: True,
 }
 _BLOCKS = {"jsonl": jsonl.blocks}
-Block = tuple[int, int, bytes]  # (first row, byte offset, whole lines)
+Block = tuple[int, int, bytes, int]  # (first row, byte offset, whole lines, how many)
 _READ: dict[str, _Read] = {
     "parquet": parquet.read_batches,
     "jsonl": jsonl.read_batches,
@@ -113,8 +113,9 @@ def block_batches(fobj: IO[bytes], f: SourceFile, columns: tuple[str, str | None
                   start: int, stop: int | None) -> Batches:
     """In a worker: ``(texts, splits)`` of file rows ``start``..``stop`` (None: all) of a
     block :func:`read_blocks` read, the open file's kind naming its rows."""
-    first, at, data = block
-    yield from jsonl.block_batches(f, file_kind(fobj, f), columns, data, first, at, start, stop)
+    first, at, data, rows = block
+    yield from jsonl.block_batches(f, file_kind(fobj, f), columns, data, first, rows, at, start,
+                                   stop)
 
 
 def unit_batches(fobj: IO[bytes], f: SourceFile, columns: tuple[str, str | None], unit: Unit,
