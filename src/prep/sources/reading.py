@@ -29,13 +29,7 @@ _COUNT: dict[str, Callable[[IO[bytes], SourceFile, Kind], list[Unit]]] = {
     "jsonl": lambda fobj, f, kind: jsonl.count_lines(fobj, f, kind, f.size),
     "arrow": lambda fobj, f, kind: arrow.count_rows(fobj, f),
 }
-# Kinds whose rows cost a read of the whole file to count: one stream unit, counted only
-# when asked; read in blocks by the main process where the kind has a blocks reader.
-_STREAMS: dict[str, Callable[[Kind], bool]] = {
-    "parquet": lambda kind: False,
-    "jsonl": lambda kind: kind.codec is not None,
-    "arrow": lambda kind: True,
-}
+# A stream kind (Kind.stream) read in blocks by the main process, by its blocks reader
 _BLOCKS = {"jsonl": jsonl.blocks}
 Block = tuple[int, int, bytes, int]  # (first row, byte offset, whole lines, how many)
 _READ: dict[str, _Read] = {
@@ -60,9 +54,8 @@ def units_of(fobj: IO[bytes], f: SourceFile, count: bool = True, count_blocks: b
     in ``blocks``, which count its rows as they are read, so it is counted here only when
     ``count_blocks`` too. Raises ``InputError`` for a file that cannot be planned."""
     kind = file_kind(fobj, f)
-    stream = _STREAMS[kind.name](kind)
-    blocks = stream and kind.name in _BLOCKS
-    if stream and not (count and (count_blocks or not blocks)):
+    blocks = kind.stream and kind.name in _BLOCKS
+    if kind.stream and not (count and (count_blocks or not blocks)):
         return [Unit(-1, stream=True, blocks=blocks)]
     units = _COUNT[kind.name](fobj, f, kind)
     return [replace(u, blocks=True) for u in units] if blocks else units
