@@ -12,10 +12,12 @@ from typing import IO, Any
 
 import pyarrow as pa
 
-from prep.errors import InputError, PrepError
+from prep.errors import InputError
 from prep.sources.base import SourceFile, check_unchanged
 from prep.sources.kinds import Kind, Unit
-from prep.sources.parquet import is_string, strings
+from prep.sources.parquet import is_string, kept_batches
+
+_FLAGS = ("--text-column", "--split-column")
 
 
 def _reader(fobj: IO[bytes], f: SourceFile) -> Iterator[pa.RecordBatch]:
@@ -78,34 +80,8 @@ def read_batches(fobj: IO[bytes], f: SourceFile, kind: Kind, columns: tuple[str,
     batch; the columns are checked on the first batch even when it holds no row to keep.
     Raises ``InputError`` for a missing or non-string column, naming the columns there
     are, or a value that is not UTF-8; ``IntegrityError`` when the file changed."""
-    text_column, split_column = columns
-    row = first
-    checked = False
-    try:
-        for batch in _reader(fobj, f):
-            check_unchanged(fobj, f)
-            n = batch.num_rows
-            if not checked:
-                _checked(batch, f, kind, text_column, "--text-column", row)
-                if split_column:
-                    _checked(batch, f, kind, split_column, "--split-column", row)
-                checked = True
-            lo = min(max(start - row, 0), n)
-            hi = n if stop is None else min(max(stop - row, 0), n)
-            if lo < hi:
-                part = batch.slice(lo, hi - lo)
-                texts = strings(_checked(part, f, kind, text_column, "--text-column", row + lo),
-                                f, row + lo, text_column)
-                splits = (strings(_checked(part, f, kind, split_column, "--split-column",
-                                           row + lo), f, row + lo, split_column)
-                          if split_column else None)
-                yield texts, splits
-            row += n
-            if stop is not None and row >= stop:
-                return
-    except PrepError:
-        raise
-    except (pa.ArrowException, OSError, ValueError) as e:
-        check_unchanged(fobj, f)
-        raise InputError(f"{f.path}: Arrow IPC data is corrupt ({e}); remove or replace the "
-                         "file", path=f.path) from e
+
+    def pick(batch: pa.RecordBatch, i: int, row: int) -> pa.Array:
+        return _checked(batch, f, kind, columns[i] or "", _FLAGS[i], row)
+
+    yield from kept_batches(_reader(fobj, f), fobj, f, kind, columns, pick, first, start, stop)

@@ -144,12 +144,12 @@ def count_lines(fobj: IO[bytes], f: SourceFile, kind: Kind, size: int) -> list[U
     return units
 
 
-def blocks(fobj: IO[bytes], f: SourceFile, kind: Kind) -> Iterator[tuple[int, int, bytes]]:
+def blocks(fobj: IO[bytes], f: SourceFile, kind: Kind) -> Iterator[tuple[int, int, bytes, int]]:
     """In the main process: the decompressed text of a compressed file as ``(first line,
-    byte offset, whole lines)`` blocks of about ``BLOCK_BYTES`` (without the newline that
-    ends the block's last line), decompressed once, never parsed: each block is cut at the
-    last newline of what was read, its lines counted in one pass. Raises ``InputError``
-    for damaged data, after the blocks before it."""
+    byte offset, whole lines, how many)`` blocks of about ``BLOCK_BYTES`` (without the
+    newline that ends the block's last line), decompressed once, never parsed: each block
+    is cut at the last newline of what was read, its lines counted once, here. Raises
+    ``InputError`` for damaged data, after the blocks before it."""
     tail, tail_at, row = b"", 0, 0
     try:
         for at, data in _chunks(fobj, f, kind, Unit(0), BLOCK_BYTES):
@@ -160,40 +160,57 @@ def blocks(fobj: IO[bytes], f: SourceFile, kind: Kind) -> Iterator[tuple[int, in
                 tail, tail_at = data, at
                 continue
             body = data[: cut - 1]
-            yield row, at, body
-            row += body.count(b"\n") + 1
+            lines = body.count(b"\n") + 1
+            yield row, at, body, lines
+            row += lines
             tail, tail_at = data[cut:], at + cut
     except OSError as e:
         raise _damaged(f, kind, row, tail_at, e) from e
-    if tail:
-        yield row, tail_at, tail
+    if tail:  # a last line without its newline (the tail holds none)
+        yield row, tail_at, tail, 1
 
 
 def block_batches(f: SourceFile, kind: Kind, columns: tuple[str, str | None], block: bytes,
-                  first: int, at: int, start: int, stop: int | None
+                  first: int, rows: int, at: int, start: int, stop: int | None
                   ) -> Iterator[tuple[list[Any], list[Any] | None]]:
     """In a worker: ``(texts, splits)`` of file rows ``start``..``stop`` (None: all) of a
-    block of whole lines (from :func:`blocks`) whose first line is row ``first`` at byte
-    ``at``. Raises ``InputError`` at the first bad line, after the lines before it."""
+    block of ``rows`` whole lines (from :func:`blocks`) whose first line is row ``first`` at
+    byte ``at``, in one batch. Raises ``InputError`` at the first bad line, after the lines
+    before it."""
     parser = LineParser(f, kind, columns)
-    texts: list[Any] = []
-    splits: list[Any] = []
-    try:
+
+    def parsed() -> Iterator[tuple[str, Any]]:
         pos = 0
-        for row in range(first, first + block.count(b"\n") + 1):
+        for row in range(first, first + rows):
             nl = block.find(b"\n", pos)
             raw = block[pos:] if nl < 0 else block[pos:nl]
             if row >= start and (stop is None or row < stop):
-                text, split = parser.parse(row, at + pos, raw)
-                texts.append(text)
-                splits.append(split)
+                yield parser.parse(row, at + pos, raw)
             pos = nl + 1
+
+    yield from _batched(parsed(), bool(columns[1]), None)
+
+
+def _batched(parsed: Iterator[tuple[str, Any]], split: bool, size: int | None
+             ) -> Iterator[tuple[list[Any], list[Any] | None]]:
+    """``(texts, splits)`` (splits None unless ``split``) of the ``parsed`` lines, in
+    batches of ``size`` (None: one); the lines parsed before a ``PrepError`` are yielded
+    before it is raised."""
+    texts: list[Any] = []
+    splits: list[Any] = []
+    try:
+        for text, value in parsed:
+            texts.append(text)
+            splits.append(value)
+            if len(texts) == size:
+                yield texts, splits if split else None
+                texts, splits = [], []
     except PrepError:
         if texts:
-            yield texts, splits if columns[1] else None
+            yield texts, splits if split else None
         raise
     if texts:
-        yield texts, splits if columns[1] else None
+        yield texts, splits if split else None
 
 
 def field_of(obj: dict[str, Any], name: str) -> tuple[bool, Any]:
@@ -285,23 +302,13 @@ def read_batches(fobj: IO[bytes], f: SourceFile, kind: Kind, columns: tuple[str,
     whose first row is ``first``, in batches. Raises ``InputError`` at the first bad line
     (the lines before it are yielded first), ``IntegrityError`` when the file changed."""
     parser = LineParser(f, kind, columns)
-    texts: list[Any] = []
-    splits: list[Any] = []
-    row = start
-    try:
+
+    def parsed() -> Iterator[tuple[str, Any]]:
+        row = start
         for at, raw in lines_of(fobj, f, kind, unit, start - first):
             if stop is not None and row >= stop:
-                break
-            text, split = parser.parse(row, at, raw)
-            texts.append(text)
-            splits.append(split)
+                return
+            yield parser.parse(row, at, raw)
             row += 1
-            if len(texts) == BATCH_ROWS:
-                yield texts, splits if columns[1] else None
-                texts, splits = [], []
-    except PrepError:
-        if texts:
-            yield texts, splits if columns[1] else None
-        raise
-    if texts:
-        yield texts, splits if columns[1] else None
+
+    yield from _batched(parsed(), bool(columns[1]), BATCH_ROWS)

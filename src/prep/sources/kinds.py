@@ -5,10 +5,11 @@ UTF-8 BOM and white space is ``{``). A name that claims a kind (``.parquet``, ``
 ``.jsonl``/``.json``/``.ndjson``, ``.gz``, ``.zst``/``.zstd``) must agree with the content;
 a file that disagrees is refused with both named, never read as either.
 
-The kinds differ in constants only, kept as data (:data:`KINDS`): how a message names a row
-(Parquet and Arrow count rows from 0, JSON Lines counts lines from 1, as editors do), what
-a column is called, and the codec a JSON Lines file is decompressed with. A :class:`Unit` is
-the piece of a file one worker task reads; each kind's reader says how a file is cut.
+The kinds differ in constants only, kept as data (a :class:`Kind` each): how a message
+names a row (Parquet and Arrow count rows from 0, JSON Lines counts lines from 1, as
+editors do), what a column is called, the codec a JSON Lines file is decompressed with,
+and whether counting its rows costs a read of the whole file. A :class:`Unit` is the piece
+of a file one worker task reads; each kind's reader says how a file is cut.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from prep.errors import InputError
 class Kind:
     """One kind of source file: ``name`` (the reader's key), ``what`` (for messages),
     ``codec`` (pyarrow's compression name, JSON Lines only), how rows are named
-    (``row_word``, ``first_row``) and what a column is called (``column_word``)."""
+    (``row_word``, ``first_row``), what a column is called (``column_word``), and
+    ``stream``: its rows cost a read of the whole file to count (no footer says them, and
+    gzip and zstd cannot seek), so a file is one stream unit."""
 
     name: str
     what: str
@@ -31,13 +34,14 @@ class Kind:
     row_word: str = "row"
     first_row: int = 0
     column_word: str = "column"
+    stream: bool = False
 
 
 PARQUET = Kind("parquet", "Parquet")
-ARROW = Kind("arrow", "Arrow IPC")
+ARROW = Kind("arrow", "Arrow IPC", stream=True)
 JSONL = Kind("jsonl", "JSON Lines", None, "line", 1, "field")
-JSONL_GZ = Kind("jsonl", "gzip-compressed JSON Lines", "gzip", "line", 1, "field")
-JSONL_ZST = Kind("jsonl", "zstd-compressed JSON Lines", "zstd", "line", 1, "field")
+JSONL_GZ = Kind("jsonl", "gzip-compressed JSON Lines", "gzip", "line", 1, "field", stream=True)
+JSONL_ZST = Kind("jsonl", "zstd-compressed JSON Lines", "zstd", "line", 1, "field", stream=True)
 
 # (leading bytes, kind): the first that matches decides
 _MAGIC = (

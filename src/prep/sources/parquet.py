@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -143,19 +143,19 @@ def count_groups(fobj: IO[bytes], f: SourceFile) -> list[Unit]:
     return [Unit(meta.row_group(g).num_rows, g) for g in range(meta.num_row_groups)]
 
 
-def group_batches(
-    pf: pq.ParquetFile,
-    fobj: IO[bytes],
-    f: SourceFile,
-    columns: tuple[str, str | None],
-    group: int,
-    first: int,
-    start: int | None = None,
-    stop: int | None = None,
-) -> Iterator[tuple[list[Any], list[Any] | None]]:
-    """``(texts, splits)`` per record batch of row group ``group`` (whose first row is file
-    row ``first``) of ``pf`` parsed from ``fobj``, keeping file rows ``start``..``stop``
-    only (default: all); ``columns``: the text and split column names.
+# The column array of a record batch: (batch, 0 for the text column or 1 for the split
+# column, the batch's first file row); raises ``InputError`` for a missing or unfit column.
+Pick = Callable[[pa.RecordBatch, int, int], pa.Array]
+
+
+def kept_batches(batches: Iterable[pa.RecordBatch], fobj: IO[bytes], f: SourceFile, kind: Kind,
+                 columns: tuple[str, str | None], pick: Pick, first: int,
+                 start: int | None = None, stop: int | None = None
+                 ) -> Iterator[tuple[list[Any], list[Any] | None]]:
+    """``(texts, splits)`` per record batch of ``batches`` (of Parquet or Arrow IPC,
+    ``kind``), whose first is file row ``first``, keeping file rows ``start``..``stop`` only
+    (default: all); the text and split columns (``columns``, named) taken by ``pick``, which
+    checks them on the first batch even when it holds no row to keep.
 
     Raises ``InputError`` for corrupt data or a value that is not UTF-8, naming its row;
     ``IntegrityError`` when the file changed since it was identified (checked after every
@@ -163,25 +163,20 @@ def group_batches(
     text_column, split_column = columns
     row = first
     try:
-        # Single-threaded, one group at a time: memory stays bounded by a record batch
-        # (pyarrow would otherwise decode several ahead); decoding is cheap next to
-        # tokenizing.
-        for batch in pf.iter_batches(
-            batch_size=READ_BATCH_ROWS,
-            columns=_columns(text_column, split_column),
-            row_groups=[group],
-            use_threads=False,
-        ):
+        for k, batch in enumerate(batches):
             check_unchanged(fobj, f)  # these bytes are the hashed ones: pass them on
             n = batch.num_rows
+            if k == 0:
+                pick(batch, 0, row)
+                if split_column:
+                    pick(batch, 1, row)
             lo = 0 if start is None else min(max(start - row, 0), n)
             hi = n if stop is None else min(max(stop - row, 0), n)
             if lo < hi:
                 part = batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo)
-                texts = strings(part.column(0), f, row + lo, text_column)
-                splits = (
-                    strings(part.column(1), f, row + lo, split_column) if split_column else None
-                )
+                texts = strings(pick(part, 0, row + lo), f, row + lo, text_column)
+                splits = (strings(pick(part, 1, row + lo), f, row + lo, split_column)
+                          if split_column else None)
                 yield texts, splits
             row += n
             if stop is not None and row >= stop:
@@ -191,7 +186,7 @@ def group_batches(
     except (pa.ArrowException, OSError, ValueError) as e:
         check_unchanged(fobj, f)
         raise InputError(
-            f"{f.path}: Parquet data is corrupt ({e}); remove or replace the file",
+            f"{f.path}: {kind.what} data is corrupt ({e}); remove or replace the file",
             path=f.path,
         ) from e
 
@@ -199,9 +194,19 @@ def group_batches(
 def read_batches(fobj: IO[bytes], f: SourceFile, kind: Kind, columns: tuple[str, str | None],
                  unit: Unit, first: int, start: int, stop: int | None
                  ) -> Iterator[tuple[list[Any], list[Any] | None]]:
-    """``(texts, splits)`` of file rows ``start``..``stop`` (None: to the end of the group)
-    of row group ``unit.at``, whose first row is ``first`` (the footer and the columns are
-    checked first: :func:`open_parquet`)."""
+    """``(texts, splits)`` per record batch of file rows ``start``..``stop`` (None: to the
+    end of the group) of row group ``unit.at``, whose first row is ``first`` (the footer
+    and the columns are checked first: :func:`open_parquet`). Raises as
+    :func:`kept_batches`."""
     pf = open_parquet(fobj, f, *columns)
-    if unit.rows:
-        yield from group_batches(pf, fobj, f, columns, unit.at, first, start, stop)
+
+    def batches() -> Iterator[pa.RecordBatch]:  # started where its errors are caught
+        # Single-threaded, one group at a time: memory stays bounded by a record batch
+        # (pyarrow would otherwise decode several ahead); decoding is cheap next to
+        # tokenizing.
+        if unit.rows:
+            yield from pf.iter_batches(batch_size=READ_BATCH_ROWS, columns=_columns(*columns),
+                                       row_groups=[unit.at], use_threads=False)
+
+    yield from kept_batches(batches(), fobj, f, kind, columns,
+                            lambda part, i, row: part.column(i), first, start, stop)

@@ -29,15 +29,9 @@ _COUNT: dict[str, Callable[[IO[bytes], SourceFile, Kind], list[Unit]]] = {
     "jsonl": lambda fobj, f, kind: jsonl.count_lines(fobj, f, kind, f.size),
     "arrow": lambda fobj, f, kind: arrow.count_rows(fobj, f),
 }
-# Kinds whose rows cost a read of the whole file to count: one stream unit, counted only
-# when asked; read in blocks by the main process where the kind has a blocks reader.
-_STREAMS: dict[str, Callable[[Kind], bool]] = {
-    "parquet": lambda kind: False,
-    "jsonl": lambda kind: kind.codec is not None,
-    "arrow": lambda kind: True,
-}
+# A stream kind (Kind.stream) read in blocks by the main process, by its blocks reader
 _BLOCKS = {"jsonl": jsonl.blocks}
-Block = tuple[int, int, bytes]  # (first row, byte offset, whole lines)
+Block = tuple[int, int, bytes, int]  # (first row, byte offset, whole lines, how many)
 _READ: dict[str, _Read] = {
     "parquet": parquet.read_batches,
     "jsonl": jsonl.read_batches,
@@ -52,25 +46,27 @@ def file_kind(fobj: IO[bytes], f: SourceFile) -> Kind:
     return f.kind
 
 
-def units_of(fobj: IO[bytes], f: SourceFile, count: bool = True) -> list[Unit]:
+def units_of(fobj: IO[bytes], f: SourceFile, count: bool = True, count_blocks: bool = False
+             ) -> list[Unit]:
     """The open file's units with their rows (the footer for Parquet, one read for plain
     JSON Lines); a compressed JSON Lines or an Arrow file is one stream unit, whose rows are
-    counted (one read) only when ``count``, else -1. Raises ``InputError`` for a file that
-    cannot be planned."""
+    counted (one read) only when ``count``, else -1. A compressed JSON Lines file is read
+    in ``blocks``, which count its rows as they are read, so it is counted here only when
+    ``count_blocks`` too. Raises ``InputError`` for a file that cannot be planned."""
     kind = file_kind(fobj, f)
-    if _STREAMS[kind.name](kind) and kind.name in _BLOCKS:
-        return [Unit(-1, stream=True, blocks=True)]
-    if not count and _STREAMS[kind.name](kind):
-        return [Unit(-1, stream=True)]
-    return _COUNT[kind.name](fobj, f, kind)
+    blocks = kind.stream and kind.name in _BLOCKS
+    if kind.stream and not (count and (count_blocks or not blocks)):
+        return [Unit(-1, stream=True, blocks=blocks)]
+    units = _COUNT[kind.name](fobj, f, kind)
+    return [replace(u, blocks=True) for u in units] if blocks else units
 
 
-def identify(source: Source, f: SourceFile, count: bool = True
+def identify(source: Source, f: SourceFile, count: bool = True, count_blocks: bool = False
              ) -> tuple[Signature | None, list[Unit] | None]:
     """What the main process fixes before workers read ``f``: the file's signature and its
-    units (``count``: see :func:`units_of`), both through one descriptor (remembered in
-    ``f.units`` for that signature); None for what cannot be read (the worker that opens
-    the file then reports why)."""
+    units (``count``, ``count_blocks``: see :func:`units_of`), both through one descriptor
+    (remembered in ``f.units`` for that signature); None for what cannot be read (the
+    worker that opens the file then reports why)."""
     try:
         with open(source.local_path(f), "rb") as fobj:
             sig = _signature_of(fobj)
@@ -78,7 +74,7 @@ def identify(source: Source, f: SourceFile, count: bool = True
             if known is not None and (not count or all(u.rows >= 0 for u in known)):
                 return sig, list(known)
             try:  # checked against this descriptor's signature while it is read
-                units = units_of(fobj, replace(f, signature=sig), count)
+                units = units_of(fobj, replace(f, signature=sig), count, count_blocks)
             except PrepError:
                 return sig, None
             f.units = (sig, tuple(units))
@@ -110,8 +106,9 @@ def block_batches(fobj: IO[bytes], f: SourceFile, columns: tuple[str, str | None
                   start: int, stop: int | None) -> Batches:
     """In a worker: ``(texts, splits)`` of file rows ``start``..``stop`` (None: all) of a
     block :func:`read_blocks` read, the open file's kind naming its rows."""
-    first, at, data = block
-    yield from jsonl.block_batches(f, file_kind(fobj, f), columns, data, first, at, start, stop)
+    first, at, data, rows = block
+    yield from jsonl.block_batches(f, file_kind(fobj, f), columns, data, first, rows, at, start,
+                                   stop)
 
 
 def unit_batches(fobj: IO[bytes], f: SourceFile, columns: tuple[str, str | None], unit: Unit,
@@ -130,7 +127,7 @@ def iter_batches(source: Source, f: SourceFile, text_column: str, split_column: 
     the file changes while it is read (no row read after the change is yielded)."""
     columns = (text_column, split_column)
     with open_verified(source, f) as fobj:
-        units = units_of(fobj, f)
+        units = units_of(fobj, f, count=False)  # a stream is read to its end: never counted
         fobj.seek(0)
         first = 0
         for unit in units or [Unit(0)]:

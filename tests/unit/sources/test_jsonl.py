@@ -122,8 +122,9 @@ def test_a_compressed_file_is_decompressed_into_blocks_of_whole_lines(
     blocks = list(read_blocks(src, f, None))
     assert len(blocks) > 5 and blocks[0][:2] == (0, 0)
     plain = compressed["plain"].read_bytes()
-    for first, at, data in blocks:  # offsets in the decompressed text
+    for first, at, data, rows in blocks:  # offsets in the decompressed text
         assert plain[at:at + len(data)] == data and plain.count(b"\n", 0, at) == first
+        assert rows == data.count(b"\n") + 1
     with open(path, "rb") as fobj:
         f.signature = signature_of(fobj)
         got = [t for b in blocks for texts, _ in block_batches(fobj, f, ("text", None), b,

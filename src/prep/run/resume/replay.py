@@ -136,11 +136,12 @@ def _visit(batch: Batch, cursor: Cursor, counts: ReplayCounts) -> None:
 
 def stream_rows(source: Source, files: list[SourceFile], base: StreamBase | None) -> int | None:
     """How many rows the stream over ``files`` (the read order) holds before any budget,
-    from each file's units (after the published rows ``base`` continues); None when a
-    file's footer cannot be read."""
+    from each file's units (after the published rows ``base`` continues), counting a file
+    whose rows the replay did not (a compressed file read in blocks that the replay did not
+    read to its end, or at all: a shuffled stream); None when a file cannot be read."""
     first, total = StreamBase.start(base)
     for f in files[first:]:
-        _, units = identify(source, f)
+        _, units = identify(source, f, count_blocks=True)
         if units is None or any(u.rows < 0 for u in units):  # unreadable, or a stream
             return None
         total += sum(u.rows for u in units)

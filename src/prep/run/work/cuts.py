@@ -42,7 +42,7 @@ class RowGroupTask:
 class BlockTask:
     """File rows ``start``..``stop`` (None: all) of a block of whole lines of file
     ``index`` that the main process decompressed (``block``: first row, byte offset,
-    bytes); the worker parses them. ``signature`` and ``hash_file`` as for a
+    bytes, how many rows); the worker parses them. ``signature`` and ``hash_file`` as for a
     :class:`RowGroupTask`: the worker still opens the file, to check and hash it."""
 
     index: int
@@ -136,7 +136,7 @@ def _unzip_ahead(source: Source, files: list[SourceFile], index: int, most: int,
     for j in range(index, min(len(files), index + max(most, 1))):
         if j in ahead:
             continue
-        signature, units = identify(source, files[j])
+        signature, units = identify(source, files[j], count=False)  # whether to, not rows
         if units and units[0].blocks and (j == index or units[0].rows < 0):  # not skipped
             ahead[j] = ReadAhead(read_blocks(source, files[j], signature), depth=4,
                                  name="prep-unzip")
@@ -152,12 +152,12 @@ def _block_tasks(blocks: Iterable[Block], f: SourceFile, index: int, local: str,
     at = skip if row is None else row
     emitted, total = False, 0
     try:
-        for first, offset, data in blocks:
-            total = first + data.count(b"\n") + 1
+        for first, offset, data, rows in blocks:
+            total = first + rows
             lo = max(skip, at + first)
             hi = at + total if limit is None else min(limit, at + total)
             if lo < hi:  # the file's first task hashes it
-                yield BlockTask(index, local, signature, (first, offset, data), lo - at,
+                yield BlockTask(index, local, signature, (first, offset, data, rows), lo - at,
                                 hi - at, not emitted)
                 emitted = True
             if limit is not None and at + total >= limit:
@@ -166,7 +166,7 @@ def _block_tasks(blocks: Iterable[Block], f: SourceFile, index: int, local: str,
         yield ItemsTask([Failure(e)])
         return -1
     if not emitted and total == 0 and at >= skip:  # reached, no rows: opened and hashed
-        yield BlockTask(index, local, signature, (0, 0, b""), 0, 0, True)
+        yield BlockTask(index, local, signature, (0, 0, b"", 0), 0, 0, True)
     if signature is not None:  # read to its end: a later plan skips it unread
         f.units = (signature, (Unit(total, stream=True, blocks=True),))
     return None if row is None else at + total

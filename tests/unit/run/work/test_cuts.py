@@ -41,7 +41,7 @@ def covered(tasks: list) -> list[tuple[int, int]]:  # type: ignore[type-arg]
     out = []
     for t in tasks:
         if isinstance(t, BlockTask):
-            first, _, data = t.block
+            first, _, data, _ = t.block
             stop = first + data.count(b"\n") + 1 if t.stop is None else t.stop
             out += [(t.index, r) for r in range(max(t.start, first), stop)]
         else:
