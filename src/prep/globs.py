@@ -26,8 +26,9 @@ def fixed_lead(segments: Sequence[str]) -> list[str]:
 # What a listing takes (a plain ``.json`` is left out: beside data it is far more often
 # metadata, as ``datasets``' ``dataset_info.json``; name it or give a glob). What a file is
 # is then told by its content (``prep.sources.kinds``).
-LISTED = (".parquet", ".arrow", ".jsonl", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjson.gz",
-          ".jsonl.zst", ".json.zst", ".jsonl.zstd", ".json.zstd", ".ndjson.zst")
+_COMPRESSED = tuple(
+    stem + codec for stem in (".jsonl", ".json", ".ndjson") for codec in (".gz", ".zst", ".zstd"))
+LISTED = (".parquet", ".arrow", ".jsonl", ".ndjson", *_COMPRESSED)
 
 
 def listed(name: str) -> bool:
