@@ -278,6 +278,5 @@ def _tidy(staging: Path) -> tuple[int, int, int, int]:
             entry.unlink()
     fsync_dir(staging)
     done = json.loads((staging / TRAINING_FILE).read_text())
-    return (done["vocabulary"]["learned"] + len(done["vocabulary"]["special_tokens"]),
-            len(done.get("merges", [])), done["source"]["train_documents"],
-            done["source"]["train_bytes"])
+    return (done["vocabulary"]["size"], len(done.get("merges", [])),
+            done["source"]["train_documents"], done["source"]["train_bytes"])
