@@ -125,9 +125,7 @@ def build_encoder(spec: EngineSpec) -> Engine:
 def reference_of(engine: Engine) -> ReferenceFn:
     """The reference a checked engine (:attr:`EngineSpec.checked`) falls back to and is
     cross-checked against."""
-    if isinstance(engine, MergesEncoder):
-        return engine.reference
-    if not isinstance(engine, GigatokenEncoder):
+    if not isinstance(engine, (GigatokenEncoder, MergesEncoder)):
         raise TypeError(f"{type(engine).__name__} is not checked against a reference")
     return engine.reference
 
