@@ -130,10 +130,11 @@ def merges_of(path: Path, config: dict[str, Any] | None = None) -> list[tuple[in
         raise _bad(path, str(e)) from None
 
 
-def _extras(pre_tokenizer: str, specials: list[str]) -> dict[str, Any]:
-    """The state's optional members, as :meth:`prep.Tokenizer.state` writes them."""
+def state_extras(pre_tokenizer: str, specials: Sequence[str]) -> dict[str, Any]:
+    """A :meth:`prep.Tokenizer.state`'s optional members: the pre-tokenizer unless ``none``,
+    the special tokens when any."""
     out: dict[str, Any] = {} if pre_tokenizer == NONE else {"pre_tokenizer": pre_tokenizer}
-    return out | ({"special_tokens": specials} if specials else {})
+    return out | ({"special_tokens": list(specials)} if specials else {})
 
 
 def load_state(directory: str | os.PathLike[str]) -> dict[str, Any]:
@@ -142,7 +143,7 @@ def load_state(directory: str | os.PathLike[str]) -> dict[str, Any]:
     root = Path(directory)
     if (root / BYTE_FILE).is_file():
         values, specials = read_byte_file(root / BYTE_FILE)
-        return {"version": 1, "method": "byte", "bytes": values, **_extras(NONE, specials)}
+        return {"version": 1, "method": "byte", "bytes": values, **state_extras(NONE, specials)}
     if (root / TOKENIZER_FILE).is_file():
         path = root / TOKENIZER_FILE
         config = _config(path)
@@ -150,7 +151,7 @@ def load_state(directory: str | os.PathLike[str]) -> dict[str, Any]:
                     if t.get("special")]
         return {"version": 1, "method": "bpe",
                 "merges": [list(m) for m in merges_of(path, config)],
-                **_extras(pre_tokenizer_of(path, config), specials)}
+                **state_extras(pre_tokenizer_of(path, config), specials)}
     raise InputError(
         f"{root}: holds neither {TOKENIZER_FILE} nor {BYTE_FILE}; give the --out directory "
         "of prep train-tokenizer",
