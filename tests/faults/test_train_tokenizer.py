@@ -69,12 +69,17 @@ def outputs(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
 
 
+def published(argv: list[str], out: Path) -> dict[str, bytes]:
+    """The files a run of ``argv`` that must succeed publishes at ``out``."""
+    done = plain(argv)
+    assert done.returncode == 0, done.stderr
+    return outputs(out)
+
+
 @pytest.fixture(scope="module")
 def reference(corpus, tmp_path_factory) -> dict[str, bytes]:
     out = tmp_path_factory.mktemp("ref") / "tok"
-    done = plain(args(corpus[0], out, "--workers", "1"))
-    assert done.returncode == 0, done.stderr
-    return outputs(out)
+    return published(args(corpus[0], out, "--workers", "1"), out)
 
 
 def test_merges_are_the_references_on_train_documents_only(corpus, reference, tmp_path):
@@ -95,9 +100,8 @@ def ref_pieces(merges: list[tuple[int, int, int]]) -> list[bytes]:
 
 def test_same_bytes_whatever_workers_and_batch_size(corpus, reference, tmp_path):
     out = tmp_path / "tok"
-    done = plain(args(corpus[0], out, "--workers", "2", "--batch-size", "3"))
-    assert done.returncode == 0, done.stderr
-    assert outputs(out) == reference
+    assert published(args(corpus[0], out, "--workers", "2", "--batch-size", "3"), out) \
+        == reference
 
 
 @pytest.mark.parametrize(
@@ -168,9 +172,7 @@ def pre_args(src: Path, out: Path, *extra: object) -> list[str]:
 @pytest.fixture(scope="module")
 def pre_reference(words, tmp_path_factory) -> dict[str, bytes]:
     out = tmp_path_factory.mktemp("pre") / "tok"
-    done = plain(pre_args(words[0], out, "--workers", "1"))
-    assert done.returncode == 0, done.stderr
-    return outputs(out)
+    return published(pre_args(words[0], out, "--workers", "1"), out)
 
 
 def test_pre_tokenized_merges_are_the_references_whatever_the_workers(words, pre_reference,
@@ -181,9 +183,9 @@ def test_pre_tokenized_merges_are_the_references_whatever_the_workers(words, pre
     want = ref.train_split([d.decode() for d in words[1]], PATTERNS["gpt2"], 256 + MERGES, 1)
     assert len(want) == MERGES
     assert merges_of(tmp_path / "tokenizer.json") == [(a, b) for a, b, _ in want]
-    done = plain(pre_args(words[0], tmp_path / "two", "--workers", "2", "--batch-size", "3"))
-    assert done.returncode == 0, done.stderr
-    assert outputs(tmp_path / "two") == pre_reference
+    two = tmp_path / "two"
+    assert published(pre_args(words[0], two, "--workers", "2", "--batch-size", "3"), two) \
+        == pre_reference
 
 
 @pytest.mark.parametrize("target", ["prep.tokenizer.snapshot.CountCheckpoint.save",

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from prep.encoders.gigatoken import (
 )
 from prep.encoders.gigatoken import Reference as ReferenceFn
 from prep.encoders.hf import HFEncoder, batch_encode, configured
-from prep.encoders.memo import ACCEPTED
+from prep.encoders.memo import ACCEPTED, TokenizerMemo
 from prep.encoders.merges import ENGINE as MERGES
 from prep.encoders.merges import MergesEncoder, load_merges_engine
 from prep.encoders.vocab_bytes import ENGINE as VOCAB_BYTES
@@ -55,6 +56,7 @@ ENGINE_JSON = "gigatoken.json"  # kept beside the memo: the compact JSON gigatok
 AUTO = "auto"
 HF = "hf"
 CHOICES = (AUTO, HF, GIGATOKEN, MERGES)
+E = TypeVar("E", GigatokenEncoder, MergesEncoder)
 
 
 class Engine(Protocol):
@@ -123,9 +125,7 @@ def build_encoder(spec: EngineSpec) -> Engine:
 def reference_of(engine: Engine) -> ReferenceFn:
     """The reference a checked engine (:attr:`EngineSpec.checked`) falls back to and is
     cross-checked against."""
-    if isinstance(engine, MergesEncoder):
-        return engine.reference
-    if not isinstance(engine, GigatokenEncoder):
+    if not isinstance(engine, (GigatokenEncoder, MergesEncoder)):
         raise TypeError(f"{type(engine).__name__} is not checked against a reference")
     return engine.reference
 
@@ -145,54 +145,58 @@ def check_engine(requested: str) -> None:
         raise UsageError(f"engine {requested!r}: choose one of {', '.join(CHOICES)}")
 
 
-def _gigatoken(encoder: HFEncoder, threads: int) -> GigatokenEncoder:
-    """gigatoken for ``encoder``'s file, or ``Declined``. The probes (against the reference,
-    which they build) run once per file: their verdict is remembered (``encoder.memo``)."""
-    memo = encoder.memo
-    verdict = memo.verdict(GIGATOKEN)
+def _judged(memo: TokenizerMemo, name: str, build: Callable[[str | None], E]) -> E:
+    """``build(verdict)`` under the memo's verdict on engine ``name`` for this file, or
+    ``Declined``: a remembered refusal is raised again without building; a first judgment
+    (acceptance or the reason of a refusal) is remembered."""
+    verdict = memo.verdict(name)
     if verdict is not None and verdict != ACCEPTED:
         raise Declined(verdict)
     try:
-        # The plan (a parse of the file) is trusted from the memo only beside an acceptance.
-        steps = (memo.facts.get(PLAN) if verdict == ACCEPTED else None) or plan(encoder.raw)
-        # Built from the compact JSON kept beside the memo, as probed: made (and probed) by
-        # the first run, then trusted by its SHA-256 in the memo beside the acceptance only.
-        built, made = memo.kept(ENGINE_JSON,
-                                lambda: compact_json(planned_json(encoder.raw, steps)),
-                                trusted=verdict == ACCEPTED)
-        engine = load_gigatoken(encoder.raw, encoder.encode_flat, probe=made,
-                                parallel=threads > 1, known=steps, built=built)
+        engine = build(verdict)
     except Declined as e:
-        memo.drop(ENGINE_JSON)  # nothing to build from; and no acceptance kept to trust it
         if verdict is None:  # a first judgment only: a failed rebuild may be passing
-            memo.judged(GIGATOKEN, str(e))
+            memo.judged(name, str(e))
         memo.keep()
         raise
-    memo.fact(PLAN, lambda: steps)
     if verdict is None:
-        memo.judged(GIGATOKEN, ACCEPTED)
+        memo.judged(name, ACCEPTED)
     memo.keep()  # writes only what this run added
     return engine
 
 
-def _merges(encoder: HFEncoder) -> MergesEncoder:
-    """prep's own encoder for ``encoder``'s file, or ``Declined``; its verdict is
-    remembered per file (``encoder.memo``) as the fast engine's is."""
+def _gigatoken(encoder: HFEncoder, threads: int) -> GigatokenEncoder:
+    """gigatoken for ``encoder``'s file, or ``Declined``. The probes (against the reference,
+    which they build) run once per file: their verdict is remembered (``encoder.memo``)."""
     memo = encoder.memo
-    verdict = memo.verdict(MERGES)
-    if verdict is not None and verdict != ACCEPTED:
-        raise Declined(verdict)
-    try:
-        engine = load_merges_engine(encoder.raw, encoder.encode_flat, probe=verdict is None)
-    except Declined as e:
-        if verdict is None:
-            memo.judged(MERGES, str(e))
-            memo.keep()
-        raise
-    if verdict is None:
-        memo.judged(MERGES, ACCEPTED)
-        memo.keep()
-    return engine
+
+    def build(verdict: str | None) -> GigatokenEncoder:
+        try:
+            # The plan (a parse of the file) is trusted from the memo only beside an
+            # acceptance.
+            steps = (memo.facts.get(PLAN) if verdict == ACCEPTED else None) or plan(encoder.raw)
+            # Built from the compact JSON kept beside the memo, as probed: made (and probed)
+            # by the first run, then trusted by its SHA-256 in the memo beside the
+            # acceptance only.
+            built, made = memo.kept(ENGINE_JSON,
+                                    lambda: compact_json(planned_json(encoder.raw, steps)),
+                                    trusted=verdict == ACCEPTED)
+            engine = load_gigatoken(encoder.raw, encoder.encode_flat, probe=made,
+                                    parallel=threads > 1, known=steps, built=built)
+        except Declined:
+            memo.drop(ENGINE_JSON)  # nothing to build from; and no acceptance kept to trust it
+            raise
+        memo.fact(PLAN, lambda: steps)
+        return engine
+
+    return _judged(memo, GIGATOKEN, build)
+
+
+def _merges(encoder: HFEncoder) -> MergesEncoder:
+    """prep's own encoder for ``encoder``'s file, or ``Declined``; probed once per file,
+    its verdict remembered as the fast engine's is."""
+    return _judged(encoder.memo, MERGES, lambda verdict: load_merges_engine(
+        encoder.raw, encoder.encode_flat, probe=verdict is None))
 
 
 def choose_engine(requested: str, encoder: Encoder, threads: int | None

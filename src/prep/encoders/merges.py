@@ -56,6 +56,24 @@ def _halves(line: object) -> tuple[str, str] | None:
     return None
 
 
+def merge_table(vocab: dict[str, Any], lines: Sequence[object]) -> list[tuple[int, int]]:
+    """The merges ``(left, right)`` of a byte-level BPE's ``vocab`` and ``merges`` laid out
+    as prep writes them: ids ``0..255`` the raw bytes, merge ``k`` making id ``256 + k``;
+    ``ValueError`` saying which is not so."""
+    names = byte_to_unicode()
+    if any(vocab.get(names[b]) != b for b in range(256)):
+        raise ValueError("ids 0..255 are not the raw bytes (not written by prep)")
+    merges: list[tuple[int, int]] = []
+    for k, line in enumerate(lines):
+        halves = _halves(line)
+        ids = (None, None, None) if halves is None else (
+            vocab.get(halves[0]), vocab.get(halves[1]), vocab.get("".join(halves)))
+        if ids[0] is None or ids[1] is None or ids[2] != 256 + k:
+            raise ValueError(f"merge {k} {line!r} does not make id {256 + k}")
+        merges.append((int(ids[0]), int(ids[1])))
+    return merges
+
+
 def gate(config: dict[str, Any]) -> list[tuple[int, int]]:
     """The merge table of ``config`` (a parsed tokenizer.json) when this engine reproduces
     it exactly (module docstring), else ``Declined`` saying why."""
@@ -75,18 +93,10 @@ def gate(config: dict[str, Any]) -> list[tuple[int, int]]:
                        "(each document one word) is supported")
     if any(not t.get("special") for t in config.get("added_tokens") or []):
         raise Declined("an added token that is not special is not supported")
-    names = byte_to_unicode()
-    vocab, lines = model.get("vocab") or {}, model.get("merges") or []
-    if any(vocab.get(names[b]) != b for b in range(256)):
-        raise Declined("ids 0..255 are not the raw bytes")
-    merges: list[tuple[int, int]] = []
-    for k, line in enumerate(lines):
-        halves = _halves(line)
-        ids = (None, None, None) if halves is None else (
-            vocab.get(halves[0]), vocab.get(halves[1]), vocab.get("".join(halves)))
-        if ids[0] is None or ids[1] is None or ids[2] != 256 + k:
-            raise Declined(f"merge {k} {line!r} does not make id {256 + k}")
-        merges.append((int(ids[0]), int(ids[1])))
+    try:
+        merges = merge_table(model.get("vocab") or {}, model.get("merges") or [])
+    except ValueError as e:
+        raise Declined(str(e)) from None
     if len(set(merges)) != len(merges):
         raise Declined("a pair is merged twice")
     return merges

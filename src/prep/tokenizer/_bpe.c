@@ -205,14 +205,12 @@ static int count_all(Trainer *t) {
         uint32_t p = pair_of(t, KEY(t->node[i].tok, t->node[i + 1].tok));
         if (p == NONE) return -1;
         t->count[p] += WEIGHT(t, i);
+        t->pairs[p].cap++; /* its list's size: the occurrences (the count with weights) */
         t->node[i].at = p;
     }
     free(t->table);
     t->table = NULL;
     t->table_cap = 0;
-    /* list sizes: the occurrences (with weights, fewer than the count), counted in cap */
-    for (uint64_t i = 0; i < n; i++)
-        if (t->node[i].at != NONE) t->pairs[t->node[i].at].cap++;
     for (uint64_t i = 0; i < t->n_pairs; i++) {
         Pair *p = &t->pairs[i];
         if (t->count[i] < t->min_freq) {

@@ -25,7 +25,7 @@ from prep.errors import IntegrityError, Interrupted
 from prep.fsio import atomic_write_bytes
 from prep.tokenizer.pieces import PieceTable
 from prep.tokenizer.pretokenize import Splitter
-from prep.tokenizer.snapshot import COUNT_FILE, CountCheckpoint
+from prep.tokenizer.snapshot import CountCheckpoint
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def count(staging: Path, shards: Shards, pre_tokenizer: str, batch_docs: int,
     flush()
     table = table.merged(pending)
     atomic_write_bytes(staging / PIECES_FILE, table.to_bytes())
-    (staging / COUNT_FILE).unlink(missing_ok=True)
+    CountCheckpoint.remove(staging)  # the finished table is in PIECES_FILE now
     logger.info("counting pieces: %s documents, %s distinct pieces (%s in all)",
                 f"{counted:,}", f"{len(table.pieces):,}", f"{sum(table.counts):,}")
     return table

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from prep.encoders.merges import byte_to_unicode
+from prep.encoders.merges import byte_to_unicode, merge_table
 from prep.encoders.vocab_bytes import BYTE_FILE, read_byte_file
 from prep.errors import InputError
 from prep.tokenizer.pretokenize import NONE, name_of, split_json
@@ -119,28 +119,22 @@ def pre_tokenizer_of(path: Path, config: dict[str, Any] | None = None) -> str:
     return name
 
 
-def merges_of(path: Path) -> list[tuple[int, int]]:
+def merges_of(path: Path, config: dict[str, Any] | None = None) -> list[tuple[int, int]]:
     """The merge table of a ``tokenizer.json`` written by :func:`tokenizer_json` (ids
-    checked against the rules: merge ``k`` makes id ``256 + k``)."""
-    model = _config(path)["model"]
-    vocab, lines = model["vocab"], model["merges"]
-    table = byte_to_unicode()
-    if any(vocab.get(table[b]) != b for b in range(256)):
-        raise _bad(path, "ids 0..255 are not the raw bytes (not written by prep)")
-    merges = []
-    for k, line in enumerate(lines):
-        left, _, right = str(line).partition(" ")
-        ids = vocab.get(left), vocab.get(right), vocab.get(left + right)
-        if ids[0] is None or ids[1] is None or ids[2] != 256 + k:
-            raise _bad(path, f"merge {k} {line!r} does not make id {256 + k}")
-        merges.append((int(ids[0]), int(ids[1])))
-    return merges
+    checked against the rules: merge ``k`` makes id ``256 + k``); ``config``: the file
+    already parsed."""
+    model = (config if config is not None else _config(path))["model"]
+    try:
+        return merge_table(model["vocab"], model["merges"])
+    except ValueError as e:
+        raise _bad(path, str(e)) from None
 
 
-def _extras(pre_tokenizer: str, specials: list[str]) -> dict[str, Any]:
-    """The state's optional members, as :meth:`prep.Tokenizer.state` writes them."""
+def state_extras(pre_tokenizer: str, specials: Sequence[str]) -> dict[str, Any]:
+    """A :meth:`prep.Tokenizer.state`'s optional members: the pre-tokenizer unless ``none``,
+    the special tokens when any."""
     out: dict[str, Any] = {} if pre_tokenizer == NONE else {"pre_tokenizer": pre_tokenizer}
-    return out | ({"special_tokens": specials} if specials else {})
+    return out | ({"special_tokens": list(specials)} if specials else {})
 
 
 def load_state(directory: str | os.PathLike[str]) -> dict[str, Any]:
@@ -149,14 +143,15 @@ def load_state(directory: str | os.PathLike[str]) -> dict[str, Any]:
     root = Path(directory)
     if (root / BYTE_FILE).is_file():
         values, specials = read_byte_file(root / BYTE_FILE)
-        return {"version": 1, "method": "byte", "bytes": values, **_extras(NONE, specials)}
+        return {"version": 1, "method": "byte", "bytes": values, **state_extras(NONE, specials)}
     if (root / TOKENIZER_FILE).is_file():
         path = root / TOKENIZER_FILE
         config = _config(path)
         specials = [str(t["content"]) for t in config.get("added_tokens") or []
                     if t.get("special")]
-        return {"version": 1, "method": "bpe", "merges": [list(m) for m in merges_of(path)],
-                **_extras(pre_tokenizer_of(path, config), specials)}
+        return {"version": 1, "method": "bpe",
+                "merges": [list(m) for m in merges_of(path, config)],
+                **state_extras(pre_tokenizer_of(path, config), specials)}
     raise InputError(
         f"{root}: holds neither {TOKENIZER_FILE} nor {BYTE_FILE}; give the --out directory "
         "of prep train-tokenizer",

@@ -24,6 +24,7 @@ from typing import Any, TypeGuard
 
 from prep.encoders.merges import apply_merges
 from prep.tokenizer.bpe import flat_sequence, make_trainer
+from prep.tokenizer.files import load_state, state_extras
 from prep.tokenizer.pieces import PieceTable
 from prep.tokenizer.pretokenize import NONE, Splitter, check_name, count_pieces
 
@@ -234,11 +235,7 @@ class Tokenizer:
     def state(self) -> dict[str, Any]:
         """The exact byte vocabulary or merge table, the pre-tokenizer and the special
         tokens, when any (JSON-ready)."""
-        extras: dict[str, Any] = {}
-        if self.pre_tokenizer != NONE:
-            extras["pre_tokenizer"] = self.pre_tokenizer
-        if self.special_tokens:
-            extras["special_tokens"] = list(self.special_tokens)
+        extras = state_extras(self.pre_tokenizer, self.special_tokens)
         if self.method == "byte":
             return {"version": STATE_VERSION, "method": "byte",
                     "bytes": [v[0] for v in self.vocabulary], **extras}
@@ -272,8 +269,6 @@ class Tokenizer:
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> Tokenizer:
         """The tokenizer ``prep train-tokenizer`` wrote to ``directory``."""
-        from prep.tokenizer.files import load_state
-
         return cls.from_state(load_state(directory))
 
 

@@ -32,17 +32,13 @@ class PieceTable:
     @classmethod
     def of(cls, counts: Mapping[str, int] | Mapping[bytes, int]) -> PieceTable:
         """The table of ``counts`` (pieces as text or bytes)."""
-        merged: Counter[bytes] = Counter()
-        for piece, n in counts.items():
-            merged[piece.encode("utf-8") if isinstance(piece, str) else piece] += n
-        keys = sorted(merged)
-        return cls(tuple(keys), tuple(merged[k] for k in keys))
+        return cls((), ()).merged(counts)
 
-    def merged(self, counts: Mapping[str, int]) -> PieceTable:
-        """This table plus ``counts``."""
+    def merged(self, counts: Mapping[str, int] | Mapping[bytes, int]) -> PieceTable:
+        """This table plus ``counts`` (pieces as text or bytes)."""
         total: Counter[bytes] = Counter(dict(zip(self.pieces, self.counts, strict=True)))
         for piece, n in counts.items():
-            total[piece.encode("utf-8")] += n
+            total[piece.encode("utf-8") if isinstance(piece, str) else piece] += n
         keys = sorted(total)
         return PieceTable(tuple(keys), tuple(total[k] for k in keys))
 

@@ -24,6 +24,7 @@ pattern's guard set (where gigatoken's character classes differ from ``tokenizer
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -119,7 +120,11 @@ class Splitter:
             tok = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
             tok.pre_tokenizer = pre_tokenizers.Split(Regex(pattern), "isolated")
             self._tok = tok
-        self._fast = _fast_gpt2() if name == "gpt2" else None
+
+    @functools.cached_property
+    def _fast(self) -> tuple[Counts, Guard] | None:
+        """The fast counter, loaded on the first count (encoding only splits)."""
+        return _fast_gpt2() if self.name == "gpt2" else None
 
     def split(self, texts: list[str]) -> list[list[str]]:
         """Each text's pieces, in order; they concatenate to the text."""

@@ -103,6 +103,14 @@ class CountCheckpoint:
         _commit(staging, COUNT_FILE, f"pieces-{self.documents:010d}.bin",
                 self.table.to_bytes(), {"documents": self.documents})
 
+    @staticmethod
+    def remove(staging: Path) -> None:
+        """Once counting's result is written: the commit file first, then the table it names
+        (a kill between leaves a stray the end of training removes)."""
+        (staging / COUNT_FILE).unlink(missing_ok=True)
+        for data in staging.glob("pieces-*.bin"):
+            data.unlink()
+
     @classmethod
     def load(cls, staging: Path) -> CountCheckpoint | None:
         """The last checkpoint, or None; ``IntegrityError`` when its files disagree."""

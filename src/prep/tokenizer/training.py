@@ -225,25 +225,23 @@ def _merge(staging: Path, recipe: TrainRecipe, manifest: Manifest, run: dict[str
            stop: Callable[[], bool]) -> list[bpe.Merge]:
     """Phase 2 (BPE): from the last checkpoint, or from the corpus."""
     interval = float(run.get("checkpoint_interval") or RUN_DEFAULTS.checkpoint_interval)
+    saved = MergeCheckpoint.load(staging)
+    merges = [] if saved is None else list(saved.merges)
+    sequence: bytes | np.ndarray | None = None
     weights = None
     if recipe.pre_tokenizer != NONE:
         batch = int(run.get("batch_size") or RUN_DEFAULTS.batch_size)
         table = counting.count(staging, _shards(staging, manifest), recipe.pre_tokenizer,
                                batch, interval, stop)
-        pieces, weights = table.training_input()
+        sequence, weights = table.training_input()
         del table
-    saved = MergeCheckpoint.load(staging)
     if saved is not None:
-        merges = list(saved.merges)
-        trainer = bpe.make_trainer(saved.sequence, 256 + len(merges), recipe.min_pair_frequency,
-                                   weights)
+        sequence = saved.sequence
         logger.info("merging: resumed after %s merges", f"{len(merges):,}")
-    else:
-        merges = []
-        sequence = (corpus_sequence(_shards(staging, manifest)) if weights is None
-                    else pieces)
-        trainer = bpe.make_trainer(sequence, 256, recipe.min_pair_frequency, weights)
-        del sequence
+    elif sequence is None:
+        sequence = corpus_sequence(_shards(staging, manifest))
+    trainer = bpe.make_trainer(sequence, 256 + len(merges), recipe.min_pair_frequency, weights)
+    del sequence, saved  # the trainer holds its own copy for the whole merge phase
     logger.info("merging: the %s trainer, up to %s ids", bpe.IMPLEMENTATION,
                 f"{recipe.target:,}")
     want = recipe.target - 256
@@ -278,6 +276,5 @@ def _tidy(staging: Path) -> tuple[int, int, int, int]:
             entry.unlink()
     fsync_dir(staging)
     done = json.loads((staging / TRAINING_FILE).read_text())
-    return (done["vocabulary"]["learned"] + len(done["vocabulary"]["special_tokens"]),
-            len(done.get("merges", [])), done["source"]["train_documents"],
-            done["source"]["train_bytes"])
+    return (done["vocabulary"]["size"], len(done.get("merges", [])),
+            done["source"]["train_documents"], done["source"]["train_bytes"])

@@ -45,3 +45,4 @@ def test_a_stop_checkpoints_and_the_resume_gives_the_same_table(tmp_path: Path) 
     assert count(staging, shards(), "gpt2", 3, 0.0, lambda: False) == want
     assert load_pieces(staging) == want and (staging / PIECES_FILE).is_file()
     assert not (staging / COUNT_FILE).exists()
+    assert not list(staging.glob("pieces-*.bin"))  # the checkpoint's table went with it
