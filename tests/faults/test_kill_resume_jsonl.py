@@ -43,7 +43,8 @@ def test_one_large_jsonl_zst_killed_at_random_resumes_identically(
     kill_and_resume(h.world(tmp_path_factory, ONE_FILE), tmp_path / "out", seed, 2)
 
 
-@pytest.mark.parametrize("shuffle", [0, 100], ids=["in-workers", "shuffled"])
+@pytest.mark.parametrize("shuffle", [0, pytest.param(100, marks=pytest.mark.soak)],
+                         ids=["in-workers", "shuffled"])
 def test_killed_after_the_finished_checkpoint_resumes_identically(
         tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, shuffle: int) -> None:
     corpus = dataclasses.replace(DIRECTORY, n_docs=3_000, n_files=3, shuffle_buffer=shuffle)

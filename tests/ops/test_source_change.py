@@ -51,7 +51,10 @@ def _swapped(w: World, path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("workers", "change"),
-    [("1", _edited), ("2", _edited), ("2", _swapped)],
+    # One case by default (about 25 s: a checkpoint every batch of 8 through 20,000 rows);
+    # one worker and a swapped file run with the soak (pytest -m soak).
+    [pytest.param("1", _edited, marks=pytest.mark.soak), ("2", _edited),
+     pytest.param("2", _swapped, marks=pytest.mark.soak)],
     ids=["in-place-1-worker", "in-place-2-workers", "swapped-2-workers"],
 )
 def test_a_file_changed_while_read_fails_the_run(
