@@ -31,6 +31,8 @@ SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "sample"
 class LocalSource(Source):
     """Files on this machine; an unread file's mtime is the evidence it changed."""
 
+    # Where the files are, not what they are (Parquet, JSON Lines, Arrow alike): the name from
+    # when Parquet was the only local kind, kept so that older datasets keep their identity.
     kind: ClassVar[str] = "parquet"
 
     def modified_since(self, f: SourceFile, recorded_mtime_ns: int | None) -> bool:
