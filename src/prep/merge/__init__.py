@@ -27,6 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prep.errors import IntegrityError, Interrupted, OutputError, never
 from prep.formats import get_format
@@ -37,6 +38,9 @@ from prep.partition import PARTS_SUFFIX, Part, parts_root
 from prep.readers.verify import verify_output
 from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, Manifest, parse_manifest
 from prep.state.provenance import MergeProvenance, provenance_bytes, read_provenance_json
+
+if TYPE_CHECKING:
+    from prep.outputs.hf.output import HubSettings
 
 logger = logging.getLogger(__name__)
 
@@ -159,8 +163,10 @@ def _recut(output: Output, parts: list[PartManifest], directory: Path) -> Recut:
 def merge(
     out: Path | str, *, wait_lock: float = 0.0, threads: int | None = None,
     argv: list[str] | None = None, stop: Callable[[], bool] = never,
+    staging: Path | None = None, hub: HubSettings | None = None,
 ) -> MergeOutcome:
-    """Verify the parts of ``out`` and publish their merge as ``out``.
+    """Verify the parts of ``out`` and publish their merge as ``out`` (a bucket or Hub
+    ``out`` staged in ``staging``, a Hub one written as ``hub`` says: its token, its card).
 
     Raises ``IntegrityError`` (a missing, unfinished, tampered or mismatched part; nothing
     published), ``OutputError`` (``out`` exists and is something else, or a single run's
@@ -168,7 +174,7 @@ def merge(
     ``Interrupted`` when ``stop()`` says so before the lock or before publishing (nothing
     published; a rerun merges again)."""
     t0 = time.monotonic()
-    output = resolve_output(out)
+    output = resolve_output(out, staging, hub)
     with output.hold_lock(wait_lock, stop):
         if output.staging_exists():
             raise OutputError(

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from huggingface_hub import CommitOperationAdd
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
 from prep.buckets.uri import BucketPath
 from prep.errors import IntegrityError, OutputError
@@ -46,8 +46,9 @@ from prep.outputs.bucket.output import BucketOutput
 from prep.outputs.hf.card import CardOptions, dataset_card
 from prep.outputs.hf.repo import missing_repo
 from prep.outputs.hf.run import HubRun
+from prep.outputs.hf.siblings import Siblings
 from prep.outputs.hf.store import HubObjects
-from prep.outputs.local import LocalDir
+from prep.outputs.local import SHARED_CHECK, LocalDir
 from prep.partition import PARTS_SUFFIX, Part
 from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, parse_manifest
 
@@ -120,7 +121,8 @@ class HubOutput(BucketOutput):
             if self.reader and not options.offline and offline_default():
                 options = dataclasses.replace(options, offline=True)
             objects = HubObjects(self.repo_id, self.branch, writer=not self.reader,
-                                 token=s.token, options=options)
+                                 token=s.token, options=options,
+                                 siblings=None if self.reader else Siblings.of(self.path))
             card_path = "README.md" if not self.path else f"{self.path}/README.md"
             self._run = HubRun(str(self), self.local, BucketLayout(self.where, objects),
                                create_repo=s.create_repo, card=s.card, card_path=card_path)
@@ -232,9 +234,17 @@ class HubOutput(BucketOutput):
         ], f"prep: merge {merged.dataset}", marker=(where, manifest))
 
     def mark_parts(self, token: str | None) -> None:
-        raise OutputError(f"--parts with --out {self} is not supported yet: build each part "
-                          f"with --part I/N --out {self} (on any machines), then run prep merge "
-                          f"{self}", path=str(self))
+        """A commit adding ``token`` to ``PATH.parts/``, or (None) one removing it, made on
+        the head as it is then (the parts committed meanwhile)."""
+        objects = self.objects
+        where = f"{parts_root(self.where).fs_path}/{SHARED_CHECK}"
+        objects.parent = None
+        if token is not None:
+            objects.ensure_repo(self.settings.create_repo)
+            objects.write(where, token.encode())
+        elif objects.read(where) is not None:
+            objects.commit([CommitOperationDelete(objects.in_repo(where), is_folder=False)],
+                           f"prep: remove {objects.in_repo(where)}")
 
     def create_staging(self, populate: Callable[[Path], None]) -> None:
         self.run.create(populate)
