@@ -23,6 +23,7 @@ from .publish import (
     env_for,
     killed_when,
     new_repo,
+    prep_cli,
     publish,
     published,
     sha,
@@ -137,3 +138,38 @@ def test_parts_run_at_once_by_ray_commit_side_by_side(
     assert "m.parts/.shared-fs-check" not in hub.head_files(OUT_REPO)
     repo = hub.repos[("dataset", OUT_REPO)]
     assert any("m.parts/.shared-fs-check" in repo.commits[c] for c in hub.history(OUT_REPO))
+
+
+def test_fixed_packing_parts_merge_into_the_hub_as_into_a_directory(
+        hub: FakeHub, tmp_path: Path) -> None:
+    """``--pack fixed`` parts published by ``--part I/2``, then ``prep merge``: the files
+    that sit where the merged cut puts them are copies on the Hub, the others are cut again
+    from local copies of only the part files they come from and uploaded; the bytes are
+    those of ``--parts 2`` into a directory."""
+    fixed = ("--pack", "fixed", "--format", "megatron")  # its index: where documents start
+    local = tmp_path / "local" / "m"
+    r = subprocess.run([sys.executable, "-m", "prep", "prepare", *ARGS, *fixed, "--out",
+                        str(local), "--parts", "2"], capture_output=True, text=True,
+                       timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    new_repo(hub)
+    for i in range(2):
+        r = publish(env_for(hub, tmp_path / f"hf{i}"), "--out", f"{OUT}/m", "--staging",
+                    tmp_path / f"s{i}", "--part", f"{i}/2", *fixed)
+        assert r.returncode == 0, r.stderr
+    part_files = {p: sha(d) for p, d in hub.head_files(OUT_REPO).items()
+                  if p.startswith("m.parts/") and p.endswith((".bin", ".idx"))}
+    parts = set(part_files.values())
+    hub.clear_log()
+    cache = tmp_path / "cache"  # the merge's default staging root: where it cuts files
+    r = prep_cli(env_for(hub, tmp_path / "hf-merge", XDG_CACHE_HOME=str(cache)), "merge",
+                 f"{OUT}/m")
+    assert r.returncode == 0, r.stderr
+    assert f"into {cache}/prep/staging/hf/acme/tokens/m.parts/recut" in r.stderr
+    assert not list(cache.glob("**/recut"))  # removed once published
+    _same_as_local(hub, local)
+    merged = {sha(d) for n, d in published(hub, "m").items() if n.endswith((".bin", ".idx"))}
+    assert uploaded(hub) == merged - parts and merged & parts  # some cut again, some kept
+    read = {q.path.split("/resolve/")[1].partition("/")[2]  # .../resolve/COMMIT/PATH
+            for q in hub.requests("GET", "/resolve/") if q.path.endswith((".bin", ".idx"))}
+    assert read == {p for p, d in part_files.items() if d not in merged}  # the cut ones only

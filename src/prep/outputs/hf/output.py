@@ -42,7 +42,7 @@ from prep.hub.calls import HubOptions, offline_default
 from prep.hub.paths import parse_dataset_uri
 from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output, Seen
 from prep.outputs.bucket.layout import INCOMPLETE, BucketLayout, parts_root
-from prep.outputs.bucket.output import BucketOutput
+from prep.outputs.bucket.output import BucketOutput, made_here
 from prep.outputs.hf.card import CardOptions, dataset_card
 from prep.outputs.hf.repo import missing_repo
 from prep.outputs.hf.run import HubRun
@@ -210,18 +210,23 @@ class HubOutput(BucketOutput):
     def publish_merge(self, files: Sequence[tuple[Output, str, str]], provenance: bytes,
                       manifest: bytes) -> None:
         """One commit (split as every commit is: copies first) naming each part's object
-        under its new name (a copy on the Hub: no byte downloaded or uploaded), then
-        ``_PROVENANCE.json``, the card and ``_MANIFEST.json``, the manifest last."""
+        under its new name (a copy on the Hub: no byte downloaded or uploaded) and adding
+        the files the merge wrote (pre-uploaded first), then ``_PROVENANCE.json``, the card
+        and ``_MANIFEST.json``, the manifest last."""
         objects = self.objects
         objects.ensure_repo(create=False)
         sizes: dict[str, int] = {}
-        for part, name, new in files:
+        stored, made = made_here(files)
+        for local, new in made:
+            objects.upload(local, self.layout.in_dataset(new), None)
+        for part, name, new in stored:
             if not isinstance(part, HubOutput) or part.repo_id != self.repo_id:
                 raise OutputError(f"{part} is not in {self.objects.repo_url} beside {self}; a "
                                   "merge names objects within one repository", path=str(part))
-            if not sizes:
+            if not sizes:  # the card's layout names the first file's size
                 sizes[new] = part.layout.objects().get(name, 0)
             objects.copy(part.layout.in_dataset(name), self.layout.in_dataset(new))
+        sizes.update((new, local.stat().st_size) for local, new in made)
         merged = parse_manifest(manifest, f"{self}/{MANIFEST_NAME}")
         card = dataset_card(merged, str(self), self.settings.card, sizes,
                             self.run.source_card(merged))
