@@ -128,15 +128,14 @@ class Committing(HubRepo):
                                         revision=head, token=self.token)))
             if any(getattr(i, "blob_id", None) == git_blob_id(data) for i in infos):
                 return head, head
+        changed = None
         if head is not None and parent is not None and self.siblings is not None:
             changed = self.siblings.foreign_change(self._entries, parent, head)
             if changed is None:
                 logger.info("%s@%s moved by sibling parts' commits (%s, not %s); committing "
                             "again on it", self.repo_url, self.revision, head[:12], parent[:12])
                 return None, head
-            logger.error("%s changed at %s@%s, which no sibling part writes", changed,
-                         self.repo_url, head[:12])
-        raise conflict_error(self.repo_url, self.revision, self.parent, head)
+        raise conflict_error(self.repo_url, self.revision, parent, head, changed)
 
     def _entries(self, commit: str, folder: str) -> dict[str, str]:
         """The ids of ``folder``'s entries at ``commit`` (a file's blob id, a folder's tree
@@ -147,13 +146,15 @@ class Committing(HubRepo):
         return {e.path: e.blob_id if isinstance(e, RepoFile) else e.tree_id for e in found}
 
 
-def conflict_error(repo_url: str, branch: str, parent: str | None, head: str | None
-                   ) -> OutputError:
-    """The refusal when another commit landed on the branch since this run's last look."""
+def conflict_error(repo_url: str, branch: str, parent: str | None, head: str | None,
+                   changed: str | None = None) -> OutputError:
+    """The refusal when another commit landed on the branch since this run's last look
+    (``changed``: a path it changed that no sibling part writes, when one was looked for)."""
+    what = f" ({changed} changed, which no sibling part writes)" if changed else ""
     return OutputError(
         f"{repo_url}@{branch} moved while this run was publishing: its head is "
         f"{(head or '?')[:12]}, not {(parent or 'none')[:12]} as this run left or found it; "
-        "another writer committed to the branch. Nothing of it was overwritten and nothing "
+        f"another writer committed to the branch{what}. Nothing of it was overwritten and nothing "
         "of this run was lost (its uploads and remote checkpoint stay). Make sure no other "
         "run writes this dataset, then rerun the same command with --resume: it continues "
         "from the branch as it is now",
