@@ -51,9 +51,8 @@ def _same_as_local(hub: FakeHub, local: Path) -> None:
 
 def test_parts_into_the_hub_then_merged_give_the_local_runs_bytes(
         hub: FakeHub, tmp_path: Path, local_parts: Path) -> None:
-    new_repo(hub)
     r = publish(env_for(hub, tmp_path / "hf"), "--out", f"{OUT}/m", "--staging",
-                tmp_path / "s", "--parts", "2", "--license", "odc-by")
+                tmp_path / "s", "--parts", "2", "--license", "odc-by", "--create-repo")
     assert r.returncode == 0, r.stderr
     _same_as_local(hub, local_parts)
     head = hub.head_files(OUT_REPO)
