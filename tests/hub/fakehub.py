@@ -6,7 +6,8 @@ end to end with ``HF_ENDPOINT`` pointing here. Reading:
 
 - ``GET /api/{datasets|models}/OWNER/NAME/revision/REV`` -> ``{"id", "sha", "siblings"}``
 - ``GET /api/{datasets|models}/OWNER/NAME/tree/REV[/PATH]?recursive=&expand=`` -> entries
-  with ``lfs: {oid, size, pointerSize}`` for LFS files, paginated by ``Link: rel="next"``
+  with ``lfs: {oid, size, pointerSize}`` for LFS files and a folder's ``oid`` that changes
+  exactly when something below it does (git's tree id), paginated by ``Link: rel="next"``
 - ``HEAD|GET /datasets/OWNER/NAME/resolve/REV/PATH`` (models: ``/OWNER/NAME/resolve/...``)
   with ``X-Repo-Commit``, ``ETag`` (LFS SHA-256 or git blob id), ``X-Linked-Etag`` /
   ``X-Linked-Size`` for LFS files and ``Content-Length``; ``Range: bytes=N-`` is honoured.
@@ -77,6 +78,16 @@ LOST = "lost"  # the request is carried out, then the connection closes without 
 
 def git_blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def tree_id(files: dict[str, bytes], folder: str) -> str:
+    """A folder's id, as git's tree id: it changes exactly when a file below it does (its
+    path or bytes), whatever else the commit changes."""
+    h = hashlib.sha1(folder.encode())
+    head = f"{folder}/"
+    for p in sorted(p for p in files if p.startswith(head)):
+        h.update(p.encode() + b"\0" + hashlib.sha256(files[p]).digest())
+    return h.hexdigest()
 
 
 def lfs_pointer(data: bytes) -> bytes:
@@ -490,7 +501,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if (recursive or depth == 1) and d not in dirs:
                     dirs.add(d)
                     entries.append(
-                        {"type": "directory", "oid": git_blob_id(d.encode()), "size": 0, "path": d}
+                        {"type": "directory", "oid": tree_id(files, d), "size": 0, "path": d}
                     )
             if recursive or len(rel) == 1:
                 entries.append(self._entry(repo, p, files[p]))

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -55,6 +57,19 @@ def spawn(env: dict[str, str], *args: object, commit_seconds: float = 0
           ) -> subprocess.Popen[str]:
     return subprocess.Popen(argv(commit_seconds, *ARGS, *args), env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def killed_when(proc: subprocess.Popen[str], arrived: threading.Event,
+                release: threading.Event, what: str) -> str:
+    """SIGKILL ``proc`` once the held request ``arrived`` (``what`` it is, for the failure
+    message), then let the server drop it; returns the run's stderr."""
+    try:
+        assert arrived.wait(60), f"{what} never came"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        err = proc.communicate()[1]
+        release.set()
+    return err
 
 
 def prep_cli(env: dict[str, str], *args: object) -> subprocess.CompletedProcess[str]:

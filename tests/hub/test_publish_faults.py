@@ -10,7 +10,6 @@ once the run is killed."""
 from __future__ import annotations
 
 import itertools
-import signal
 from pathlib import Path
 
 from .fakehub import FOREVER, LOST, RESET, FakeHub
@@ -21,6 +20,7 @@ from .publish import (
     TOKEN,
     commits_with_manifest,
     env_for,
+    killed_when,
     new_repo,
     publish,
     published,
@@ -41,12 +41,7 @@ def test_killed_uploading_then_before_the_last_commit_resumed_on_other_machines(
     arrived, release = hub.hold(f"/{shard5}/", "PUT")
     proc = spawn(env_for(hub, tmp_path / "hf-a"), "--out", OUT, "--staging", tmp_path / "a",
                  *SLOW)
-    try:
-        assert arrived.wait(60), "the upload of train-00005.bin never came"
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate()
-        release.set()
+    killed_when(proc, arrived, release, "the upload of train-00005.bin")
     before = set(hub.repos[("dataset", OUT_REPO)].lfs)  # the objects the Hub stores
     assert before and shard5 not in before  # held, then dropped: the Hub never got it
     assert not any(commits_with_manifest(hub))
@@ -55,12 +50,7 @@ def test_killed_uploading_then_before_the_last_commit_resumed_on_other_machines(
     arrived, release = hub.hold_commit("_MANIFEST.json")
     proc = spawn(env_for(hub, tmp_path / "hf-b"), "--out", OUT, "--staging", tmp_path / "b",
                  "--resume")
-    try:
-        assert arrived.wait(60), "the resume never made its last commit"
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        err = proc.communicate()[1]
-        release.set()
+    err = killed_when(proc, arrived, release, "the resume's last commit")
     assert "restoring it from the remote checkpoint" in err
     again = uploaded(hub)
     assert shard5 in again and not again & before  # only what the Hub lacked went up

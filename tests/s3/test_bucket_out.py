@@ -13,6 +13,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from conftest import dir_bytes
 from harness import Done, World, gate, no_traceback, paced, release, run, spawn, wait_for
 from outhelp import (
     bucket_world,
@@ -347,3 +348,23 @@ def test_a_run_lists_the_dataset_prefix_once_before_the_lock_and_once_under_it(
     assert listed.count("ds") == 3, listed
     assert listed[:4] == ["ds", "ds.incomplete", "ds", "ds.incomplete"], listed
     assert listed[-2:] == ["ds.incomplete", "ds"], listed  # the publish: owner, then uploads
+
+
+def test_fixed_packing_parts_merge_into_the_bucket_as_into_a_directory(
+        world: World, aws: S3Server, s3_bucket: str, tmp_path: Path) -> None:
+    """``--pack fixed --parts 2`` into the bucket: the merged files that sit where the
+    merged cut puts them are server-side copies of the parts' objects, the others are cut
+    again locally and uploaded; the bytes are those of the same run into a directory."""
+    local = tmp_path / "local" / "ds"
+    done = run(world.args(local, "--pack", "fixed", "--parts", "2"))  # type: ignore[arg-type]
+    assert done.returncode == 0, done.stderr
+    uri = new_uri(s3_bucket)
+    done = run(world.args(uri, "--pack", "fixed", "--parts", "2"))  # type: ignore[arg-type]
+    assert done.returncode == 0, done.stderr
+    merged = dataset_bytes(aws, uri)
+    assert merged == dir_bytes(local)
+    parts = set(objects(aws, uri + ".parts").values())
+    shards = [d for n, d in merged.items() if n.endswith(".bin")]
+    assert any(d in parts for d in shards) and not all(d in parts for d in shards)
+    staging = tmp_path / "cache" / "prep" / "staging"
+    assert staging.is_dir() and not list(staging.glob("**/recut"))  # written, then removed

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import signal
@@ -206,6 +207,7 @@ def _prepare_parts(
     console: Console, argv: list[str], typed: dict[str, Any], run_args: dict[str, Any]
 ) -> int:
     """``--parts N [--executor E]``: every part by the executor, then the merge."""
+    from prep.api import hub_settings
     from prep.executors import driver_options_removed, run_partitioned
 
     count = int(run_args.pop("parts"))
@@ -215,11 +217,13 @@ def _prepare_parts(
     if "part" in typed:
         raise UsageError("--part I/N runs one part and --parts N runs them all; give one")
     validate({**typed, "part": f"0/{count}"})  # refuses what parts cannot do
-    RunOptions(**{k: v for k, v in run_args.items() if k != "token"})  # checks the values
+    checked = RunOptions(**{k: v for k, v in run_args.items() if k != "token"})  # the values
+    hub = hub_settings(dataclasses.replace(checked, token=run_args.get("token")))
     shared = driver_options_removed(argv)
     outcome = _signalled(lambda stop: run_partitioned(  # the parts ("local": here) share it
         run_prepare, shared, run_args["out"], count, executor,
         threads=run_args.get("threads"), wait_lock=run_args.get("wait_lock", 0.0), stop=stop,
+        staging=run_args.get("staging"), hub=hub,
     ))
     console.summary(summary_line(outcome))
     return EXIT_OK

@@ -18,6 +18,8 @@ from prep.partition import Part, argv_without
 
 if TYPE_CHECKING:
     from prep.merge import MergeOutcome
+    from prep.outputs import Output
+    from prep.outputs.hf.output import HubSettings
 
 
 # Runs one ordinary ``prepare`` from its argv and returns its exit code: the CLI's
@@ -27,12 +29,12 @@ PrepareJob = Callable[[list[str]], int]
 
 class Executor(Protocol):
     def run_parts(
-        self, job: PrepareJob, argv: Sequence[str], out: Path | str, parts: Sequence[Part],
+        self, job: PrepareJob, argv: Sequence[str], out: Output, parts: Sequence[Part],
         threads: int | None,
     ) -> None:
         """Run ``job(part_argv(argv, part))`` for every part to completion, ``threads``
         tokenizer threads each (None: the executor's choice); ``out`` is the dataset's
-        ``--out``. Raises ``PrepError`` naming the parts that failed."""
+        ``--out``, as the run writes it. Raises ``PrepError`` naming the parts that failed."""
 
 
 def part_argv(argv: Sequence[str], part: Part) -> list[str]:
@@ -83,13 +85,18 @@ def executor_for(name: str) -> Executor:
 def run_partitioned(
     job: PrepareJob, argv: Sequence[str], out: Path | str, count: int, executor: str, *,
     threads: int | None, wait_lock: float, stop: Callable[[], bool],
+    staging: Path | None = None, hub: HubSettings | None = None,
 ) -> MergeOutcome:
     """``--parts N --executor E``: run parts ``0..N-1`` with the executor, then merge them
-    into ``out``. A part that fails stops before the merge (``PartsFailed``); rerunning the
-    same command keeps the published parts and resumes the others. ``stop()`` is the merge's
-    stop request (each part polls its own)."""
+    into ``out`` (staged in ``staging`` and written as ``hub`` says, as the parts are).
+    A part that fails stops before the merge (``PartsFailed``); rerunning the same command
+    keeps the published parts and resumes the others. ``stop()`` is the merge's stop
+    request (each part polls its own)."""
     from prep.merge import merge
+    from prep.outputs import resolve_output
 
     runner = executor_for(executor)
-    runner.run_parts(job, argv, out, [Part(i, count) for i in range(count)], threads)
-    return merge(out, wait_lock=wait_lock, threads=threads, argv=list(argv), stop=stop)
+    target = resolve_output(out, staging, hub)
+    runner.run_parts(job, argv, target, [Part(i, count) for i in range(count)], threads)
+    return merge(out, wait_lock=wait_lock, threads=threads, argv=list(argv), stop=stop,
+                 staging=staging, hub=hub)

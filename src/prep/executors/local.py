@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 
 from prep.errors import EXIT_OK
 from prep.executors import PartsFailed, PrepareJob, part_argv
+from prep.outputs import Output
 from prep.partition import Part
 
 logger = logging.getLogger(__name__)
@@ -15,7 +15,7 @@ logger = logging.getLogger(__name__)
 
 class LocalExecutor:
     def run_parts(
-        self, job: PrepareJob, argv: Sequence[str], out: Path | str, parts: Sequence[Part],
+        self, job: PrepareJob, argv: Sequence[str], out: Output, parts: Sequence[Part],
         threads: int | None,
     ) -> None:
         extra = [] if threads is None else ["--threads", str(threads)]

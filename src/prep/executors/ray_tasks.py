@@ -20,12 +20,11 @@ import os
 import secrets
 import socket
 from collections.abc import Sequence
-from pathlib import Path
 from types import ModuleType
 
 from prep.errors import EXIT_OK, EXIT_TEMPFAIL, OutputError, UsageError
 from prep.executors import PartsFailed, PrepareJob, part_argv
-from prep.outputs import resolve_output
+from prep.outputs import Output, resolve_output
 from prep.partition import PARTS_SUFFIX, Part
 
 logger = logging.getLogger(__name__)
@@ -76,11 +75,11 @@ def _ray() -> ModuleType:
 
 class RayExecutor:
     def run_parts(
-        self, job: PrepareJob, argv: Sequence[str], out: Path | str, parts: Sequence[Part],
+        self, job: PrepareJob, argv: Sequence[str], out: Output, parts: Sequence[Part],
         threads: int | None,
     ) -> None:
         ray = _ray()
-        target = resolve_output(out)
+        target = out
         token = secrets.token_hex(16)
         target.mark_parts(token)
         started_here = not ray.is_initialized()

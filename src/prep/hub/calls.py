@@ -28,7 +28,7 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
-from huggingface_hub.hf_api import RepoFile
+from huggingface_hub.hf_api import RepoFile, RepoFolder
 
 from prep.errors import InputError, OutputError, TransientError
 from prep.hub.paths import HubRef
@@ -241,7 +241,7 @@ def resolve_commit(api: HfApi, ref: HubRef, repo_type: str, call: HubCall) -> st
     return sha
 
 
-def list_files(
+def list_entries(
     api: HfApi,
     repo_id: str,
     repo_type: str,
@@ -249,8 +249,11 @@ def list_files(
     under: str,
     recursive: bool,
     call: HubCall,
-) -> list[RepoFile]:
-    def fetch() -> list[RepoFile]:
+) -> list[RepoFile | RepoFolder]:
+    """The files and folders below ``under`` at ``commit`` (none when it does not exist
+    there), through :func:`call_hub`."""
+
+    def fetch() -> list[RepoFile | RepoFolder]:
         try:
             entries = list(
                 api.list_repo_tree(
@@ -271,7 +274,7 @@ def list_files(
             ):
                 return []
             raise
-        return [x for x in entries if isinstance(x, RepoFile)]
+        return entries
 
     return call_hub(call, fetch)
 
@@ -294,5 +297,6 @@ def pinned_listing(
         what = f"{given}: resolving revision {ref.revision or 'main'!r}"
         revision = resolve_commit(api, ref, repo_type, HubCall(what, repo_url, token, opts))
     call = HubCall(f"{given}: listing commit {revision[:12]}", repo_url, token, opts)
-    files = list_files(api, ref.repo_id, repo_type, revision, under, recursive, call)
+    files = [f for f in list_entries(api, ref.repo_id, repo_type, revision, under, recursive,
+                                     call) if isinstance(f, RepoFile)]
     return revision, {e.path: e for e in files}

@@ -9,7 +9,8 @@ re-hashed, parts in parallel; a part in a bucket by listing), plan the merge
 from hard links to the parts' files, the merged ``_MANIFEST.json`` and
 ``_PROVENANCE.json``, and renamed to ``DIR`` (never replacing one); a bucket gets
 server-side copies, the manifest last. Token data never passes through this process, but
-for the files of ``--pack fixed`` parts written anew. A
+for the files of ``--pack fixed`` parts written anew (locally, then uploaded to a bucket or
+the Hub, from copies of only the part files they are cut from). A
 refusal publishes nothing. Killed at any instant, a rerun builds it again or finds ``DIR``
 published and reports it complete.
 """
@@ -27,16 +28,20 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prep.errors import IntegrityError, Interrupted, OutputError, never
 from prep.formats import get_format
 from prep.merge.plan import RECUT, MergePlan, PartManifest, Recut, check_compatible, plan_merge
-from prep.merge.recut import recut
-from prep.outputs import ABSENT, DATASET, Output, Parted, is_uri, resolve_output
-from prep.partition import PARTS_SUFFIX, Part, parts_root
+from prep.merge.recut import files_to_recut, recut
+from prep.outputs import ABSENT, DATASET, LocalDir, Output, Parted, resolve_output
+from prep.partition import PARTS_SUFFIX, Part
 from prep.readers.verify import verify_output
 from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, Manifest, parse_manifest
 from prep.state.provenance import MergeProvenance, provenance_bytes, read_provenance_json
+
+if TYPE_CHECKING:
+    from prep.outputs.hf.output import HubSettings
 
 logger = logging.getLogger(__name__)
 
@@ -135,19 +140,14 @@ def _already_published(out: Output, plan: MergePlan) -> bool:
 
 def _recut(output: Output, parts: list[PartManifest], directory: Path) -> Recut:
     """The files of parts packed ``--pack fixed`` cut again (:mod:`prep.merge.recut`),
-    written into ``directory``; ``OutputError`` for a bucket, where merge copies objects
-    server-side and writes none."""
-    if is_uri(output.location):
-        raise OutputError(
-            f"{output}: parts packed --pack fixed are merged by writing their files anew, "
-            "which merge does in a local directory only; merge a local copy of the parts, "
-            "or build the parts with --pack whole",
-            path=str(output),
-        )
+    written into ``directory``, a local one; a part in a bucket or on the Hub is read
+    through a local copy of the files to cut again, and of those only."""
     first = parts[0].manifest
     fmt = get_format(first.format, first.dtype, first.tokenizer_id)
+    wanted = files_to_recut(parts, fmt)
     with contextlib.ExitStack() as stack:
-        dirs = [stack.enter_context(output.part_at(p.name).reading({})) for p in parts]
+        dirs = [stack.enter_context(output.part_at(p.name).reading(wanted[p.name]))
+                for p in parts]
         logger.info("re-cutting %d parts packed --pack fixed into %s", len(parts), directory)
         try:
             return recut(parts, dirs, fmt, directory)
@@ -159,8 +159,10 @@ def _recut(output: Output, parts: list[PartManifest], directory: Path) -> Recut:
 def merge(
     out: Path | str, *, wait_lock: float = 0.0, threads: int | None = None,
     argv: list[str] | None = None, stop: Callable[[], bool] = never,
+    staging: Path | None = None, hub: HubSettings | None = None,
 ) -> MergeOutcome:
-    """Verify the parts of ``out`` and publish their merge as ``out``.
+    """Verify the parts of ``out`` and publish their merge as ``out`` (a bucket or Hub
+    ``out`` staged in ``staging``, a Hub one written as ``hub`` says: its token, its card).
 
     Raises ``IntegrityError`` (a missing, unfinished, tampered or mismatched part; nothing
     published), ``OutputError`` (``out`` exists and is something else, or a single run's
@@ -168,7 +170,7 @@ def merge(
     ``Interrupted`` when ``stop()`` says so before the lock or before publishing (nothing
     published; a rerun merges again)."""
     t0 = time.monotonic()
-    output = resolve_output(out)
+    output = resolve_output(out, staging, hub)
     with output.hold_lock(wait_lock, stop):
         if output.staging_exists():
             raise OutputError(
@@ -183,7 +185,7 @@ def merge(
         parts = [p for p, _ in loaded]
         first = parts[0].manifest  # plan_merge checks the others share its format
         check_compatible(parts)
-        recut_dir = parts_root(Path(str(output.location))) / RECUT
+        recut_dir = output.local_parts_root() / RECUT
         cut = _recut(output, parts, recut_dir) if first.pack == "fixed" else None
         plan = plan_merge(parts, get_format(first.format, first.dtype), cut)
         if _already_published(output, plan):
@@ -204,7 +206,9 @@ def merge(
             argv=argv,
             parts={p.name: prov for p, prov in loaded},
         )
-        files = [(output.part_at(link.part), link.name, link.new_name) for link in plan.links]
+        made = LocalDir(recut_dir)  # files written here, not a part's
+        files = [(made if link.part == RECUT else output.part_at(link.part), link.name,
+                  link.new_name) for link in plan.links]
         output.publish_merge(files, provenance_bytes(provenance), plan.manifest.to_bytes())
         if cut:  # DIR holds links to its files
             shutil.rmtree(recut_dir, ignore_errors=True)

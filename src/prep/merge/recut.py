@@ -50,6 +50,20 @@ def linkable(kept: Sequence[tuple[PartManifest, ManifestFile]], limit: int) -> i
     return len(kept)
 
 
+def files_to_recut(parts: Sequence[PartManifest], fmt: ShardFormat
+                   ) -> dict[str, dict[str, str | None]]:
+    """Per part, the files :func:`recut` reads (those of the shards after each split's
+    linkable ones) with their SHA-256: what a part that must be copied to be read copies."""
+    limit = parts[0].manifest.max_file_tokens
+    out: dict[str, dict[str, str | None]] = {p.name: {} for p in parts}
+    for split in parts[0].manifest.totals:
+        kept = kept_shards(parts, split)
+        for p, e in kept[linkable(kept, limit):]:
+            shas = {e.name: e.sha256, **{c.name: c.sha256 for c in e.companions}}
+            out[p.name].update({n: shas.get(n) for n in fmt.shard_files(e.name)})
+    return out
+
+
 class _Source:
     """The ids and document starts of the shards to re-cut, joined as one stream."""
 

@@ -292,6 +292,13 @@ class Parted(Protocol):
         """The part called ``name`` (``I-of-N``) of this output, to read."""
 
     @abstractmethod
+    def local_parts_root(self) -> Path:
+        """The local directory for the files a merge of these parts writes itself (those of
+        parts packed ``--pack fixed``, cut again), which :meth:`publish_merge` then takes
+        as a part's (a ``LocalDir``): ``DIR.parts/`` for a directory; for a bucket or the
+        Hub, ``NAME.parts/`` beside local staging, whose files the merge uploads."""
+
+    @abstractmethod
     def check_for_merge(self, verify: Callable[[], list[str]]) -> list[str]:
         """Problems of this published part before a merge takes its files: ``verify()``
         (``prep verify``: every file re-hashed) where the files are read in place; a kind
@@ -301,7 +308,8 @@ class Parted(Protocol):
     def publish_merge(self, files: Sequence[tuple[Output, str, str]], provenance: bytes,
                       manifest: bytes) -> None:
         """Publish the merge of parts: each ``(part, name, new_name)`` file of a part under
-        its new name, without copying its bytes through this process, then
+        its new name, without copying its bytes through this process (but the files in
+        :meth:`local_parts_root`, which a bucket or the Hub uploads), then
         ``_PROVENANCE.json`` and ``_MANIFEST.json`` (given as their bytes), the manifest
         last. Never replaces a dataset."""
 

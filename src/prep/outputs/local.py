@@ -143,6 +143,9 @@ class LocalDir(Output):
     def part_at(self, name: str) -> Output:
         return LocalDir(parts_root(self.final) / name)
 
+    def local_parts_root(self) -> Path:
+        return parts_root(self.final)
+
     def check_for_merge(self, verify: Callable[[], list[str]]) -> list[str]:
         return verify()
 

@@ -86,6 +86,19 @@ def _no_refresh(out: BucketOutput) -> OutputError:
     )
 
 
+def made_here(files: Sequence[tuple[Output, str, str]]
+              ) -> tuple[list[tuple[Output, str, str]], list[tuple[Path, str]]]:
+    """``files`` of a merge split into those of parts in the store and the local ones the
+    merge wrote (:meth:`prep.outputs.base.Parted.local_parts_root`): ``(path, new_name)``."""
+    stored, local = [], []
+    for part, name, new in files:
+        if isinstance(part, LocalDir):
+            local.append((part.final / name, new))
+        else:
+            stored.append((part, name, new))
+    return stored, local
+
+
 def _same_store(out: BucketOutput, part: Output) -> BucketOutput:
     """``part`` as a part of ``out`` in the same store (a merge copies between them)."""
     if not isinstance(part, BucketOutput) or part.where.scheme != out.where.scheme:
@@ -95,10 +108,12 @@ def _same_store(out: BucketOutput, part: Output) -> BucketOutput:
 
 
 def copy_merge(into: BucketLayout, files: Sequence[tuple[BucketLayout, str, str]],
-               provenance: bytes, manifest: bytes) -> None:
+               provenance: bytes, manifest: bytes, made: Sequence[tuple[Path, str]] = ()
+               ) -> None:
     """Publish a merge into ``into`` by server-side copies (CopyObject: no byte passes
-    through this process), objects no file of it names deleted, then ``_PROVENANCE.json``,
-    then ``_MANIFEST.json``. Refuses an object over S3's 5 GiB copy limit before copying."""
+    through this process) and uploads of the files ``made`` (local, with their new names),
+    objects no file of it names deleted, then ``_PROVENANCE.json``, then
+    ``_MANIFEST.json``. Refuses an object over S3's 5 GiB copy limit before copying."""
     remote = into.remote
     for part, name, _ in files:
         s3 = isinstance(remote, Remote) and remote.store.s3
@@ -112,7 +127,9 @@ def copy_merge(into: BucketLayout, files: Sequence[tuple[BucketLayout, str, str]
             )
     for part, name, new_name in files:
         remote.copy(part.in_dataset(name), into.in_dataset(new_name))
-    wanted = {new for _, _, new in files}
+    for local, new_name in made:
+        remote.upload(local, into.in_dataset(new_name), None)
+    wanted = {new for _, _, new in files} | {new for _, new in made}
     strays = sorted(n for n in into.objects() if n not in wanted)
     remote.delete(into.in_dataset(n) for n in strays)
     remote.write(into.in_dataset(PROVENANCE_NAME), provenance)
@@ -293,13 +310,17 @@ class BucketOutput(Output):
         root = parts_root(self.where)
         return BucketOutput(BucketPath(root.scheme, root.bucket, f"{root.key}/{name}"))
 
+    def local_parts_root(self) -> Path:
+        return self.local.local_parts_root()
+
     def check_for_merge(self, verify: Callable[[], list[str]]) -> list[str]:
         return self.layout.listed_missing()  # re-hashing would download every shard
 
     def publish_merge(self, files: Sequence[tuple[Output, str, str]], provenance: bytes,
                       manifest: bytes) -> None:
-        parts = [(_same_store(self, part).layout, name, new) for part, name, new in files]
-        copy_merge(self.layout, parts, provenance, manifest)
+        stored, made = made_here(files)
+        parts = [(_same_store(self, part).layout, name, new) for part, name, new in stored]
+        copy_merge(self.layout, parts, provenance, manifest, made)
 
     def mark_parts(self, token: str | None) -> None:
         where = f"{parts_root(self.where).fs_path}/{SHARED_CHECK}"

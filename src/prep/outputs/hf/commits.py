@@ -1,24 +1,30 @@
 """A writer's commits to a Hub repository: the operations pending for the next commit (files
 pre-uploaded, deletions, copies), and the commit itself, with ``parent_commit``, split so that
-each stays within the Hub's recommended size (see :mod:`prep.outputs.hf.store`)."""
+each stays within the Hub's recommended size (see :mod:`prep.outputs.hf.store`). A part's
+commit refused because sibling parts moved the branch, and only they, is made again on the
+head (:mod:`prep.outputs.hf.siblings`)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Sequence
 
 from huggingface_hub import CommitOperationAdd, CommitOperationCopy, CommitOperationDelete
 from huggingface_hub.errors import HfHubHTTPError
+from huggingface_hub.hf_api import RepoFile
 
-from prep.errors import OutputError
-from prep.hub.calls import HubOptions, http_status
+from prep.errors import OutputError, TransientError
+from prep.hub.calls import HubCall, HubOptions, http_status, list_entries
 from prep.outputs.hf.repo import HubRepo, git_blob_id
+from prep.outputs.hf.siblings import Siblings
 
 logger = logging.getLogger(__name__)
 
 COMMIT_FILES = 90  # the Hub recommends fewer than 100 files a commit
 COMMIT_BYTES = 50 << 30  # LFS bytes a commit names: far below the 100-500 GB commits that time out
+REBASES = 20  # a part's commit made again on a head that sibling parts moved, at most
 Operation = CommitOperationAdd | CommitOperationDelete | CommitOperationCopy
 
 
@@ -26,8 +32,9 @@ class Committing(HubRepo):
     """A writer's pending operations and commits (one at a time: each names its parent)."""
 
     def __init__(self, repo_id: str, revision: str, *, writer: bool, token: str | None,
-                 options: HubOptions) -> None:
+                 options: HubOptions, siblings: Siblings | None = None) -> None:
         super().__init__(repo_id, revision, writer=writer, token=token, options=options)
+        self.siblings = siblings  # a part's writer: the sibling parts sharing its branch
         self._pending: list[Operation] = []
         self._lock = threading.Lock()  # the pending operations
         self._committing = threading.Lock()
@@ -77,10 +84,9 @@ class Committing(HubRepo):
                     marker: tuple[str, bytes] | None = None) -> None:
         if self.parent is None:
             self.at()
-        parent = self.parent
         where = f"committing {len(ops):,} files to {self.repo_url}@{self.revision}"
 
-        def send() -> str | None:
+        def send(parent: str | None) -> str | None:
             try:
                 return self.api.create_commit(
                     self.repo_id, list(ops), commit_message=message, repo_type="dataset",
@@ -90,17 +96,30 @@ class Committing(HubRepo):
                     return None  # the branch moved: ours (an answer lost), or another's
                 raise
 
-        oid = self.call(where, send)
-        if oid is None:
-            oid = self._landed(marker)
+        parent = self.parent
+        for _ in range(REBASES + 1):
+            oid = self.call(where, functools.partial(send, parent))
+            if oid is not None:
+                break
+            oid, parent = self._moved(parent, marker)
+            if oid is not None:
+                break
+        else:
+            raise TransientError(
+                f"{self.repo_url}@{self.revision}: sibling parts committed before each of "
+                f"{REBASES + 1} tries of this part's commit; nothing was lost. Rerun the same "
+                "command with --resume", path=self.repo_url)
         self.parent = oid
         self.commits.append(oid)
         logger.info("committed %s files to %s@%s: %s", f"{len(ops):,}", self.repo_url,
                     self.revision, oid[:12])
 
-    def _landed(self, marker: tuple[str, bytes] | None) -> str:
-        """After HTTP 412: the head, when it is this process's commit (its answer was lost
-        and the retry found the branch moved by it); else :func:`conflict_error`."""
+    def _moved(self, parent: str | None, marker: tuple[str, bytes] | None
+               ) -> tuple[str | None, str]:
+        """After HTTP 412: ``(head, head)`` when the head is this process's commit (its
+        answer was lost and the retry found the branch moved by it); ``(None, head)`` when
+        only sibling parts moved it (:mod:`prep.outputs.hf.siblings`): the commit is made
+        again on the head. Else :func:`conflict_error`."""
         head = self.head()
         if head is not None and marker is not None:
             name, data = marker
@@ -108,17 +127,34 @@ class Committing(HubRepo):
                 self.api.get_paths_info(self.repo_id, [name], repo_type="dataset",
                                         revision=head, token=self.token)))
             if any(getattr(i, "blob_id", None) == git_blob_id(data) for i in infos):
-                return head
-        raise conflict_error(self.repo_url, self.revision, self.parent, head)
+                return head, head
+        changed = None
+        if head is not None and parent is not None and self.siblings is not None:
+            changed = self.siblings.foreign_change(self._entries, parent, head)
+            if changed is None:
+                logger.info("%s@%s moved by sibling parts' commits (%s, not %s); committing "
+                            "again on it", self.repo_url, self.revision, head[:12], parent[:12])
+                return None, head
+        raise conflict_error(self.repo_url, self.revision, parent, head, changed)
+
+    def _entries(self, commit: str, folder: str) -> dict[str, str]:
+        """The ids of ``folder``'s entries at ``commit`` (a file's blob id, a folder's tree
+        id), not recursive; an absent folder has none."""
+        call = HubCall(f"listing {self.repo_url}@{commit[:12]}/{folder}", self.repo_url,
+                       self.token, self.options)
+        found = list_entries(self.api, self.repo_id, "dataset", commit, folder, False, call)
+        return {e.path: e.blob_id if isinstance(e, RepoFile) else e.tree_id for e in found}
 
 
-def conflict_error(repo_url: str, branch: str, parent: str | None, head: str | None
-                   ) -> OutputError:
-    """The refusal when another commit landed on the branch since this run's last look."""
+def conflict_error(repo_url: str, branch: str, parent: str | None, head: str | None,
+                   changed: str | None = None) -> OutputError:
+    """The refusal when another commit landed on the branch since this run's last look
+    (``changed``: a path it changed that no sibling part writes, when one was looked for)."""
+    what = f" ({changed} changed, which no sibling part writes)" if changed else ""
     return OutputError(
         f"{repo_url}@{branch} moved while this run was publishing: its head is "
         f"{(head or '?')[:12]}, not {(parent or 'none')[:12]} as this run left or found it; "
-        "another writer committed to the branch. Nothing of it was overwritten and nothing "
+        f"another writer committed to the branch{what}. Nothing of it was overwritten and nothing "
         "of this run was lost (its uploads and remote checkpoint stay). Make sure no other "
         "run writes this dataset, then rerun the same command with --resume: it continues "
         "from the branch as it is now",

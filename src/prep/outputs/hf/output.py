@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from huggingface_hub import CommitOperationAdd
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
 from prep.buckets.uri import BucketPath
 from prep.errors import IntegrityError, OutputError
@@ -42,12 +42,13 @@ from prep.hub.calls import HubOptions, offline_default
 from prep.hub.paths import parse_dataset_uri
 from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output, Seen
 from prep.outputs.bucket.layout import INCOMPLETE, BucketLayout, parts_root
-from prep.outputs.bucket.output import BucketOutput
+from prep.outputs.bucket.output import BucketOutput, made_here
 from prep.outputs.hf.card import CardOptions, dataset_card
 from prep.outputs.hf.repo import missing_repo
 from prep.outputs.hf.run import HubRun
+from prep.outputs.hf.siblings import Siblings
 from prep.outputs.hf.store import HubObjects
-from prep.outputs.local import LocalDir
+from prep.outputs.local import SHARED_CHECK, LocalDir
 from prep.partition import PARTS_SUFFIX, Part
 from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, parse_manifest
 
@@ -120,7 +121,8 @@ class HubOutput(BucketOutput):
             if self.reader and not options.offline and offline_default():
                 options = dataclasses.replace(options, offline=True)
             objects = HubObjects(self.repo_id, self.branch, writer=not self.reader,
-                                 token=s.token, options=options)
+                                 token=s.token, options=options,
+                                 siblings=None if self.reader else Siblings.of(self.path))
             card_path = "README.md" if not self.path else f"{self.path}/README.md"
             self._run = HubRun(str(self), self.local, BucketLayout(self.where, objects),
                                create_repo=s.create_repo, card=s.card, card_path=card_path)
@@ -208,18 +210,23 @@ class HubOutput(BucketOutput):
     def publish_merge(self, files: Sequence[tuple[Output, str, str]], provenance: bytes,
                       manifest: bytes) -> None:
         """One commit (split as every commit is: copies first) naming each part's object
-        under its new name (a copy on the Hub: no byte downloaded or uploaded), then
-        ``_PROVENANCE.json``, the card and ``_MANIFEST.json``, the manifest last."""
+        under its new name (a copy on the Hub: no byte downloaded or uploaded) and adding
+        the files the merge wrote (pre-uploaded first), then ``_PROVENANCE.json``, the card
+        and ``_MANIFEST.json``, the manifest last."""
         objects = self.objects
         objects.ensure_repo(create=False)
         sizes: dict[str, int] = {}
-        for part, name, new in files:
+        stored, made = made_here(files)
+        for local, new in made:
+            objects.upload(local, self.layout.in_dataset(new), None)
+        for part, name, new in stored:
             if not isinstance(part, HubOutput) or part.repo_id != self.repo_id:
                 raise OutputError(f"{part} is not in {self.objects.repo_url} beside {self}; a "
                                   "merge names objects within one repository", path=str(part))
-            if not sizes:
+            if not sizes:  # the card's layout names the first file's size
                 sizes[new] = part.layout.objects().get(name, 0)
             objects.copy(part.layout.in_dataset(name), self.layout.in_dataset(new))
+        sizes.update((new, local.stat().st_size) for local, new in made)
         merged = parse_manifest(manifest, f"{self}/{MANIFEST_NAME}")
         card = dataset_card(merged, str(self), self.settings.card, sizes,
                             self.run.source_card(merged))
@@ -232,9 +239,17 @@ class HubOutput(BucketOutput):
         ], f"prep: merge {merged.dataset}", marker=(where, manifest))
 
     def mark_parts(self, token: str | None) -> None:
-        raise OutputError(f"--parts with --out {self} is not supported yet: build each part "
-                          f"with --part I/N --out {self} (on any machines), then run prep merge "
-                          f"{self}", path=str(self))
+        """A commit adding ``token`` to ``PATH.parts/``, or (None) one removing it, made on
+        the head as it is then (the parts committed meanwhile)."""
+        objects = self.objects
+        where = f"{parts_root(self.where).fs_path}/{SHARED_CHECK}"
+        objects.parent = None
+        if token is not None:
+            objects.ensure_repo(self.settings.create_repo)
+            objects.write(where, token.encode())
+        elif objects.read(where) is not None:
+            objects.commit([CommitOperationDelete(objects.in_repo(where), is_folder=False)],
+                           f"prep: remove {objects.in_repo(where)}")
 
     def create_staging(self, populate: Callable[[Path], None]) -> None:
         self.run.create(populate)

@@ -40,10 +40,11 @@ from huggingface_hub import (
     hf_hub_download,
 )
 from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
+from huggingface_hub.hf_api import RepoFile
 
 from prep.errors import IntegrityError
 from prep.fsio import hash_file
-from prep.hub.calls import HubCall, list_files
+from prep.hub.calls import HubCall, list_entries
 from prep.hub.offline import cached_file
 from prep.outputs.hf.commits import COMMIT_BYTES, COMMIT_FILES, Committing
 
@@ -70,7 +71,8 @@ class HubObjects(Committing):
             return [pafs.FileInfo(f"{self.root}/{p}", pafs.FileType.File, size=n)
                     for p, n in sorted(sizes.items()) if p.startswith(head)]
         call = HubCall(f"listing {self.uri(prefix)}", self.repo_url, self.token, self.options)
-        files = list_files(self.api, self.repo_id, "dataset", rev, under, True, call)
+        files = [f for f in list_entries(self.api, self.repo_id, "dataset", rev, under, True, call)
+                 if isinstance(f, RepoFile)]
         return [pafs.FileInfo(f"{self.root}/{f.path}", pafs.FileType.File, size=int(f.size))
                 for f in files]
 

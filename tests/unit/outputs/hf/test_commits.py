@@ -12,6 +12,7 @@ from prep.errors import OutputError
 from prep.hub.calls import HubOptions
 from prep.outputs.hf import commits
 from prep.outputs.hf.commits import Committing, _chunks
+from prep.outputs.hf.siblings import Siblings
 
 from .conftest import REPO, TOKEN
 
@@ -76,3 +77,25 @@ def test_a_lost_answer_is_retried_and_recognised_as_done(hub: FakeHub, options: 
     history = hub.history(REPO)
     assert len(history) == 2 and w.commits == history[1:]  # one commit, not two
     assert len(hub.requests("POST", "/commit/")) == 2  # the lost one and its retry
+
+
+def test_a_parts_commit_after_a_siblings_is_made_again_on_the_head(
+        hub: FakeHub, options: HubOptions, repo: str) -> None:
+    """Sibling part 1 commits between part 0's reads of the branch: part 0's commit (HTTP
+    412) is made again on the head, keeping the sibling's files; a change of its own folder
+    then stops it as any other writer's does."""
+    w = Committing(REPO, "main", writer=True, token=TOKEN, options=options,
+                   siblings=Siblings.of("m.parts/0-of-2"))
+    w.commit([CommitOperationAdd("m.parts/0-of-2.incomplete/ck.json", b"1")], "prep: ck")
+    theirs = {"m.parts/1-of-2.incomplete/ck.json": b"theirs"}
+    sibling = hub.commit("dataset", REPO, {**hub.head_files(REPO), **theirs})
+    w.commit([CommitOperationAdd("m.parts/0-of-2.incomplete/ck.json", b"2")], "prep: ck")
+    head = hub.head_files(REPO)
+    assert head["m.parts/0-of-2.incomplete/ck.json"] == b"2"
+    assert head["m.parts/1-of-2.incomplete/ck.json"] == b"theirs"
+    assert hub.history(REPO)[-2:] == [sibling, w.commits[-1]]
+
+    hub.commit("dataset", REPO, {**head, "m.parts/0-of-2.incomplete/ck.json": b"forged"})
+    with pytest.raises(OutputError, match=r"\(m.parts/0-of-2.incomplete changed, which no "):
+        w.commit([CommitOperationAdd("m.parts/0-of-2.incomplete/ck.json", b"3")], "prep: ck")
+    assert hub.head_files(REPO)["m.parts/0-of-2.incomplete/ck.json"] == b"forged"
