@@ -180,9 +180,15 @@ def split_bins(out: Path, split: str) -> list[Path]:
 
 def dir_bytes(out: Path) -> dict[str, bytes]:
     """Every token file (.bin, and Megatron's .idx) and the manifest of a published
-    dataset, by name."""
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir())
-            if p.suffix in (".bin", ".idx") or p.name == "_MANIFEST.json"}
+    dataset, by name, and every file in its folders (datatrove's ``train/``, ``val/``) by
+    its path from the dataset's root."""
+    got = {p.name: p.read_bytes() for p in sorted(out.iterdir())
+           if p.suffix in (".bin", ".idx") or p.name == "_MANIFEST.json"}
+    for folder in (out / "train", out / "val"):
+        if folder.is_dir():
+            got.update({f"{folder.name}/{p.name}": p.read_bytes()
+                        for p in sorted(folder.iterdir()) if p.is_file()})
+    return got
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:

@@ -10,8 +10,10 @@ Each reader raises ``AssertionError`` on anything the layout does not allow (tes
 
 from __future__ import annotations
 
+import glob
 import itertools
 import json
+import os
 import struct
 from pathlib import Path
 from typing import Any
@@ -90,10 +92,15 @@ def manifest_of(out: Path) -> dict[str, Any]:
 
 
 def split_files(out: Path, split: str) -> list[Path]:
-    """A split's token files in stream order (``<split>-NNNNN.bin``, datatrove's ``.ds``,
-    OLMo-core's ``.npy`` or seed 003's ``<split>_NNNNN.npy``; the indexes are companions)."""
-    stem = {"datatrove": "-*.ds", "olmo": "-*.npy", "npy": "_*.npy"}
-    return sorted(out.glob(split + stem.get(manifest_of(out).get("format", ""), "-*.bin")))
+    """A split's token files in stream order (``<split>-NNNNN.bin``, OLMo-core's ``.npy``
+    or seed 003's ``<split>_NNNNN.npy``; the indexes are companions). datatrove's are found
+    as nanotron's ``Nanoset`` finds them in the folder it is given (``<split>/``): every
+    ``*.ds`` in it, sorted (``DatatroveFolderDataset``)."""
+    fmt = manifest_of(out).get("format", "")
+    if fmt == "datatrove":
+        return sorted(Path(p) for p in glob.glob(os.path.join(out / split, "*.ds")))
+    stem = {"olmo": "-*.npy", "npy": "_*.npy"}
+    return sorted(out.glob(split + stem.get(fmt, "-*.bin")))
 
 
 def read_file(out: Path, path: Path) -> list[int]:

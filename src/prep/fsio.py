@@ -78,6 +78,53 @@ def make_dirs(path: Path) -> None:
         fsync_dir(directory.parent)
 
 
+def tree_files(directory: Path) -> list[str]:
+    """The files below ``directory``, each named by its path relative to it (``a/b``),
+    sorted; an unreadable subdirectory is passed over."""
+    found = []
+    for root, _, files in os.walk(directory):
+        below = Path(root).relative_to(directory)
+        found += [(below / f).as_posix() for f in files]
+    return sorted(found)
+
+
+def make_parents(root: Path, names: list[str]) -> list[Path]:
+    """Make (durably: :func:`make_dirs`) the folders below ``root`` that ``names``
+    (relative paths) go in; returns them, deepest first (for :func:`fsync_all`)."""
+    folders = folders_of(root, names)
+    for folder in folders:
+        make_dirs(folder)
+    return folders
+
+
+def fsync_all(directories: list[Path]) -> None:
+    """fsync each of ``directories``, in order."""
+    for directory in directories:
+        fsync_dir(directory)
+
+
+def fsync_tree(directory: Path) -> None:
+    """fsync every directory below ``directory``, deepest first, then ``directory``: what
+    was created or renamed anywhere inside it is durable."""
+    below = [Path(root) for root, _, _ in os.walk(directory)][1:]
+    fsync_all(sorted(below, key=lambda p: -len(p.parts)))
+    fsync_dir(directory)
+
+
+def folders_of(root: Path, names: list[str]) -> list[Path]:
+    """The folders below ``root`` that ``names`` (relative paths) are in, deepest first."""
+    return sorted({(root / n).parent for n in names} - {root}, key=lambda p: -len(p.parts))
+
+
+def remove_emptied(root: Path, names: list[str]) -> None:
+    """Remove the folders below ``root`` that ``names`` were in, each that is now empty
+    (its removal fsynced into its parent); the others stay."""
+    for folder in folders_of(root, names):
+        with contextlib.suppress(OSError):  # not empty (or gone): it stays as it is
+            folder.rmdir()
+            fsync_dir(folder.parent)
+
+
 def is_mount_point(path: Path) -> bool:
     """Whether ``path`` is a mount point (not a symlink to one): ``os.path.ismount``, which
     compares devices and inodes, and on Linux also the kernel's own list

@@ -35,9 +35,9 @@ EXPECTED = {
         "0000000000000000" "0600000000000000"  # byte pointers (int64)
         "0000000000000000" "0100000000000000" "0200000000000000",  # document index
     },
-    "datatrove": {
-        "train-00000.ds": U16,
-        "train-00000.ds.index": "0300000000000000" "0500000000000000",  # ends 3, 5 (uint64)
+    "datatrove": {  # each split in a folder of its own
+        "train/train-00000.ds": U16,
+        "train/train-00000.ds.index": "0300000000000000" "0500000000000000",  # ends 3, 5
         # .ds.metadata: "gpt2|2\n5\n5.00 T" (the manifest's tokenizer_id)
     },
     "olmo": {"train-00000.npy": U16},  # .csv.gz: checked below (its deflate is zlib's)
@@ -58,9 +58,9 @@ def test_worked_example(tmp_path: Path, cli, fmt: str) -> None:  # type: ignore[
     ids_file = next(iter(EXPECTED[fmt]))
     assert len((out / ids_file).read_bytes()) == SIZES[fmt]
     if fmt == "datatrove":
-        meta = (out / "train-00000.ds.metadata").read_bytes()
+        meta = (out / "train/train-00000.ds.metadata").read_bytes()
         assert meta == b"gpt2|2\n5\n5.00 T"
-        assert (out / "val-00000.ds.metadata").read_bytes() == b"gpt2|2\n0\n0.00 T"
+        assert (out / "val/val-00000.ds.metadata").read_bytes() == b"gpt2|2\n0\n0.00 T"
     if fmt == "olmo":
         raw = (out / "train-00000.csv.gz").read_bytes()
         # gzip header: magic, deflate, no flags (no file name), mtime 0, XFL 2, OS 255
@@ -96,10 +96,11 @@ FIXED = {
         "0000000000000000" "0100000000000000",
     },
     "datatrove": {
-        "train-00000.ds": FIRST, "train-00000.ds.index": "0300000000000000" "0400000000000000",
-        "train-00000.ds.metadata": b"gpt2|2\n4\n4.00 T".hex(),
-        "train-00001.ds": REST, "train-00001.ds.index": "0100000000000000",
-        "train-00001.ds.metadata": b"gpt2|2\n1\n1.00 T".hex(),
+        "train/train-00000.ds": FIRST,
+        "train/train-00000.ds.index": "0300000000000000" "0400000000000000",
+        "train/train-00000.ds.metadata": b"gpt2|2\n4\n4.00 T".hex(),
+        "train/train-00001.ds": REST, "train/train-00001.ds.index": "0100000000000000",
+        "train/train-00001.ds.metadata": b"gpt2|2\n1\n1.00 T".hex(),
     },
     "olmo": {"train-00000.npy": FIRST, "train-00001.npy": REST},
 }

@@ -200,3 +200,33 @@ def test_a_bind_mount_within_one_filesystem_is_a_mount_point(
         assert prep("verify", point).returncode == 0
     finally:
         subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+@pytest.fixture(scope="module")
+def trove_reference(tmp_path_factory: pytest.TempPathFactory, corpus: Path) -> dict[str, bytes]:
+    """``--format datatrove`` into an ordinary directory: each split in a folder."""
+    out = tmp_path_factory.mktemp("trove") / "ds"
+    r = run([*recipe(corpus), "--format", "datatrove", "--out", out])
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["train", "val"]
+    return dir_bytes(out)
+
+
+@pytest.mark.parametrize("kill", [
+    {"target": "prep.outputs.mount.os.link", "nth": 3, "action": "kill"},
+    pytest.param({"target": "prep.outputs.mount.os.link", "arg_contains": "_MANIFEST.json",
+                  "action": "kill"}, marks=pytest.mark.soak),
+], ids=["during-publish", "after-the-commit-point"])
+def test_datatrove_split_folders_are_published_into_the_mount_point(
+    mount: Path, corpus: Path, trove_reference: dict[str, bytes], kill: dict[str, object]
+) -> None:
+    args = [*recipe(corpus), "--format", "datatrove", "--out", mount]
+    r = run(args, faults=kill)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    linked = [p for p in mount.rglob("*.ds*") if STAGING not in p.parts]
+    assert linked and all(p.samefile(mount / STAGING / p.relative_to(mount)) for p in linked)
+    resumed = run([*args, "--resume"])
+    assert resumed.returncode == 0, resumed.stderr
+    assert dir_bytes(mount) == trove_reference
+    assert sorted(os.listdir(mount)) == ["_MANIFEST.json", "_PROVENANCE.json", "train", "val"]
+    assert prep("verify", mount).returncode == 0

@@ -49,7 +49,14 @@ def merged_by_hand(cli, corpus: Path, out: Path, count: int,  # type: ignore[no-
         assert r.code == 0, r.err
     r = cli("merge", out)
     assert r.code == 0, r.err
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.name != "_PROVENANCE.json"}
+    return files_of(out)
+
+
+def files_of(out: Path) -> dict[str, bytes]:
+    """A dataset's files but its provenance, by their paths from its root (datatrove's
+    ``train/train-00000.ds``)."""
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name != "_PROVENANCE.json"}
 
 
 def big_corpus(root: Path, files: int = 3, docs: int = 1500) -> Path:

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import split_bins
 from e2e.helpers import canonical, manifest, sha256_bytes, split_ids
+from format_readers import split_files, split_stream
 
-from parts.partskit import GPT2, RECIPE, merged_by_hand, part_args, uneven_corpus
+from parts.partskit import GPT2, RECIPE, files_of, merged_by_hand, part_args, uneven_corpus
 
 
 def _doc_numbers(out: Path, split: str) -> list[int]:
@@ -60,6 +61,28 @@ def test_three_parts_merge_to_the_single_runs_streams(tmp_path: Path, cli, order
     # Hard links: every merged file is one of a part's files, not a copy.
     for p in b["parts"]:
         for old, new in p["files"].items():
+            src = tmp_path / "merged.parts" / p["name"] / old
+            assert os.stat(src).st_ino == os.stat(merged / new).st_ino
+
+
+def test_datatrove_parts_merge_into_split_folders(tmp_path: Path, cli) -> None:
+    """The merged dataset's files go in its split folders, renumbered there, each a link to
+    a part's file, and each folder read as nanotron reads it is the single run's split."""
+    corpus = uneven_corpus(tmp_path / "c")
+    extra = ["--format", "datatrove", "--max-file-tokens", "900"]
+    single, merged = tmp_path / "single", tmp_path / "merged"
+    assert cli("prepare", "--source", corpus, "--out", single, *RECIPE, "--tokenizer", "byte",
+               *extra).code == 0
+    merged_by_hand(cli, corpus, merged, 2, extra)
+    assert cli("verify", merged).code == 0
+    for split in ("train", "val"):
+        assert split_stream(merged, split) == split_stream(single, split)
+        names = [p.name for p in split_files(merged, split)]
+        assert names == [f"{split}-{k:05d}.ds" for k in range(len(names))]
+    assert len(split_files(merged, "train")) >= 3
+    for p in manifest(merged)["parts"]:
+        for old, new in p["files"].items():
+            assert old.split("/")[0] == new.split("/")[0] in ("train", "val")
             src = tmp_path / "merged.parts" / p["name"] / old
             assert os.stat(src).st_ino == os.stat(merged / new).st_ino
 
@@ -256,7 +279,7 @@ def test_fixed_parts_merge_to_the_single_fixed_runs_files(tmp_path: Path, cli, f
     a, b = manifest(single), manifest(merged)
     assert b["files"] == a["files"]  # names, counts, first_doc_at, every hash
     assert b["totals"] == a["totals"] and b["recipe"] == a["recipe"]
-    ref = {p.name: p.read_bytes() for p in single.iterdir() if not p.name.startswith("_")}
+    ref = {n: v for n, v in files_of(single).items() if not n.startswith("_")}
     assert {n: v for n, v in got.items() if not n.startswith("_")} == ref
     assert any(f["first_doc_at"] > 0 for f in b["files"])  # documents cross the cuts
     assert not (tmp_path / "merged.parts" / "recut").exists()

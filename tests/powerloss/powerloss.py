@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import crashstates as cs
+from conftest import dir_bytes
 
 HERE = Path(__file__).resolve().parent
 RECORDER = HERE / "recorder.py"
@@ -56,8 +57,7 @@ def published(out: Path) -> Tree | None:
     """The dataset at ``out`` (its token files and manifest), or None without a manifest."""
     if not (out / "_MANIFEST.json").is_file():
         return None
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir())
-            if p.suffix in (".bin", ".idx") or p.name == "_MANIFEST.json"}
+    return dir_bytes(out)
 
 
 @dataclass

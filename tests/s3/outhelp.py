@@ -55,9 +55,10 @@ def objects(server: S3Server, uri: str) -> dict[str, bytes]:
 
 
 def dataset_bytes(server: S3Server, uri: str) -> dict[str, bytes]:
-    """What ``conftest.dir_bytes`` gives for a local dataset: shards and the manifest."""
+    """What ``conftest.dir_bytes`` gives for a local dataset: shards, the manifest and
+    every file in a split's folder (datatrove's ``train/``)."""
     return {n: b for n, b in objects(server, uri).items()
-            if n.endswith(SHARDS) or n == "_MANIFEST.json"}
+            if n.endswith(SHARDS) or n == "_MANIFEST.json" or n.startswith(("train/", "val/"))}
 
 
 def remote_checkpoint(server: S3Server, uri: str) -> dict[str, Any] | None:

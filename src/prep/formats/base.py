@@ -28,16 +28,22 @@ SHARD_INDEX_DIGITS = 5
 MAX_TOKENS = 2**31 - 1  # ids per shard: every format counts them in an int32
 
 
-def shard_stem(split: str, index: int, joiner: str = "-") -> str:
+def shard_stem(split: str, index: int, joiner: str = "-", folders: bool = False) -> str:
     """``<split>-<index:05d>``: the naming every format shares (suffixes differ; seed 003's
-    ``.npy`` shards join with ``_``)."""
-    return f"{split}{joiner}{index:0{SHARD_INDEX_DIGITS}d}"
+    ``.npy`` shards join with ``_``), inside ``<split>/`` with ``folders`` (datatrove's: a
+    shard's name is its path from the dataset's root)."""
+    stem = f"{split}{joiner}{index:0{SHARD_INDEX_DIGITS}d}"
+    return f"{split}/{stem}" if folders else stem
 
 
-def stem_pattern(suffix: str, joiner: str = "-") -> re.Pattern[str]:
-    """Matches ``<split><joiner><5 digits><suffix>``; groups: split, index."""
+def stem_pattern(suffix: str, joiner: str = "-", folders: bool = False,
+                 whole: bool = True) -> re.Pattern[str]:
+    """Matches ``<split><joiner><5 digits><suffix>`` (inside ``<split>/`` with
+    ``folders``), the suffix ending the name unless not ``whole``; groups: split, index."""
+    head = r"^(train|val)/\1" if folders else r"^(train|val)"
+    end = "$" if whole else ""
     return re.compile(
-        rf"^(train|val){re.escape(joiner)}(\d{{{SHARD_INDEX_DIGITS}}}){re.escape(suffix)}$"
+        rf"{head}{re.escape(joiner)}(\d{{{SHARD_INDEX_DIGITS}}}){re.escape(suffix)}{end}"
     )
 
 
@@ -130,9 +136,12 @@ class VerifiedOpen(Protocol):
 
 
 class ShardFormat(Protocol):
-    """A way to lay out token shards. See the module docstring for the contract."""
+    """A way to lay out token shards. See the module docstring for the contract.
+    ``folders``: the subfolders of a dataset its shards go in, one per split (none: they
+    sit beside the manifest); a shard's name is its path from the dataset's root."""
 
     name: str
+    folders: tuple[str, ...]
 
     def shard_name(self, split: str, index: int) -> str: ...
 
@@ -145,7 +154,7 @@ class ShardFormat(Protocol):
         ...
 
     def owns_file(self, filename: str) -> bool:
-        """Whether a file name in a dataset directory is (part of) some shard."""
+        """Whether a file's path from a dataset's root is (part of) some shard."""
         ...
 
     def dtype_name(self, vocab_size: int) -> str:
@@ -210,6 +219,16 @@ class ShardFormat(Protocol):
         """A one-line description of a shard file and its ids (for ``prep inspect``);
         ``dtype_name`` is the manifest's, for layouts that do not record it."""
         ...
+
+
+def dataset_files(directory: Path, fmt: ShardFormat) -> list[str]:
+    """What ``directory`` (a dataset or its staging) holds where ``fmt`` puts shards:
+    the names beside the manifest and the files in the format's folders (``train/NAME``)."""
+    names = [p.name for p in directory.iterdir()]
+    for folder in fmt.folders:
+        if (directory / folder).is_dir():
+            names += [f"{folder}/{p.name}" for p in (directory / folder).iterdir()]
+    return sorted(names)
 
 
 _SCAN_CHUNK = 1 << 22

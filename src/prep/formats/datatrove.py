@@ -1,7 +1,8 @@
 """datatrove's tokenized files, which nanotron's ``Nanoset`` reads (through datatrove's
-``DatatroveFolderDataset``): per shard ``<split>-NNNNN.ds`` (headerless little-endian ids,
-``uint16`` when V <= 65,536, else ``uint32``: datatrove's ``token_size`` 2 or 4),
-``.ds.index`` (each document's end offset in ids, ``uint64``) and ``.ds.metadata``, the text
+``DatatroveFolderDataset``): per shard ``<split>/<split>-NNNNN.ds``, each split in a folder of
+its own (headerless little-endian ids, ``uint16`` when V <= 65,536, else ``uint32``:
+datatrove's ``token_size`` 2 or 4), ``.ds.index`` (each document's end offset in ids,
+``uint64``) and ``.ds.metadata`` beside it, the text
 ``f"{tokenizer}|{token_size}\\n{n}\\n{humanize.metric(n, unit='T')}"`` (no final newline), as
 datatrove's ``TokenizedFile.close`` and ``write_final_metadata`` write them.
 """
@@ -16,7 +17,8 @@ import numpy as np
 from prep.errors import FormatError
 from prep.formats.layout import Layout
 
-LAYOUT = Layout("datatrove", {"uint16": None, "uint32": None}, suffix=".ds")
+# One folder per split: nanotron's Nanoset reads every ``*.ds`` of each folder it is given.
+LAYOUT = Layout("datatrove", {"uint16": None, "uint32": None}, suffix=".ds", folders=True)
 _ENDS = np.dtype("<u8")
 
 

@@ -31,7 +31,7 @@ from prep.formats.backlog import Backlog
 from prep.formats.base import MAX_TOKENS, Copier, IdScan
 from prep.formats.sealhash import sealed_sha256
 from prep.formats.segments import SegmentChain
-from prep.fsio import Hasher, hash_file, pwrite_all
+from prep.fsio import Hasher, fsync_dir, hash_file, make_dirs, pwrite_all
 from prep.state.shards import Companion
 
 HeaderFn = Callable[[int], bytes]
@@ -92,9 +92,12 @@ class IdFileWriter:
         vocab_size: int,
         header: HeaderFn = no_header,
         *,
+        name: str | None = None,
         _resume: tuple[int, SegmentChain] | None = None,
     ) -> None:
         self.path = path
+        self._name = name or path.name  # the shard's name: its path from the directory
+        in_folder = self._name != path.name
         self.vocab_size = vocab_size
         self.dtype = dtype
         self._header = header
@@ -108,7 +111,11 @@ class IdFileWriter:
         self.copier: Copier | None = None  # who writes the ids appended from now on
         self._file: IO[bytes]
         if _resume is None:
+            if in_folder:
+                make_dirs(path.parent)
             self._file = open(path, "w+b")  # noqa: SIM115 - lives as long as the writer
+            if in_folder:  # the checkpoint fsyncs only the top directory before naming it
+                fsync_dir(path.parent)
         else:
             self._file = open(path, "r+b")  # noqa: SIM115
             self._file.truncate(self._end)
@@ -118,7 +125,7 @@ class IdFileWriter:
 
     @property
     def name(self) -> str:
-        return self.path.name
+        return self._name
 
     @property
     def ids_chain(self) -> str:
@@ -174,7 +181,7 @@ class IdFileWriter:
 
     def moved_to(self, directory: Path) -> None:
         """The file's directory was renamed; the file stays open."""
-        self.path = directory / self.path.name
+        self.path = directory / self._name
 
     def sync(self) -> None:
         """Wait for the writes, fsync: everything appended so far is durable. A write that

@@ -21,7 +21,6 @@ the layout writes.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -31,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from prep.errors import FormatError, IntegrityError
-from prep.formats.base import SHARD_INDEX_DIGITS
+from prep.formats.base import stem_pattern
 from prep.formats.idfile import IdFileOpen, IdFileWriter, no_header
 from prep.formats.layout import Layout
 from prep.formats.onefile import FlatFormat
@@ -74,9 +73,10 @@ class IndexedWriter(IdFileWriter):
         label: str,
         doc_lengths: Sequence[int] = (),
         *,
+        name: str | None = None,
         _resume: tuple[int, SegmentChain] | None = None,
     ) -> None:
-        super().__init__(path, dtype, vocab_size, no_header, _resume=_resume)
+        super().__init__(path, dtype, vocab_size, no_header, name=name, _resume=_resume)
         self._index, self._label = index, label
         self._lengths = list(doc_lengths)
 
@@ -100,7 +100,7 @@ class IndexedWriter(IdFileWriter):
         raws = self._index.pack(self._lengths, self.dtype.name, self._label)
         companions = []
         for name, raw in zip(self._index.companions(self.name), raws, strict=True):
-            atomic_write_bytes(self.path.with_name(name), raw)
+            atomic_write_bytes(self.path.with_name(Path(name).name), raw)  # beside the ids
             companions.append(Companion(name, hashlib.sha256(raw).hexdigest()))
         return sha, tuple(companions)
 
@@ -113,9 +113,8 @@ class IndexedFormat(FlatFormat):
                  label: str = "") -> None:
         super().__init__(layout, dtype)
         self.index, self.label = index, label
-        self._stem = re.compile(
-            rf"^(train|val){re.escape(layout.stem_joiner)}\d{{{SHARD_INDEX_DIGITS}}}"
-        )
+        self._stem = stem_pattern("", layout.stem_joiner, layout.folders, whole=False)
+        self._file_stem = stem_pattern("", layout.stem_joiner, whole=False)  # a file's own name
 
     def shard_files(self, name: str) -> tuple[str, ...]:
         return (name, *self.index.companions(name))
@@ -126,7 +125,7 @@ class IndexedFormat(FlatFormat):
 
     def create(self, directory: Path, name: str, vocab_size: int) -> IndexedWriter:
         return IndexedWriter(directory / name, self._dtype(vocab_size), vocab_size, self.index,
-                             self.label)
+                             self.label, name=name)
 
     def check_open(
         self, directory: Path, op: OpenFile, vocab_size: int, count_id: int | None = None
@@ -154,6 +153,7 @@ class IndexedFormat(FlatFormat):
             self.index,
             self.label,
             verified.doc_lengths or (),
+            name=verified.name,
             _resume=(verified.n, verified.segments),
         )
 
@@ -228,7 +228,7 @@ class IndexedFormat(FlatFormat):
     def describe(self, path: Path, dtype_name: str | None) -> tuple[str, npt.NDArray[Any]]:
         """The shard of ``path`` (its id file or a companion) and how many documents its
         index holds."""
-        m = self._stem.match(path.name)
+        m = self._file_stem.match(path.name)
         data = path.with_name(m.group(0) + self.suffix) if m else path
         line, ids = super().describe(data, dtype_name)
         names = self.index.companions(data.name)

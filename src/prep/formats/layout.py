@@ -65,13 +65,15 @@ class Layout:
     """One single-file format as data: its name, the dtypes it stores (narrowest first,
     the order ``--dtype auto`` tries) with the header kind of each (None: headerless), the
     version a headerless layout records in the manifest, and its files' names
-    (``<split><stem_joiner>NNNNN<suffix>``)."""
+    (``<split><stem_joiner>NNNNN<suffix>``, in a folder ``<split>/`` of their own with
+    ``folders``: a trainer that reads every file of a folder is given one split)."""
 
     name: str
     headers: Mapping[str, IdHeader | None]
     version: int | None = None
     stem_joiner: str = "-"
     suffix: str = ".bin"
+    folders: bool = False
 
     def header_bytes(self, dtype_name: str) -> int:
         """Where the ids of a ``dtype_name`` file start."""

@@ -47,7 +47,7 @@ class MegatronFormat(IndexedFormat):
         super().__init__(LAYOUT, MegatronIndex(), dtype, label)
 
     def owns_file(self, filename: str) -> bool:
-        return filename.endswith((".bin", ".idx"))
+        return "/" not in filename and filename.endswith((".bin", ".idx"))
 
     def describe(self, path: Path, dtype_name: str | None) -> tuple[str, npt.NDArray[Any]]:
         """The pair of ``path`` (its ``.bin`` or ``.idx``); the dtype comes from the index."""

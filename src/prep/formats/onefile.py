@@ -36,6 +36,7 @@ from prep.formats.layout import (
 )
 from prep.formats.segments import SegmentChain, SegmentReader
 from prep.fsio import Hasher, file_sha256
+from prep.split import SPLITS
 from prep.state.manifest import Manifest, ManifestFile
 from prep.state.shards import OpenFile
 
@@ -69,6 +70,14 @@ def _no_index(
     return None
 
 
+def _owns_file(fmt: FlatFormat, filename: str) -> bool:
+    """:meth:`ShardFormat.owns_file`: a shard's name in the format's split folder, or beside
+    the manifest with the format's suffix (a flat format's shards are never in a folder)."""
+    if fmt.folders:
+        return fmt._pattern.match(filename) is not None
+    return "/" not in filename and filename.endswith(fmt.suffix)
+
+
 class FlatFormat:
     """A :class:`~prep.formats.base.ShardFormat` of one id file per shard."""
 
@@ -82,12 +91,13 @@ class FlatFormat:
         self.layout = layout
         self.requested = dtype
         self.suffix = layout.suffix
-        self._pattern = stem_pattern(layout.suffix, layout.stem_joiner)
+        self._pattern = stem_pattern(layout.suffix, layout.stem_joiner, layout.folders)
+        self.folders: tuple[str, ...] = SPLITS if layout.folders else ()
 
     # -- naming --------------------------------------------------------------------------
 
     def shard_name(self, split: str, index: int) -> str:
-        return shard_stem(split, index, self.layout.stem_joiner) + self.suffix
+        return shard_stem(split, index, self.layout.stem_joiner, self.layout.folders) + self.suffix
 
     def parse_name(self, name: str) -> tuple[str, int] | None:
         m = self._pattern.match(name)
@@ -96,8 +106,7 @@ class FlatFormat:
     def shard_files(self, name: str) -> tuple[str, ...]:
         return (name,)
 
-    def owns_file(self, filename: str) -> bool:
-        return filename.endswith(self.suffix)
+    owns_file = _owns_file
 
     # -- dtype and header ----------------------------------------------------------------
 
@@ -135,9 +144,8 @@ class FlatFormat:
     # -- writing and resuming ------------------------------------------------------------
 
     def create(self, directory: Path, name: str, vocab_size: int) -> IdFileWriter:
-        return IdFileWriter(
-            directory / name, self._dtype(vocab_size), vocab_size, self._header(vocab_size)
-        )
+        return IdFileWriter(directory / name, self._dtype(vocab_size), vocab_size,
+                            self._header(vocab_size), name=name)
 
     def check_open(
         self, directory: Path, op: OpenFile, vocab_size: int, count_id: int | None = None
@@ -176,6 +184,7 @@ class FlatFormat:
             self._dtype(vocab_size),
             vocab_size,
             self._header(vocab_size),
+            name=verified.name,
             _resume=(verified.n, verified.segments),
         )
 

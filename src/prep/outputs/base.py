@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Protocol
 
 from prep.errors import OutputError, never
-from prep.fsio import fsync_dir, make_dirs, rename_noreplace
+from prep.fsio import fsync_dir, fsync_tree, make_dirs, rename_noreplace
 from prep.outputs.lock import HeldLock, LockPaths, hold_lock
 from prep.partition import Part
 from prep.state.checkpoint import Checkpoint
@@ -170,7 +170,7 @@ class Staged(Protocol):
         make_dirs(building)
         try:
             populate(building)
-            fsync_dir(building)
+            fsync_tree(building)  # and the folders a format puts its shards in
             rename_noreplace(building, staging)
         except BaseException:
             shutil.rmtree(building, ignore_errors=True)

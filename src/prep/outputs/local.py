@@ -29,9 +29,12 @@ from prep.fsio import (
     exchange,
     file_sha256,
     fsync_dir,
+    fsync_tree,
     make_dirs,
+    make_parents,
     rename_noreplace,
     stray_temps,
+    tree_files,
 )
 from prep.outputs.base import ABSENT, DATASET, EMPTY, OTHER, Output, Seen
 from prep.outputs.lock import LockPaths
@@ -58,12 +61,13 @@ def link_merge(final: Path, files: Sequence[tuple[Output, str, str]], provenance
     if merging.exists():
         shutil.rmtree(merging)
     merging.mkdir()
+    make_parents(merging, [new_name for _, _, new_name in files])  # a format's split folders
     for part, name, new_name in files:
         with part.reading({name: None}) as directory:
             os.link(directory / name, merging / new_name)
     atomic_write_bytes(merging / PROVENANCE_NAME, provenance)
     atomic_write_bytes(merging / MANIFEST_NAME, manifest)
-    fsync_dir(merging)
+    fsync_tree(merging)
     rename_noreplace(merging, final)
     fsync_dir(final.parent)
 
@@ -171,7 +175,7 @@ class LocalDir(Output):
         return read_manifest(self.final)
 
     def published_names(self) -> list[str]:
-        return sorted(os.listdir(self.final))
+        return tree_files(self.final)  # a bucket's listing holds every key below too
 
     @contextlib.contextmanager
     def reading(self, files: Mapping[str, str | None], keep: Path | None = None

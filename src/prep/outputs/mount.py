@@ -32,7 +32,15 @@ from pathlib import Path
 
 from prep.errors import OutputError, PrepError
 from prep.formats import get_format
-from prep.fsio import fsync_dir, rename_noreplace
+from prep.fsio import (
+    folders_of,
+    fsync_all,
+    fsync_dir,
+    make_parents,
+    remove_emptied,
+    rename_noreplace,
+    tree_files,
+)
 from prep.outputs.base import DATASET, EMPTY, OTHER, Seen
 from prep.outputs.local import LocalDir
 from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, read_manifest
@@ -52,10 +60,12 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def _linked(src: Path, dst: Path, names: list[str]) -> bool:
-    """Hard-link ``src/NAME`` to ``dst/NAME`` for each name, then fsync ``dst``. Raises
+    """Hard-link ``src/NAME`` to ``dst/NAME`` for each name (a path: a format's split
+    folders are made in ``dst``), then fsync those folders and ``dst``. Raises
     ``OutputError`` when a name exists in ``dst`` (nothing is replaced); False, with
     nothing left linked, where the filesystem has no hard links."""
     done: list[str] = []
+    folders = make_parents(dst, names)
     try:
         for name in names:
             os.link(src / name, dst / name)
@@ -69,6 +79,7 @@ def _linked(src: Path, dst: Path, names: list[str]) -> bool:
         for name in done:
             (dst / name).unlink()
         return False
+    fsync_all(folders)
     fsync_dir(dst)
     return True
 
@@ -83,9 +94,25 @@ def _move(src: Path, dst: Path, names: list[str]) -> None:
         for name in names:
             (src / name).unlink()
     else:
-        for name in names:
-            rename_noreplace(src / name, dst / name)
-        fsync_dir(dst)
+        _renamed(src, dst, names)
+    _emptied(src, names)
+
+
+def _renamed(src: Path, dst: Path, names: list[str]) -> None:
+    """Rename each ``src/NAME`` to ``dst/NAME`` (no hard links here), then fsync ``dst``'s
+    folders and ``dst``."""
+    folders = make_parents(dst, names)
+    for name in names:
+        rename_noreplace(src / name, dst / name)
+    fsync_all(folders)
+    fsync_dir(dst)
+
+
+def _emptied(src: Path, names: list[str]) -> None:
+    """``names`` were taken out of ``src``: fsync their folders, remove those left empty,
+    fsync ``src``."""
+    fsync_all([f for f in folders_of(src, names) if f.is_dir()])
+    remove_emptied(src, names)
     fsync_dir(src)
 
 
@@ -112,14 +139,23 @@ class MountPoint(LocalDir):
         return self.final / (STAGING_INSIDE + ".new")
 
     def _content(self) -> list[str]:
-        """The names in ``OUT`` that are neither prep's staging nor ``lost+found``."""
+        """The names in ``OUT`` that are neither prep's staging nor ``lost+found``, a
+        folder's as the paths of its files (``train/train-00000.ds``) when it holds any."""
         own = {self.staging.name, self.building.name}
-        return sorted(n for n in os.listdir(self.final) if n not in own | IGNORED)
+        names = []
+        for n in sorted(os.listdir(self.final)):
+            if n in own | IGNORED:
+                continue
+            inside = self.final / n
+            below = tree_files(inside) if inside.is_dir() and not inside.is_symlink() else []
+            names += [f"{n}/{f}" for f in below] or [n]
+        return names
 
     def _published_early(self, names: list[str]) -> bool:
         """Whether ``names`` (in ``OUT``, which has no manifest) are files an interrupted
         publish put there: staging holds the manifest that lists each of them, and each is
-        still staging's own file (a link) or gone from staging (moved by an older prep)."""
+        still staging's own file (a link) or gone from staging (moved by an older prep); or
+        an empty folder it made for them (a format's split folder)."""
         try:
             manifest = read_manifest(self.staging)
         except (OSError, PrepError):  # no readable manifest: nothing to recognise them by
@@ -128,7 +164,9 @@ class MountPoint(LocalDir):
         listed = {f for e in manifest.files for f in fmt.shard_files(e.name)}
         listed.add(PROVENANCE_NAME)
         staging, final = self.staging, self.final
+        folders = {f.relative_to(final).as_posix() for f in folders_of(final, sorted(listed))}
         return all(
+            n in folders if (final / n).is_dir() else
             n in listed and (not (staging / n).exists() or _same(staging / n, final / n))
             for n in names
         )
@@ -154,16 +192,22 @@ class MountPoint(LocalDir):
         if not staging.is_dir():
             return seen
         if (final / MANIFEST_NAME).is_file():
-            if _drop_links(final, staging, sorted(os.listdir(staging))):
+            left = tree_files(staging)
+            if _drop_links(final, staging, left):
                 return seen  # not what a publish leaves: kept, as any unfinished staging
-            fsync_dir(staging)
+            _emptied(staging, left)
+            for folder in sorted(os.listdir(staging)):  # a folder emptied before a kill
+                (staging / folder).rmdir()
             staging.rmdir()
             fsync_dir(final)
             return Seen(seen.holds, staged=False)
         names = self._content()
         if names and self._published_early(names):
-            _move(final, staging, _drop_links(staging, final, names))
-            fsync_dir(final)
+            files = [n for n in names if not (final / n).is_dir()]
+            _move(final, staging, _drop_links(staging, final, files))
+            for empty in sorted(set(names) - set(files)):  # made, killed before a link
+                (final / empty).rmdir()
+            _emptied(final, files)
             logger.info(
                 "an interrupted publish had put %d files into %s; took them back into %s",
                 len(names), final, staging,
@@ -181,7 +225,7 @@ class MountPoint(LocalDir):
                 f"empty {final} (keep {staging.name}), then rerun with --resume",
                 path=final,
             )
-        files = [n for n in sorted(os.listdir(staging)) if n != MANIFEST_NAME]
+        files = [n for n in tree_files(staging) if n != MANIFEST_NAME]
         if _linked(staging, final, files):
             if not _linked(staging, final, [MANIFEST_NAME]):
                 raise OutputError(f"{final}: could not link {MANIFEST_NAME} where the other "
@@ -189,11 +233,10 @@ class MountPoint(LocalDir):
                                   path=final)
             for name in [*files, MANIFEST_NAME]:
                 (staging / name).unlink()
-            fsync_dir(staging)
+            _emptied(staging, files)
         else:  # no hard links here: renames, the manifest last
-            for name in files:
-                rename_noreplace(staging / name, final / name)
-            fsync_dir(final)
+            _renamed(staging, final, files)
+            remove_emptied(staging, files)
             rename_noreplace(staging / MANIFEST_NAME, final / MANIFEST_NAME)
             fsync_dir(final)
         staging.rmdir()

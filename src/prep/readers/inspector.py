@@ -19,12 +19,14 @@ from prep.errors import InputError, IntegrityError, PrepError
 from prep.formats import ShardFormat, get_format
 from prep.fsio import file_sha256
 from prep.outputs import (
+    Readable,
     is_uri,
     lock_holder,
     output_of_staging,
     published_at,
     resolve_output,
 )
+from prep.split import SPLITS
 from prep.state import checkpoint as ckpt
 from prep.state.manifest import MANIFEST_NAME, Manifest, read_manifest
 
@@ -163,6 +165,11 @@ def inspect_staging(directory: Path) -> list[str]:
     return lines
 
 
+def _marked(directory: Path) -> bool:
+    """Whether ``directory`` is a dataset (its manifest) or a staging (its checkpoint)."""
+    return (directory / MANIFEST_NAME).is_file() or (directory / ckpt.CHECKPOINT_NAME).is_file()
+
+
 def _format_near(directory: Path) -> tuple[ShardFormat, str | None]:
     """The format (and id dtype) of the shards in ``directory``: its manifest's, its
     checkpoint's, or the default (whose header says the dtype)."""
@@ -174,6 +181,25 @@ def _format_near(directory: Path) -> tuple[ShardFormat, str | None]:
         fmt = get_format(cp.recipe.format, cp.recipe.dtype)
         return fmt, fmt.dtype_name(cp.tokenizer.vocab_size)
     return get_format(), None
+
+
+def _published_around(parent: str, name: str) -> tuple[Readable, Manifest, str] | None:
+    """The dataset that holds the object ``parent/name``, its manifest and the object's
+    name in it: ``parent`` itself, or the one above it when ``parent`` is a format's split
+    folder (``DATASET/train``); None when neither is a published dataset."""
+    dataset = published_at(parent)
+    try:
+        return dataset, dataset.published_manifest(), name
+    except IntegrityError:
+        pass
+    up, _, folder = parent.rpartition("/")
+    if folder not in SPLITS:
+        return None
+    try:
+        dataset = published_at(up)
+        return dataset, dataset.published_manifest(), f"{folder}/{name}"
+    except PrepError:  # not a dataset's split folder after all
+        return None
 
 
 def inspect_published(location: str, *, first: int = 16, tokenizer: str | None = None
@@ -188,11 +214,10 @@ def inspect_published(location: str, *, first: int = 16, tokenizer: str | None =
     out = published_at(location)
     if not name or "/" not in parent.partition("://")[2]:
         return describe_manifest(out.published_manifest())
-    dataset = published_at(parent)
-    try:
-        m = dataset.published_manifest()
-    except IntegrityError:
+    found = _published_around(parent, name)
+    if found is None:
         return describe_manifest(out.published_manifest())  # a dataset, or why it is none
+    dataset, m, name = found
     fmt = get_format(m.format, m.dtype)
     if not fmt.owns_file(name):
         return describe_manifest(out.published_manifest())
@@ -209,8 +234,11 @@ def inspect_path(path: Path | str, *, first: int = 16, tokenizer: str | None = N
     if is_uri(path):
         return inspect_published(path, first=first, tokenizer=tokenizer)
     path = Path(path)
-    fmt, dtype = _format_near(path.parent)
-    if path.is_file() and fmt.owns_file(path.name):
+    root, name = path.parent, path.name
+    if not _marked(root) and _marked(root.parent):  # a file in a format's split folder
+        root, name = root.parent, f"{root.name}/{path.name}"
+    fmt, dtype = _format_near(root)
+    if path.is_file() and fmt.owns_file(name):
         return inspect_shard(path, first, tokenizer, fmt, dtype)
     if path.is_file() and path.name == MANIFEST_NAME:
         return inspect_manifest(path.parent)

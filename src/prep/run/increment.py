@@ -24,7 +24,7 @@ from pathlib import Path
 
 from prep.errors import IntegrityError
 from prep.formats import ShardFormat
-from prep.fsio import file_sha256
+from prep.fsio import file_sha256, make_parents
 from prep.outputs import Output, Swappable
 from prep.recipe import Recipe, RunOptions
 from prep.run.committed import RunState, lock_not_checked, make_writers, output_format
@@ -175,6 +175,7 @@ def _reuse(final: Path, building: Path, entry: ManifestFile, fmt: ShardFormat,
     published)."""
     expected = {entry.name: entry.sha256, **{c.name: c.sha256 for c in entry.companions}}
     placed = []
+    make_parents(building, [entry.name])  # the format's split folder (fsynced on creation)
     for name in fmt.shard_files(entry.name):
         src, dst = final / name, building / name
         placed.append((dst, expected.get(name)))

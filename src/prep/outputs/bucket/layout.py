@@ -184,7 +184,8 @@ class BucketLayout:
             dest = into / name
             if dest.exists():
                 continue
-            part = dest.with_name(f".{name}.{os.getpid()}.part")
+            dest.parent.mkdir(parents=True, exist_ok=True)  # a format's split folder
+            part = dest.with_name(f".{dest.name}.{os.getpid()}.part")
             try:
                 self.remote.download(self.in_dataset(name), part, sha)
                 got += part.stat().st_size

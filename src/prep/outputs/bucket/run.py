@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from prep.fsio import atomic_write_bytes
+from prep.fsio import atomic_write_bytes, make_parents
 from prep.outputs.base import DATASET, Seen
 from prep.outputs.bucket.layout import BucketLayout
 from prep.outputs.bucket.mirror import Mirror, owner_id, shard_files
@@ -126,6 +126,7 @@ class BucketRun:
         file downloaded and checked against its SHA-256, each open shard rebuilt from its
         segments (each checked), the checkpoint written back as it was."""
         remote, cp = self.layout.remote, known.local
+        make_parents(building, [n for s in cp.splits.values() for n in s.names()])
         for split in cp.splits.values():
             for rec in split.sealed:
                 for name, sha in shard_files(rec):

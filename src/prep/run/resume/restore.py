@@ -18,7 +18,8 @@ from typing import Any
 from prep.encoders import Encoder
 from prep.errors import IntegrityError, lost_file
 from prep.formats import ShardFormat, VerifiedOpen
-from prep.fsio import file_sha256, fsync_dir, stray_temps
+from prep.formats.base import dataset_files
+from prep.fsio import file_sha256, fsync_all, fsync_dir, stray_temps
 from prep.outputs import Output
 from prep.procs.pool import default_workers
 from prep.recipe import Recipe, RunOptions
@@ -194,8 +195,10 @@ def unnamed_files(staging: Path, cp: Checkpoint, fmt: ShardFormat) -> list[Path]
     """Files in staging written after the checkpoint: shard files it does not name, and
     temporary files of interrupted atomic writes."""
     named = {f for state in cp.splits.values() for n in state.names() for f in fmt.shard_files(n)}
-    stray = [p for p in staging.iterdir() if fmt.owns_file(p.name) and p.name not in named]
-    return sorted(stray + stray_temps(staging))
+    stray = [staging / n for n in dataset_files(staging, fmt)
+             if fmt.owns_file(n) and n not in named]
+    temps = [t for d in (staging, *(staging / f for f in fmt.folders)) for t in stray_temps(d)]
+    return sorted(stray + temps)
 
 
 def plan_restore(
@@ -261,8 +264,10 @@ def apply_restore(plan: RestorePlan, out: Output, opts: RunOptions,
     the same staging."""
     cp, staging, fmt = plan.checkpoint, out.staging, plan.fmt
     for extra in plan.stray:
-        logger.info("removing %s (written after the last checkpoint)", extra.name)
+        logger.info("removing %s (written after the last checkpoint)",
+                    extra.relative_to(staging))
         extra.unlink()
+    fsync_all([staging / f for f in fmt.folders if (staging / f).is_dir()])
     identity = plan.inputs.encoder.identity
     finished = cp.progress.finished
     # A finished run commits nothing more: the seals of its open shards at finishing are

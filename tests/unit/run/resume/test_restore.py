@@ -4,6 +4,7 @@ stopped."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,35 @@ def test_replay_refuses_a_different_prefix(tmp_path: Path) -> None:
     assert e.value.resume == ("--out", str(s.paths.final), "--resume")
     assert str(e.value) == (f"{e.value.reason} Resume with: prep prepare --out {s.paths.final} "
                             "--resume")
+
+
+def test_datatroves_split_folders_lose_what_came_after_the_checkpoint(tmp_path: Path) -> None:
+    """A shard rolled over into ``train/`` after the last checkpoint is removed from its
+    folder, and the run continues to the bytes of one that never stopped."""
+
+    def trove(name: str) -> Setup:
+        s = setup(tmp_path, name=name)
+        return Setup(dataclasses.replace(s.recipe, format="datatrove"), s.opts, s.paths)
+
+    s = trove("out")
+    killed(s)
+    staging = s.paths.staging
+    cp = ckpt.load(staging)
+    named = {f for st in cp.splits.values() for n in st.names() for f in (n, f"{n}.index")}
+    p = plan(s)
+    stray = {x.relative_to(staging).as_posix() for x in p.stray}
+    assert stray and all(n.startswith(("train/", "val/")) for n in stray)
+    assert not stray & named
+    state = apply_restore(p, s.paths, s.opts)
+    assert not any((staging / n).exists() for n in stray)
+    execute(state, p.stream, never)
+    whole = trove("whole")
+    execute(*started(whole), never)
+    assert in_folders(staging) == in_folders(whole.paths.staging)
+    assert len(in_folders(staging)) > 3 * 2  # several shards of three files in each folder
+
+
+def in_folders(directory: Path) -> dict[str, bytes]:
+    """Every file in the split folders below ``directory``, by its path from it."""
+    return {q.relative_to(directory).as_posix(): q.read_bytes()
+            for folder in ("train", "val") for q in (directory / folder).iterdir()}
