@@ -77,10 +77,12 @@ def _damaged(f: SourceFile, kind: Kind, lines: int, at: int, e: Exception) -> In
     )
 
 
-def _chunks(fobj: IO[bytes], f: SourceFile, kind: Kind, unit: Unit, size: int = 0
-            ) -> Iterator[tuple[int, bytes]]:
+def _chunks(fobj: IO[bytes], f: SourceFile, kind: Kind, unit: Unit, size: int = 0,
+            reuse: bool = False) -> Iterator[tuple[int, bytes]]:
     """``(offset, bytes)`` of the unit's text in chunks (offsets in the decompressed text),
-    the file checked unchanged after each read. Raises ``InputError`` for damaged
+    the file checked unchanged after each read. ``reuse``: a plain file's chunks are read
+    into one buffer, each valid until the next is asked for (a read that only counts need
+    not have new pages faulted in for every chunk). Raises ``InputError`` for damaged
     compressed data, as ``OSError`` from the decoder (``lines`` is filled in by the
     caller)."""
     stream = _stream(fobj, kind)
@@ -89,8 +91,18 @@ def _chunks(fobj: IO[bytes], f: SourceFile, kind: Kind, unit: Unit, size: int = 
     left = unit.end - unit.at if kind.codec is None else -1
     at = unit.at
     size = size or CHUNK_BYTES
+    buffer = bytearray(size) if reuse and kind.codec is None else None
     while left != 0:
-        data = stream.read(size if left < 0 else min(size, left))
+        want = size if left < 0 else min(size, left)
+        if buffer is None:
+            data = stream.read(want)
+        else:
+            if len(buffer) != want:  # the last read of the unit
+                buffer = bytearray(want)
+            got = fobj.readinto(buffer)  # type: ignore[attr-defined]
+            if got < want:
+                del buffer[got:]
+            data = buffer  # type: ignore[assignment]  # read as the bytes it holds
         check_unchanged(fobj, f)
         if not data:
             return
@@ -107,7 +119,7 @@ def count_lines(fobj: IO[bytes], f: SourceFile, kind: Kind, size: int) -> list[U
     units: list[Unit] = []
     start, lines, last, done = 0, 0, b"\n", 0
     try:
-        for at, data in _chunks(fobj, f, kind, whole):
+        for at, data in _chunks(fobj, f, kind, whole, reuse=True):
             done = at + len(data)
             pos = 0
             while kind.codec is None and at + len(data) - start > RANGE_BYTES:
