@@ -20,6 +20,15 @@ wrote byte-identical shards.
 Prints ``{"bench": "jsonl_inputs", ...}`` on stdout; progress on stderr. ``convert`` alone
 (``python benchmarks/jsonl_inputs.py convert PARQUET_DIR OUT_DIR``) writes ``OUT_DIR/jsonl``
 and ``OUT_DIR/zst`` from any Parquet corpus with a ``text`` column.
+
+``floor`` (``python benchmarks/jsonl_inputs.py floor WORKDIR MB``, a work directory the
+benchmark left) measures, in one process, the CPU seconds of reading alone, each stage as
+prep's worker and main process run it, the best of three: the Parquet files' text columns
+to Python strings; the ``.jsonl.zst`` files decompressed into blocks (the main process);
+the plain files counted into ranges (the main process); those blocks parsed to the same
+strings (the workers). What JSON Lines costs beyond Parquet is then the difference, which
+no change to how work is spread can take back: ``floor_zst_s`` (decompressing and parsing
+less Parquet's reading) and ``floor_jsonl_s`` (counting and parsing less Parquet's).
 """
 
 from __future__ import annotations
@@ -31,7 +40,9 @@ import shutil
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from memory import DEFAULT_TOKENIZER, prepare_command, reusable_corpus, run_measured
@@ -78,6 +89,66 @@ def convert(parquet: Path, out: Path, n_files: int = N_FILES) -> tuple[Path, Pat
     return plain, packed
 
 
+def floor(work: Path, mb: float) -> dict[str, float]:
+    """CPU seconds of the reading stages alone over the benchmark's files (see the module
+    docstring), the best of three each."""
+    import time
+
+    import pyarrow.parquet as pq  # here: the timing process never imports pyarrow
+
+    from prep.sources import jsonl, resolve_local
+    from prep.sources.base import signature_of
+    from prep.sources.kinds import kind_of
+
+    def best(stage: Callable[[], object]) -> float:
+        spent = []
+        for _ in range(3):
+            start = time.process_time()
+            stage()
+            spent.append(time.process_time() - start)
+        return min(spent)
+
+    corpus, files = work / f"corpus-{mb:g}mb", work / f"jsonl-{mb:g}mb"
+
+    def parquet() -> None:
+        for p in sorted(corpus.glob("*.parquet")):
+            for b in pq.ParquetFile(p, buffer_size=1 << 20).iter_batches(
+                    batch_size=4096, columns=["text"], use_threads=False):
+                b.column(0).to_pylist()
+
+    def read(kind: str, each: Callable[[Any, Any, Any], object]) -> list[object]:
+        src = resolve_local(str(files / kind))
+        out = []
+        for f in src.files:
+            with open(src.local_path(f), "rb") as fobj:
+                f.signature = signature_of(fobj)
+                out.append(each(fobj, f, kind_of(f.path, fobj)))
+        return out
+
+    blocks: list[tuple[Any, Any, Any]] = []
+
+    def unzip() -> None:
+        blocks.clear()
+        for f, kind, got in read("zst", lambda fobj, f, kind: (f, kind, list(
+                jsonl.blocks(fobj, f, kind)))):  # type: ignore[misc]
+            blocks.extend((f, kind, b) for b in got)
+
+    def count() -> None:
+        read("jsonl", lambda fobj, f, kind: jsonl.count_lines(fobj, f, kind, f.size))
+
+    def parse() -> None:
+        for f, kind, (first, at, data, rows) in blocks:
+            for _ in jsonl.block_batches(f, kind, ("text", None), data, first, rows, at, 0,
+                                         None):
+                pass
+
+    got = {"parquet_read_s": best(parquet), "zst_blocks_s": best(unzip),
+           "jsonl_count_s": best(count), "json_parse_s": best(parse)}
+    got["floor_zst_s"] = got["zst_blocks_s"] + got["json_parse_s"] - got["parquet_read_s"]
+    got["floor_jsonl_s"] = got["jsonl_count_s"] + got["json_parse_s"] - got["parquet_read_s"]
+    return {k: round(v, 3) for k, v in got.items()}
+
+
 def _bins(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(out.glob("*.bin"))}
 
@@ -88,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["convert"]:
         plain, packed = convert(Path(argv[1]), Path(argv[2]))
         print(json.dumps({"jsonl": str(plain), "zst": str(packed)}))
+        return 0
+    if argv[:1] == ["floor"]:
+        print(json.dumps({"bench": "jsonl_inputs floor", "mb": float(argv[2]),
+                          **floor(Path(argv[1]), float(argv[2]))}))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=500.0)
