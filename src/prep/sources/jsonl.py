@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -46,10 +45,10 @@ BLOCK_BYTES = 1 << 20  # a compressed file's task: whole lines of about this man
 _BOM = "\ufeff"
 _BLANK = " \t\r"
 _loads = json.JSONDecoder().decode
-# A line that may be blank: an empty one, or one that starts with JSON white space (any
-# such line of a block is found, and some that are not blank, which then take the exact
-# path).
-_MAYBE_BLANK = re.compile(rb"\n[\n \t\r]|\n$")
+# A line after the first that may be blank: an empty one, or one that starts with JSON
+# white space (any such line of a block is found, and some that are not blank, which then
+# take the exact path).
+_MAYBE_BLANK = r"\n[\n \t\r]|\n$"
 _MAX_ARROW_BLOCK = (1 << 31) - 2  # pyarrow's JSON reader takes an int32 block size
 
 
@@ -202,20 +201,24 @@ def arrow_texts(block: bytes, rows: int, columns: tuple[str, str | None]
     gives them; None when the block must be parsed line by line to be sure (see the module
     docstring), its lines then giving the documented result or refusal."""
     if (not block or block[:1] in b" \t\r\n" or block.startswith(b"\xef\xbb\xbf")
-            or len(block) > _MAX_ARROW_BLOCK or any("." in c for c in columns if c)
-            or _MAYBE_BLANK.search(block)):
+            or len(block) > _MAX_ARROW_BLOCK or any("." in c for c in columns if c)):
         return None
-    import pyarrow.json as pj  # here: a run over Parquet never imports the JSON reader
+    import pyarrow.compute as pc  # here: a run over Parquet never imports the JSON reader
+    import pyarrow.json as pj
 
     names = [c for c in columns if c]
     # Not nullable: a missing or null field is the reader's error, a block for the exact
     # path (which says which); unexpected fields are never converted, whatever their type.
     schema = pa.schema([pa.field(c, pa.string(), nullable=False) for c in names])
     try:
-        # The reader does not check the UTF-8 of fields it ignores: the block is checked.
-        pa.Array.from_buffers(pa.string(), 1, [None, pa.array([0, len(block)], pa.int32())
-                                               .buffers()[1], pa.py_buffer(block)]
-                              ).validate(full=True)
+        # The block as one string, without a copy: the reader does not check the UTF-8 of
+        # fields it ignores, so the block is checked, then searched for a line that may be
+        # blank (RE2, in C++).
+        whole = pa.Array.from_buffers(pa.string(), 1, [
+            None, pa.array([0, len(block)], pa.int32()).buffers()[1], pa.py_buffer(block)])
+        whole.validate(full=True)
+        if pc.match_substring_regex(whole, _MAYBE_BLANK)[0].as_py():
+            return None
         table = pj.read_json(
             pa.BufferReader(block),
             read_options=pj.ReadOptions(use_threads=False, block_size=len(block) + 1),
