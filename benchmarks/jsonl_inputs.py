@@ -34,6 +34,7 @@ less Parquet's reading) and ``floor_jsonl_s`` (counting and parsing less Parquet
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shlex
 import shutil
@@ -96,6 +97,7 @@ def floor(work: Path, mb: float) -> dict[str, float]:
 
     import pyarrow.parquet as pq  # here: the timing process never imports pyarrow
 
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))  # this checkout's
     from prep.sources import jsonl, resolve_local
     from prep.sources.base import signature_of
     from prep.sources.kinds import kind_of
@@ -149,8 +151,17 @@ def floor(work: Path, mb: float) -> dict[str, float]:
     return {k: round(v, 3) for k, v in got.items()}
 
 
-def _bins(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(out.glob("*.bin"))}
+def _bins(out: Path) -> dict[str, str]:
+    """Each shard's SHA-256, read in pieces: this process's peak is folded into every later
+    child's ``ru_maxrss`` (see ``memory.py``), so it never holds a run's shards."""
+    digests = {}
+    for p in sorted(out.glob("*.bin")):
+        h = hashlib.sha256()
+        with p.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+        digests[p.name] = h.hexdigest()
+    return digests
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,7 +183,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prep-args", default="--workers 2", help="extra prepare options")
     args = ap.parse_args(argv)
     work, corpus = reusable_corpus(args.workdir, args.mb, "jsonl-inputs-")
-    plain, packed = convert(corpus, work / f"jsonl-{args.mb:g}mb")
+    converted = work / f"jsonl-{args.mb:g}mb"
+    plain, packed = converted / "jsonl", converted / "zst"
+    if not (plain.is_dir() and packed.is_dir()):  # in a child: this one never loads pyarrow
+        subprocess.run([sys.executable, __file__, "convert", str(corpus), str(converted)],
+                       check=True, stdout=subprocess.DEVNULL)
     extra = shlex.split(args.prep_args)
     sources = {"parquet": corpus, "jsonl.zst": packed, "jsonl": plain}
     times: dict[str, list[float]] = {k: [] for k in sources}
