@@ -40,8 +40,8 @@ from prep.sources.base import SourceFile, check_unchanged
 from prep.sources.kinds import Kind, Unit, place
 
 CHUNK_BYTES = 1 << 22
-RANGE_BYTES = 1 << 20  # a plain file's task: a range of about this many bytes
-BLOCK_BYTES = 1 << 20  # a compressed file's task: whole lines of about this many bytes
+RANGE_BYTES = 1 << 21  # a plain file's task: a range of about this many bytes
+BLOCK_BYTES = 1 << 21  # a compressed file's task: whole lines of about this many bytes
 _BOM = "\ufeff"
 _BLANK = " \t\r"
 _loads = json.JSONDecoder().decode
