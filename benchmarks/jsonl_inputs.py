@@ -26,9 +26,11 @@ benchmark left) measures, in one process, the CPU seconds of reading alone, each
 prep's worker and main process run it, the best of three: the Parquet files' text columns
 to Python strings; the ``.jsonl.zst`` files decompressed into blocks (the main process);
 the plain files counted into ranges (the main process); those blocks parsed to the same
-strings (the workers). What JSON Lines costs beyond Parquet is then the difference, which
-no change to how work is spread can take back: ``floor_zst_s`` (decompressing and parsing
-less Parquet's reading) and ``floor_jsonl_s`` (counting and parsing less Parquet's).
+strings (the workers; ``fallback_blocks``: how many took the line-by-line parser); each
+kind's files hashed (SHA-256 of the bytes as stored, as every run does). What JSON Lines
+costs beyond Parquet is then the difference, which no change to how work is spread can
+take back: ``floor_zst_s`` (decompressing, parsing and hashing less Parquet's reading and
+hashing) and ``floor_jsonl_s`` (counting, parsing and hashing less Parquet's).
 """
 
 from __future__ import annotations
@@ -144,10 +146,25 @@ def floor(work: Path, mb: float) -> dict[str, float]:
                                          None):
                 pass
 
+    def hashed(where: Path) -> Callable[[], None]:
+        def stage() -> None:
+            for p in sorted(q for q in where.iterdir() if q.is_file()):
+                h, buffer = hashlib.sha256(), bytearray(1 << 20)
+                with p.open("rb", buffering=0) as f:
+                    while n := f.readinto(buffer):
+                        h.update(memoryview(buffer)[:n])
+        return stage
+
     got = {"parquet_read_s": best(parquet), "zst_blocks_s": best(unzip),
-           "jsonl_count_s": best(count), "json_parse_s": best(parse)}
-    got["floor_zst_s"] = got["zst_blocks_s"] + got["json_parse_s"] - got["parquet_read_s"]
-    got["floor_jsonl_s"] = got["jsonl_count_s"] + got["json_parse_s"] - got["parquet_read_s"]
+           "jsonl_count_s": best(count), "json_parse_s": best(parse),
+           "fallback_blocks": sum(jsonl.arrow_texts(data, rows, ("text", None)) is None
+                                  for _, _, (_, _, data, rows) in blocks),
+           "hash_parquet_s": best(hashed(corpus)), "hash_zst_s": best(hashed(files / "zst")),
+           "hash_jsonl_s": best(hashed(files / "jsonl"))}
+    got["floor_zst_s"] = (got["zst_blocks_s"] + got["json_parse_s"] + got["hash_zst_s"]
+                          - got["parquet_read_s"] - got["hash_parquet_s"])
+    got["floor_jsonl_s"] = (got["jsonl_count_s"] + got["json_parse_s"] + got["hash_jsonl_s"]
+                            - got["parquet_read_s"] - got["hash_parquet_s"])
     return {k: round(v, 3) for k, v in got.items()}
 
 
