@@ -13,7 +13,17 @@ A plain file is cut into line-aligned byte ranges by the main process (one read 
 counts lines: each range's first line number is known before a worker parses it); a
 compressed file is one stream (gzip and zstd cannot seek), which the main process
 decompresses once as it plans, into blocks of whole lines that workers parse
-(:func:`blocks`, :func:`block_batches`).
+(:func:`blocks`, :func:`block_batches`; a reader of a whole file, such as a shuffled
+stream's, reads the same blocks itself: :func:`read_batches`).
+
+A worker parses a block of whole lines (a compressed file's block, a plain file's range)
+with pyarrow's JSON reader first (:func:`arrow_texts`: C++, the text field only, no Python
+object per line but the text), and with the exact line-by-line parser
+(:class:`LineParser`) whenever that reader might not give what the rules say: a blank
+line, a BOM at the block's start, bytes that are not UTF-8, a dotted field name, or any
+line it refuses or counts otherwise (a lone surrogate, a missing, null or non-string field,
+two objects on a line). Those blocks, and every refusal, take the exact path; the rest
+read as it would have read them.
 """
 
 from __future__ import annotations
@@ -30,12 +40,16 @@ from prep.sources.base import SourceFile, check_unchanged
 from prep.sources.kinds import Kind, Unit, place
 
 CHUNK_BYTES = 1 << 22
-RANGE_BYTES = 1 << 20  # a plain file's task: a range of about this many bytes
-BLOCK_BYTES = 1 << 20  # a compressed file's task: whole lines of about this many bytes
-BATCH_ROWS = 4096
+RANGE_BYTES = 1 << 21  # a plain file's task: a range of about this many bytes
+BLOCK_BYTES = 1 << 21  # a compressed file's task: whole lines of about this many bytes
 _BOM = "\ufeff"
 _BLANK = " \t\r"
 _loads = json.JSONDecoder().decode
+# A line after the first that may be blank: an empty one, or one that starts with JSON
+# white space (any such line of a block is found, and some that are not blank, which then
+# take the exact path).
+_MAYBE_BLANK = r"\n[\n \t\r]|\n$"
+_MAX_ARROW_BLOCK = (1 << 31) - 2  # pyarrow's JSON reader takes an int32 block size
 
 
 def _stream(fobj: IO[bytes], kind: Kind) -> IO[bytes]:
@@ -62,10 +76,12 @@ def _damaged(f: SourceFile, kind: Kind, lines: int, at: int, e: Exception) -> In
     )
 
 
-def _chunks(fobj: IO[bytes], f: SourceFile, kind: Kind, unit: Unit, size: int = 0
-            ) -> Iterator[tuple[int, bytes]]:
+def _chunks(fobj: IO[bytes], f: SourceFile, kind: Kind, unit: Unit, size: int = 0,
+            reuse: bool = False) -> Iterator[tuple[int, bytes]]:
     """``(offset, bytes)`` of the unit's text in chunks (offsets in the decompressed text),
-    the file checked unchanged after each read. Raises ``InputError`` for damaged
+    the file checked unchanged after each read. ``reuse``: a plain file's chunks are read
+    into one buffer, each valid until the next is asked for (a read that only counts need
+    not have new pages faulted in for every chunk). Raises ``InputError`` for damaged
     compressed data, as ``OSError`` from the decoder (``lines`` is filled in by the
     caller)."""
     stream = _stream(fobj, kind)
@@ -74,45 +90,24 @@ def _chunks(fobj: IO[bytes], f: SourceFile, kind: Kind, unit: Unit, size: int = 
     left = unit.end - unit.at if kind.codec is None else -1
     at = unit.at
     size = size or CHUNK_BYTES
+    buffer = bytearray(size) if reuse and kind.codec is None else None
     while left != 0:
-        data = stream.read(size if left < 0 else min(size, left))
+        want = size if left < 0 else min(size, left)
+        if buffer is None:
+            data = stream.read(want)
+        else:
+            if len(buffer) != want:  # the last read of the unit
+                buffer = bytearray(want)
+            got = fobj.readinto(buffer)  # type: ignore[attr-defined]
+            if got < want:
+                del buffer[got:]
+            data = buffer  # type: ignore[assignment]  # read as the bytes it holds
         check_unchanged(fobj, f)
         if not data:
             return
         yield at, data
         at += len(data)
         left -= len(data) if left > 0 else 0
-
-
-def lines_of(fobj: IO[bytes], f: SourceFile, kind: Kind, unit: Unit, skip: int = 0
-             ) -> Iterator[tuple[int, bytes]]:
-    """``(byte offset, line)`` for each line of the unit after its first ``skip`` (each
-    line without its ``\\n``; skipped lines are counted, never parsed). Raises
-    ``InputError`` for damaged compressed data, naming the last whole line."""
-    tail, tail_at, seen = b"", unit.at, 0
-    try:
-        for at, data in _chunks(fobj, f, kind, unit):
-            if tail:
-                data, at = tail + data, tail_at
-            if seen + data.count(b"\n") < skip:  # a whole chunk of skipped lines
-                cut = data.rfind(b"\n") + 1
-                seen += data.count(b"\n", 0, cut)
-                tail, tail_at = data[cut:], at + cut
-                continue
-            pos = 0
-            while True:
-                nl = data.find(b"\n", pos)
-                if nl < 0:
-                    break
-                if seen >= skip:
-                    yield at + pos, data[pos:nl]
-                seen += 1
-                pos = nl + 1
-            tail, tail_at = data[pos:], at + pos
-    except OSError as e:
-        raise _damaged(f, kind, seen, tail_at, e) from e
-    if tail and seen >= skip:
-        yield tail_at, tail
 
 
 def count_lines(fobj: IO[bytes], f: SourceFile, kind: Kind, size: int) -> list[Unit]:
@@ -123,7 +118,7 @@ def count_lines(fobj: IO[bytes], f: SourceFile, kind: Kind, size: int) -> list[U
     units: list[Unit] = []
     start, lines, last, done = 0, 0, b"\n", 0
     try:
-        for at, data in _chunks(fobj, f, kind, whole):
+        for at, data in _chunks(fobj, f, kind, whole, reuse=True):
             done = at + len(data)
             pos = 0
             while kind.codec is None and at + len(data) - start > RANGE_BYTES:
@@ -150,24 +145,25 @@ def blocks(fobj: IO[bytes], f: SourceFile, kind: Kind) -> Iterator[tuple[int, in
     newline that ends the block's last line), decompressed once, never parsed: each block
     is cut at the last newline of what was read, its lines counted once, here. Raises
     ``InputError`` for damaged data, after the blocks before it."""
-    tail, tail_at, row = b"", 0, 0
+    parts: list[bytes] = []  # a line begun in earlier reads (no newline in them), from tail_at
+    tail_at, row = 0, 0
     try:
         for at, data in _chunks(fobj, f, kind, Unit(0), BLOCK_BYTES):
-            if tail:
-                data, at = tail + data, tail_at
             cut = data.rfind(b"\n") + 1
             if cut == 0:  # a line longer than a block: read on
-                tail, tail_at = data, at
+                tail_at = tail_at if parts else at
+                parts.append(data)
                 continue
-            body = data[: cut - 1]
-            lines = body.count(b"\n") + 1
-            yield row, at, body, lines
+            lines = data.count(b"\n", 0, cut - 1) + 1
+            # One copy of the text into the block (a pipe takes it to a worker as it is).
+            body = b"".join([*parts, memoryview(data)[: cut - 1]])
+            yield row, tail_at if parts else at, body, lines
             row += lines
-            tail, tail_at = data[cut:], at + cut
+            parts, tail_at = [data[cut:]] if cut < len(data) else [], at + cut
     except OSError as e:
         raise _damaged(f, kind, row, tail_at, e) from e
-    if tail:  # a last line without its newline (the tail holds none)
-        yield row, tail_at, tail, 1
+    if parts:  # a last line without its newline
+        yield row, tail_at, b"".join(parts), 1
 
 
 def block_batches(f: SourceFile, kind: Kind, columns: tuple[str, str | None], block: bytes,
@@ -177,6 +173,13 @@ def block_batches(f: SourceFile, kind: Kind, columns: tuple[str, str | None], bl
     block of ``rows`` whole lines (from :func:`blocks`) whose first line is row ``first`` at
     byte ``at``, in one batch. Raises ``InputError`` at the first bad line, after the lines
     before it."""
+    fast = arrow_texts(block, rows, columns)
+    if fast is not None:
+        lo, hi = max(start - first, 0), rows if stop is None else min(stop - first, rows)
+        if lo < hi:
+            texts, splits = fast
+            yield texts[lo:hi], None if splits is None else splits[lo:hi]
+        return
     parser = LineParser(f, kind, columns)
 
     def parsed() -> Iterator[tuple[str, Any]]:
@@ -188,23 +191,58 @@ def block_batches(f: SourceFile, kind: Kind, columns: tuple[str, str | None], bl
                 yield parser.parse(row, at + pos, raw)
             pos = nl + 1
 
-    yield from _batched(parsed(), bool(columns[1]), None)
+    yield from _batched(parsed(), bool(columns[1]))
 
 
-def _batched(parsed: Iterator[tuple[str, Any]], split: bool, size: int | None
+def arrow_texts(block: bytes, rows: int, columns: tuple[str, str | None]
+                ) -> tuple[list[str], list[str] | None] | None:
+    """``(texts, splits)`` of the ``rows`` whole lines of ``block`` (without the newline
+    that ends its last line) read by pyarrow's JSON reader, exactly what :class:`LineParser`
+    gives them; None when the block must be parsed line by line to be sure (see the module
+    docstring), its lines then giving the documented result or refusal."""
+    if (not block or block[:1] in b" \t\r\n" or block.startswith(b"\xef\xbb\xbf")
+            or len(block) > _MAX_ARROW_BLOCK or any("." in c for c in columns if c)):
+        return None
+    import pyarrow.compute as pc  # here: a run over Parquet never imports the JSON reader
+    import pyarrow.json as pj
+
+    names = [c for c in columns if c]
+    # Not nullable: a missing or null field is the reader's error, a block for the exact
+    # path (which says which); unexpected fields are never converted, whatever their type.
+    schema = pa.schema([pa.field(c, pa.string(), nullable=False) for c in names])
+    try:
+        # The block as one string, without a copy: the reader does not check the UTF-8 of
+        # fields it ignores, so the block is checked, then searched for a line that may be
+        # blank (RE2, in C++).
+        whole = pa.Array.from_buffers(pa.string(), 1, [
+            None, pa.array([0, len(block)], pa.int32()).buffers()[1], pa.py_buffer(block)])
+        whole.validate(full=True)
+        if pc.match_substring_regex(whole, _MAYBE_BLANK)[0].as_py():
+            return None
+        table = pj.read_json(
+            pa.BufferReader(block),
+            read_options=pj.ReadOptions(use_threads=False, block_size=len(block) + 1),
+            parse_options=pj.ParseOptions(explicit_schema=schema,
+                                          unexpected_field_behavior="ignore"))
+        if table.num_rows != rows:  # two objects on a line, a lone \r between them
+            return None
+        texts = table.column(0).to_pylist()
+        splits = table.column(1).to_pylist() if columns[1] else None
+    except (pa.ArrowException, UnicodeDecodeError):
+        return None
+    return texts, splits
+
+
+def _batched(parsed: Iterator[tuple[str, Any]], split: bool
              ) -> Iterator[tuple[list[Any], list[Any] | None]]:
-    """``(texts, splits)`` (splits None unless ``split``) of the ``parsed`` lines, in
-    batches of ``size`` (None: one); the lines parsed before a ``PrepError`` are yielded
-    before it is raised."""
+    """``(texts, splits)`` (splits None unless ``split``) of the ``parsed`` lines, in one
+    batch; the lines parsed before a ``PrepError`` are yielded before it is raised."""
     texts: list[Any] = []
     splits: list[Any] = []
     try:
         for text, value in parsed:
             texts.append(text)
             splits.append(value)
-            if len(texts) == size:
-                yield texts, splits if split else None
-                texts, splits = [], []
     except PrepError:
         if texts:
             yield texts, splits if split else None
@@ -301,14 +339,18 @@ def read_batches(fobj: IO[bytes], f: SourceFile, kind: Kind, columns: tuple[str,
     """``(texts, splits)`` of file rows ``start``..``stop`` (None: to the end) of the unit
     whose first row is ``first``, in batches. Raises ``InputError`` at the first bad line
     (the lines before it are yielded first), ``IntegrityError`` when the file changed."""
-    parser = LineParser(f, kind, columns)
-
-    def parsed() -> Iterator[tuple[str, Any]]:
-        row = start
-        for at, raw in lines_of(fobj, f, kind, unit, start - first):
-            if stop is not None and row >= stop:
-                return
-            yield parser.parse(row, at, raw)
-            row += 1
-
-    yield from _batched(parsed(), bool(columns[1]), BATCH_ROWS)
+    if kind.codec is None:  # a line-aligned range: one block of whole lines
+        try:
+            data = b"".join(chunk for _, chunk in _chunks(fobj, f, kind, unit))
+        except OSError as e:
+            raise _damaged(f, kind, 0, unit.at, e) from e
+        if data:
+            body = data[:-1] if data.endswith(b"\n") else data
+            yield from block_batches(f, kind, columns, body, first, body.count(b"\n") + 1,
+                                     unit.at, start, stop)
+        return
+    for row, at, body, rows in blocks(fobj, f, kind):  # a whole stream, in blocks
+        if stop is not None and row >= stop:
+            return
+        if row + rows > start:
+            yield from block_batches(f, kind, columns, body, row, rows, at, start, stop)

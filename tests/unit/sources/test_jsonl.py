@@ -24,7 +24,8 @@ from prep.sources import (
     units_of,
 )
 from prep.sources import jsonl as jl
-from prep.sources.base import signature_of
+from prep.sources.base import SourceFile, signature_of
+from prep.sources.kinds import JSONL
 
 EDGES = ["", " ", "a\nb", "tab\there", "nul\x00in", "😀 emoji", "é", "\r\n", "\u2028",
          "quote \" and \\ back", "\ufeffbom inside", "x" * 5000]
@@ -132,6 +133,26 @@ def test_a_compressed_file_is_decompressed_into_blocks_of_whole_lines(
     assert got == [f"doc {i}" for i in range(4_321, 9_000)]
 
 
+@pytest.mark.parametrize("final_newline", [True, False])
+def test_lines_longer_than_a_block_are_read_on_into_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, final_newline: bool) -> None:
+    monkeypatch.setattr(jl, "BLOCK_BYTES", 30_000)
+    docs = ["a", "b" * 70_000, "c", "d" * 200_000, "e" * 29_990, "f"]
+    plain = tmp_path / "long.jsonl"
+    data = "\n".join(json.dumps({"text": d}) for d in docs) + ("\n" if final_newline else "")
+    plain.write_text(data)
+    subprocess.run(["zstd", "-q", str(plain), "-o", str(tmp_path / "long.jsonl.zst")],
+                   check=True)
+    src = resolve_local(str(tmp_path / "long.jsonl.zst"))
+    blocks = list(read_blocks(src, src.files[0], None))
+    text = data.encode()
+    for first, at, body, rows in blocks:
+        assert text[at:at + len(body)] == body and text.count(b"\n", 0, at) == first
+        assert rows == body.count(b"\n") + 1
+    assert sum(rows for *_, rows in blocks) == len(docs)
+    assert read(tmp_path / "long.jsonl.zst") == docs
+
+
 def bad(tmp_path: Path, data: bytes, name: str = "bad.jsonl",
         columns: tuple[str, str | None] = ("text", None)) -> str:
     path = tmp_path / name
@@ -198,3 +219,82 @@ def test_truncated_and_corrupt_compressed_files_are_refused(
     broken = bad(tmp_path, bytes(damaged), name)
     assert broken.startswith(f"{name}: the {codec} data is corrupt after line "), broken
     assert broken.endswith("the file is damaged: download or copy it again")
+
+
+# Lines on which pyarrow's JSON reader and the rules could part: each must come out of a
+# block exactly as the line-by-line parser gives it, or as its refusal.
+AWKWARD = [
+    b'{"text": "a"}', b'{"text": "\\u00e9\\ud83d\\ude00", "x": [1, {"y": null}]}',
+    b'{"text": "\\ud800"}', b'{"text": "a", "x": "\\udc00"}', b'{"text": "a\\u0000"}',
+    b'{"text": 5}', b'{"text": null}', b'{"id": 1}', b"[1]", b'"s"', b"", b" \t", b"\r",
+    b'{"text": "a"}\r', b'{"text": "a"}{"text": "b"}', b'{"text": "a"}\r{"text": "b"}',
+    b'{"text": "a", "text": "b"}', b'{"t\\u0065xt": "e"}', b'{"text": "a", "x": NaN}',
+    b'{"text": "a", "x": 1e999}', b'{"text": "a", "x": "\xff"}', b'{"text": "\xed\xa0\x80"}',
+    b'\xef\xbb\xbf{"text": "a"}', b'{"text": "a\tb"}', b'{"text": "a"} x', b'{"text": "a",}',
+    b"\x00", b'{"text": "a", "split": "val"}', b'{"text": "a", "split": 1}',
+    b'{"metadata": {"text": "m"}}', b'{"metadata.text": "d"}', b'  {"text": "w"}  ',
+]
+
+
+def exact(block: bytes, rows: int, columns: tuple[str, str | None], start: int,
+          stop: int | None) -> tuple[list[Any], list[Any], str | None]:
+    """What the line-by-line parser gives rows ``start``..``stop`` of a block: their texts
+    and splits up to its refusal, and the refusal."""
+    parser = jl.LineParser(FILE, JSONL, columns)
+    texts: list[Any] = []
+    splits: list[Any] = []
+    pos = 0
+    try:
+        for row in range(rows):
+            nl = block.find(b"\n", pos)
+            if row >= start and (stop is None or row < stop):
+                text, split = parser.parse(row, pos, block[pos:] if nl < 0 else block[pos:nl])
+                texts.append(text)
+                splits.append(split)
+            pos = nl + 1
+    except InputError as e:
+        return texts, splits, str(e)
+    return texts, splits, None
+
+
+FILE = SourceFile("f.jsonl", Path("f.jsonl"), 0, kind=JSONL)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.one_of(st.sampled_from(AWKWARD), st.builds(
+           lambda d, a: json.dumps({"text": d, "n": 1}, ensure_ascii=a).encode(), doc,
+           st.booleans())), min_size=1, max_size=12),
+       columns=st.sampled_from([("text", None), ("text", "split"), ("metadata.text", None)]),
+       start=st.integers(0, 12), stop=st.one_of(st.none(), st.integers(0, 12)))
+def test_a_block_reads_as_its_lines_do_one_by_one(lines: list[bytes],
+                                                  columns: tuple[str, str | None], start: int,
+                                                  stop: int | None) -> None:
+    block = b"\n".join(lines)
+    texts, splits, refusal = exact(block, len(lines), columns, start, stop)
+    got_texts: list[Any] = []
+    got_splits: list[Any] = []
+    got_refusal = None
+    try:
+        for t, s in jl.block_batches(FILE, JSONL, columns, block, 0, len(lines), 0, start,
+                                     stop):
+            got_texts += t
+            got_splits += s if s is not None else [None] * len(t)
+    except InputError as e:
+        got_refusal = str(e)
+    assert (got_texts, got_refusal) == (texts, refusal)
+    assert got_splits == (splits if columns[1] else [None] * len(texts))
+
+
+def test_a_block_of_good_lines_is_read_by_pyarrow() -> None:
+    """The common block takes the fast path (and the awkward ones do not)."""
+    good = b"\n".join(json.dumps({"text": d, "n": [i]}).encode() for i, d in enumerate(EDGES))
+    assert jl.arrow_texts(good, len(EDGES), ("text", None)) == (EDGES, None)
+    for line in (b"", b"\r", b'{"text": "\\ud800"}', b'{"text": "a", "x": "\xff"}',
+                 b'{"text": "a"}{"text": "b"}', b'{"id": 1}'):
+        assert jl.arrow_texts(good + b"\n" + line, len(EDGES) + 1, ("text", None)) is None
+    # A blank line and a line of two objects: as many rows as lines, yet not these rows.
+    mixed = good + b'\n\n{"text": "a"}{"text": "b"}'
+    assert jl.arrow_texts(mixed, len(EDGES) + 2, ("text", None)) is None
+    assert exact(mixed, len(EDGES) + 2, ("text", None), 0, None)[2] == (
+        f"f.jsonl line {len(EDGES) + 2} (byte {len(good) + 15:,}): not JSON (Extra data); each "
+        "line must be one JSON object: fix or remove the line")
