@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import threading
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -50,6 +52,38 @@ _loads = json.JSONDecoder().decode
 # take the exact path).
 _MAYBE_BLANK = r"\n[\n \t\r]|\n$"
 _MAX_ARROW_BLOCK = (1 << 31) - 2  # pyarrow's JSON reader takes an int32 block size
+# Python's json recurses once a nesting level and stops at the recursion limit (1,000), where
+# pyarrow's reader has no limit: a deeper line is decoded again in a thread of this stack with
+# the limit raised to this depth (a million levels fit in it, measured), and deeper still by
+# pyarrow's reader alone, so that both paths read the same lines.
+_DEEP_STACK = 1 << 30
+_DEEP_LEVELS = 1_000_000
+
+
+def _deep_loads(line: str) -> Any:
+    """``_loads(line)`` for a line nested deeper than the recursion limit (see above)."""
+    out: dict[str, Any] = {}
+
+    def decode() -> None:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, min(len(line), _DEEP_LEVELS) + 64))
+        try:
+            out["value"] = _loads(line)
+        except (ValueError, RecursionError) as e:
+            out["error"] = e
+        finally:
+            sys.setrecursionlimit(limit)
+
+    previous = threading.stack_size(_DEEP_STACK)
+    try:
+        worker = threading.Thread(target=decode, name="prep-deep-json")
+        worker.start()
+    finally:
+        threading.stack_size(previous)
+    worker.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
 
 
 def _stream(fobj: IO[bytes], kind: Kind) -> IO[bytes]:
@@ -297,7 +331,17 @@ class LineParser:
         if not line.strip(_BLANK):
             return "", None
         try:
-            obj = _loads(line)
+            try:
+                obj = _loads(line)
+            except RecursionError:
+                obj = _deep_loads(line)
+        except RecursionError as e:  # deeper than the thread's stack: pyarrow's reader alone
+            got = arrow_texts(raw, 1, (self.text_field, self.split_field))
+            if got is None:
+                raise self._refuse(row, at, f"nested more than {_DEEP_LEVELS:,} levels deep",
+                                   "flatten the line or remove it") from e
+            texts, splits = got
+            return texts[0], None if splits is None else splits[0]
         except ValueError as e:
             pos = getattr(e, "pos", 0)
             raise self._refuse(row, at + len(line[:pos].encode("utf-8", "surrogatepass")),

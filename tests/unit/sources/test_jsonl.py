@@ -298,3 +298,21 @@ def test_a_block_of_good_lines_is_read_by_pyarrow() -> None:
     assert exact(mixed, len(EDGES) + 2, ("text", None), 0, None)[2] == (
         f"f.jsonl line {len(EDGES) + 2} (byte {len(good) + 15:,}): not JSON (Extra data); each "
         "line must be one JSON object: fix or remove the line")
+
+
+def test_a_deeply_nested_line_reads_alike_on_both_paths(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """Python's json stops at its recursion limit (1,000 levels) where pyarrow's reader has
+    none: a line 5,000 levels deep in a field no one reads is a document on both paths, and
+    deeper than the exact parser's own bound is read by pyarrow's reader alone; one that
+    reader refuses is refused by name, not with a traceback."""
+    deep = b'{"text": "deep", "m": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    block = GOOD + deep
+    assert jl.arrow_texts(block, 2, ("text", None)) == (["fine", "deep"], None)
+    assert exact(block, 2, ("text", None), 0, None) == (["fine", "deep"], [None, None], None)
+    monkeypatch.setattr(jl, "_DEEP_LEVELS", 2000)
+    assert exact(block, 2, ("text", None), 0, None) == (["fine", "deep"], [None, None], None)
+    unclosed = b'{"text": "deep", "m": ' + b"[" * 5000 + b"]" * 4999 + b"}"
+    assert exact(GOOD + unclosed, 2, ("text", None), 0, None)[2] == (
+        "f.jsonl line 2 (byte 17): nested more than 2,000 levels deep; flatten the line or "
+        "remove it")
