@@ -6,8 +6,8 @@ repository (:class:`prep.outputs.hf.store.HubObjects`), with what a repository c
   work);
 - commits: a remote checkpoint is a commit, so they are gathered (:class:`HubMirror`): one
   when :data:`prep.outputs.hf.store.COMMIT_FILES` sealed files wait, or
-  :data:`COMMIT_SECONDS` after the last one, never more often (the Hub limits commits an
-  hour);
+  :data:`COMMIT_SECONDS` after the last one (``N`` times that for one of ``N`` parts:
+  :func:`commit_interval`), never more often (the Hub limits commits an hour);
 - publish: every upload and remote checkpoint first, then one last commit holding what is
   still pending, ``_PROVENANCE.json``, the dataset card ``README.md`` and ``_MANIFEST.json``,
   and deleting ``NAME.incomplete/``: before it, no revision holds the manifest.
@@ -16,6 +16,7 @@ repository (:class:`prep.outputs.hf.store.HubObjects`), with what a repository c
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,13 +37,26 @@ from prep.outputs.hf.card import (
     split_front_matter,
 )
 from prep.outputs.hf.store import COMMIT_FILES, HubObjects
+from prep.partition import PARTS_SUFFIX
 from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, Manifest
 from prep.state.remote import RemoteCheckpoint
 
 logger = logging.getLogger(__name__)
 
 FOLDER_FILES = 10_000  # the Hub recommends fewer entries a folder
-COMMIT_SECONDS = 60.0  # at most one remote checkpoint commit a minute, below the Hub's quota
+# At most one remote checkpoint commit a minute a dataset, well below the Hub's quota of
+# commits an hour a repository (its 429 names 128); the N parts of one dataset share the
+# repository, so a part commits at most once in N minutes.
+COMMIT_SECONDS = 60.0
+_PART_DIR = re.compile(r"^\d+-of-(\d+)$")
+
+
+def commit_interval(key: str) -> float:
+    """Seconds between remote checkpoint commits of the dataset at ``key``: a part
+    (``NAME.parts/I-of-N``) takes ``N`` times :data:`COMMIT_SECONDS` (see above)."""
+    parent, _, leaf = key.rstrip("/").rpartition("/")
+    m = _PART_DIR.match(leaf)
+    return COMMIT_SECONDS * (int(m.group(1)) if m and parent.endswith(PARTS_SUFFIX) else 1)
 
 
 class HubMirror(Mirror):
@@ -58,7 +72,8 @@ class HubMirror(Mirror):
     def wants_checkpoint(self, new: int, force: bool) -> bool:
         self._waiting += new
         due = self._waiting >= COMMIT_FILES or (
-            self._waiting and time.monotonic() - self._asked_at >= COMMIT_SECONDS)
+            self._waiting and time.monotonic() - self._asked_at
+            >= commit_interval(self.layout.dataset.key))
         if not (force or due):
             return False
         self._waiting, self._asked_at = 0, time.monotonic()

@@ -3,6 +3,7 @@ when COMMIT_FILES sealed files wait; and the source's own card read for the lice
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,26 @@ def test_checkpoint_commits_are_gathered(options: HubOptions, tmp_path: Path,
         monkeypatch.setattr(run, "COMMIT_SECONDS", 0.0)
         assert m.wants_checkpoint(1, force=False)  # the interval passed
         assert not m.wants_checkpoint(0, force=False)  # nothing new: no commit
+    finally:
+        m.close()
+
+
+def test_the_parts_of_a_dataset_share_its_commit_rate(options: HubOptions, tmp_path: Path
+                                                      ) -> None:
+    """The N parts of one dataset commit to one repository: each waits N intervals, so
+    together they commit no more often than the dataset alone would."""
+    assert run.commit_interval("d") == run.COMMIT_SECONDS
+    assert run.commit_interval("x/d.parts/2-of-4") == 4 * run.COMMIT_SECONDS
+    assert run.commit_interval("x/d/2-of-4") == run.COMMIT_SECONDS  # a folder so named
+    objects = HubObjects(REPO, "main", writer=True, token=TOKEN, options=options)
+    part = BucketLayout(BucketPath("hf", f"datasets/{REPO}", "d.parts/0-of-3"), objects)
+    m = HubMirror(part, tmp_path, None, "me")
+    try:
+        assert m.wants_checkpoint(0, force=True)
+        m._asked_at = time.monotonic() - 2.5 * run.COMMIT_SECONDS  # the last commit, then
+        assert not m.wants_checkpoint(1, force=False)  # 2.5 intervals: not yet for 1 of 3
+        m._asked_at -= 0.5 * run.COMMIT_SECONDS
+        assert m.wants_checkpoint(0, force=False)
     finally:
         m.close()
 
