@@ -24,10 +24,12 @@ ARGS = ("--source", "sample", "--tokenizer", "byte", "--max-file-tokens", "20000
         "--dataset", "sample")
 SLOW = ("--workers", "1", "--batch-size", "2")
 
-# The CLI with short retries, and COMMIT_SECONDS from argv[1] (0: a commit at every seal).
+# The CLI with short retries, COMMIT_SECONDS from argv[1] (0: a commit at every seal), and
+# the Hub's files-a-folder advice from PREP_TEST_FOLDER_FILES when set.
 DRIVER = (
-    "import sys, prep.hub.calls as h, prep.outputs.hf.run as r\n"
+    "import os, sys, prep.hub.calls as h, prep.outputs.hf.run as r\n"
     "h.RETRY_ATTEMPTS = 3; h.RETRY_BASE_DELAY = 0.01; r.COMMIT_SECONDS = float(sys.argv[1])\n"
+    "r.FOLDER_FILES = int(os.environ.get('PREP_TEST_FOLDER_FILES', r.FOLDER_FILES))\n"
     "from prep.cli.commands import run_prepare; sys.exit(run_prepare(sys.argv[2:]))"
 )
 

@@ -26,7 +26,9 @@ def in_folders(files: dict[str, bytes]) -> dict[str, bytes]:
 
 
 def test_split_folders_on_the_hub(hub: FakeHub, tmp_path: Path) -> None:
-    env = env_for(hub, tmp_path / "hf")
+    """... and the Hub's advice on files a folder (10,000 by default; 6 here) counts the
+    files of each folder: train/ alone holds more."""
+    env = env_for(hub, tmp_path / "hf", PREP_TEST_FOLDER_FILES="6")
     src = make_corpus(tmp_path / "src", [numbered_docs(80)])
     small = ("--source", str(src), "--max-file-tokens", "900", *TROVE)  # after ARGS: these win
     ref = tmp_path / "reference"
@@ -38,6 +40,9 @@ def test_split_folders_on_the_hub(hub: FakeHub, tmp_path: Path) -> None:
     assert in_folders(files) == in_folders(local) and "train/train-00000.ds" in files
     assert files["_MANIFEST.json"] == local["_MANIFEST.json"]
     assert not [n for n in files if n.endswith(".ds") and "/" not in n]
+    in_train = sum(n.startswith("train/") for n in files)
+    assert 6 <= in_train < len(in_folders(files)), "the corpus must fill train/ past 6 alone"
+    assert f"{OUT}/dt/train holds {in_train:,} files in one folder" in r.stderr, r.stderr
 
     commit = hub.repos[("dataset", OUT_REPO)].refs["main"]
     pinned = f"{OUT}@{commit}/dt"

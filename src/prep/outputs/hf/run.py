@@ -16,8 +16,10 @@ repository (:class:`prep.outputs.hf.store.HubObjects`), with what a repository c
 from __future__ import annotations
 
 import logging
+import posixpath
 import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,11 +108,14 @@ class HubRun(BucketRun):
         manifest, wanted, _ = self.upload_missing(
             mirror, lambda name: objects.in_repo(layout.in_dataset(name)) in waiting)
         mirror.drain()
-        if len(wanted) >= FOLDER_FILES:
+        folders = Counter(posixpath.dirname(name) for name in wanted)  # datatrove: a split's
+        folder, most = max(folders.items(), key=lambda kv: kv[1], default=("", 0))
+        if most >= FOLDER_FILES:
             logger.warning(
                 "%s holds %s files in one folder; the Hub recommends fewer than %s a folder "
                 "(listing and browsing it slow down): a larger --max-file-tokens makes fewer",
-                self.uri, f"{len(wanted):,}", f"{FOLDER_FILES:,}")
+                f"{self.uri}/{folder}" if folder else self.uri, f"{most:,}",
+                f"{FOLDER_FILES:,}")
         incomplete = layout.incomplete.fs_path
         objects.drop_pending(incomplete)
         ops: list[CommitOperationAdd | CommitOperationDelete] = []
