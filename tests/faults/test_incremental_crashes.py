@@ -91,6 +91,7 @@ def test_incremental_refresh_killed_then_resumed(g: h.Versions, tmp_path: Path, 
         assert h.opened_under(source, opened) == ["part-00011.parquet"], log
 
 
+@pytest.mark.soak  # the exact moments above run by default; random kills of a refresh too
 def test_incremental_refresh_killed_at_random_moments(g: h.Versions, tmp_path: Path) -> None:
     """Kills at seeded random points, each gated on an event the run must reach (the Nth
     published shard reused, the Nth checkpoint of new rows, a seal, either side of the swap),

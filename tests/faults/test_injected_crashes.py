@@ -40,7 +40,7 @@ CASES = [
     pytest.param(kill(REPLACE, arg_contains=CKPT, nth=2), STAGING, True,
                  id="after-replace-of-checkpoint-2"),
     pytest.param(kill(REPLACE, arg_contains=CKPT, nth=10), STAGING, True,
-                 id="after-replace-of-checkpoint-10"),
+                 id="after-replace-of-checkpoint-10", marks=pytest.mark.soak),  # as the 2nd
     pytest.param(kill(REPLACE, "before", arg_contains=CKPT, nth=10), STAGING, True,
                  id="checkpoint-10-written-not-yet-replaced"),
     pytest.param(kill("prep.state.checkpoint.atomic_write_bytes", "before", nth=8), STAGING, True,
@@ -51,7 +51,7 @@ CASES = [
     pytest.param(kill(SEAL, within="_roll"), STAGING, False,
                  id="after-first-rollover-seal"),
     pytest.param(kill(SEAL, within="_roll", nth=7), STAGING, False,
-                 id="after-seventh-rollover-seal"),
+                 id="after-seventh-rollover-seal", marks=pytest.mark.soak),  # as the first
     pytest.param(kill(FSYNC, "before", within=["seal", "_roll"], nth=3), STAGING, False,
                  id="rollover-seal-header-written-not-fsynced"),
     pytest.param(kill("prep.formats.onefile.IdFileWriter", within="_roll", nth=4), STAGING, False,
