@@ -54,6 +54,21 @@ class Part:
         return f"{self.index}-of-{self.count}"
 
 
+# A part's folder name under ``NAME.parts/``: ``I-of-N`` (``.incomplete``: an unfinished
+# remote run's state beside it).
+PART_DIR = re.compile(r"(\d+)-of-(\d+)(\.incomplete)?")
+
+
+def part_at(path: str) -> tuple[str, int] | None:
+    """For the dataset path (a key, a path in a repository) of a part,
+    ``.../NAME.parts/I-of-N``: the parts' folder and ``N``; None for any other path."""
+    root, _, name = path.rstrip("/").rpartition("/")
+    m = PART_DIR.fullmatch(name)
+    if m is None or m.group(3) or not root.rpartition("/")[2].endswith(PARTS_SUFFIX):
+        return None
+    return root, int(m.group(2))
+
+
 def parts_root(out: Path) -> Path:
     """``DIR.parts``: where the parts of ``DIR`` are built, beside ``DIR``."""
     return out.with_name(out.name + PARTS_SUFFIX)

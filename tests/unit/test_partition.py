@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prep.errors import InputError, UsageError
-from prep.partition import Part, argv_without, boundaries, part_out, part_range, parts_root
+from prep.partition import (
+    Part,
+    argv_without,
+    boundaries,
+    part_at,
+    part_out,
+    part_range,
+    parts_root,
+)
 
 
 @pytest.mark.parametrize(
@@ -107,3 +115,11 @@ def test_argv_without_drops_valued_options_in_both_spellings_and_flags_alone() -
     assert argv_without(argv, ("--workers", "--part"), ("--resume",)) == [
         "--out", "d", "--seed", "7", "--quiet"]
     assert argv_without(["--workers", "--resume"], ("--workers",)) == []  # its value went too
+
+
+def test_part_at_names_the_parts_folder_and_n_of_a_parts_dataset_path() -> None:
+    assert part_at("x/d.parts/2-of-4") == ("x/d.parts", 4)
+    assert part_at("d.parts/0-of-1/") == ("d.parts", 1)
+    assert part_at("x/d/2-of-4") is None  # a folder so named, not under NAME.parts/
+    assert part_at("x/d.parts/2-of-4.incomplete") is None  # a run's state, no dataset
+    assert part_at("x/d.parts/shared") is None

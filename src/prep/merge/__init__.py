@@ -21,7 +21,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import re
 import shutil
 import time
 from collections.abc import Callable
@@ -35,7 +34,7 @@ from prep.formats import get_format
 from prep.merge.plan import RECUT, MergePlan, PartManifest, Recut, check_compatible, plan_merge
 from prep.merge.recut import files_to_recut, recut
 from prep.outputs import ABSENT, DATASET, LocalDir, Output, Parted, resolve_output
-from prep.partition import PARTS_SUFFIX, Part
+from prep.partition import PART_DIR, PARTS_SUFFIX, Part
 from prep.readers.verify import verify_output
 from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, Manifest, parse_manifest
 from prep.state.provenance import MergeProvenance, provenance_bytes, read_provenance_json
@@ -45,7 +44,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_PART_DIR = re.compile(r"^(\d+)-of-(\d+)(\.incomplete)?$")
 
 
 @dataclass(frozen=True)
@@ -63,7 +61,7 @@ def find_parts(out: Parted) -> list[str]:
     root = f"{out}{PARTS_SUFFIX}"
     found: dict[int, dict[int, bool]] = {}  # count -> index -> published
     for name, published in out.parts_listing().items():
-        m = _PART_DIR.match(name)
+        m = PART_DIR.fullmatch(name)
         if m:
             done = found.setdefault(int(m.group(2)), {})
             index = int(m.group(1))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import posixpath
-import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -39,7 +38,7 @@ from prep.outputs.hf.card import (
     split_front_matter,
 )
 from prep.outputs.hf.store import COMMIT_FILES, HubObjects
-from prep.partition import PARTS_SUFFIX
+from prep.partition import part_at
 from prep.state.manifest import MANIFEST_NAME, PROVENANCE_NAME, Manifest
 from prep.state.remote import RemoteCheckpoint
 
@@ -50,15 +49,13 @@ FOLDER_FILES = 10_000  # the Hub recommends fewer entries a folder
 # commits an hour a repository (its 429 names 128); the N parts of one dataset share the
 # repository, so a part commits at most once in N minutes.
 COMMIT_SECONDS = 60.0
-_PART_DIR = re.compile(r"^\d+-of-(\d+)$")
 
 
 def commit_interval(key: str) -> float:
     """Seconds between remote checkpoint commits of the dataset at ``key``: a part
     (``NAME.parts/I-of-N``) takes ``N`` times :data:`COMMIT_SECONDS` (see above)."""
-    parent, _, leaf = key.rstrip("/").rpartition("/")
-    m = _PART_DIR.match(leaf)
-    return COMMIT_SECONDS * (int(m.group(1)) if m and parent.endswith(PARTS_SUFFIX) else 1)
+    part = part_at(key)
+    return COMMIT_SECONDS * (1 if part is None else part[1])
 
 
 class HubMirror(Mirror):

@@ -15,19 +15,15 @@ an unexpected commit stops every run (:func:`prep.outputs.hf.commits.conflict_er
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from prep.outputs.local import SHARED_CHECK
-from prep.partition import PARTS_SUFFIX
+from prep.partition import PART_DIR, part_at
 
 # (commit, folder) -> {path: id} of the folder's entries, not recursive (an absent folder:
 # empty): a file's git blob id, a folder's tree id
 Listing = Callable[[str, str], dict[str, str]]
-
-_SIBLING = re.compile(r"\d+-of-\d+(\.incomplete)?")
-
 
 @dataclass(frozen=True)
 class Siblings:
@@ -40,17 +36,15 @@ class Siblings:
     def of(cls, path: str) -> Siblings | None:
         """The part whose dataset is at ``path`` of the repository; None for a dataset that
         is no part (it shares its branch with no sibling)."""
-        root, _, name = path.rpartition("/")
-        if root.rpartition("/")[2].endswith(PARTS_SUFFIX) and re.fullmatch(r"\d+-of-\d+", name):
-            return cls(root, name)
-        return None
+        part = part_at(path)
+        return None if part is None else cls(part[0], path.rstrip("/").rpartition("/")[2])
 
     def is_sibling(self, entry: str) -> bool:
         """Whether ``entry`` (a path in the repository) is another part's or the driver's."""
         head, _, name = entry.rpartition("/")
         if head != self.root or name in (self.name, f"{self.name}.incomplete"):
             return False
-        return name == SHARED_CHECK or _SIBLING.fullmatch(name) is not None
+        return name == SHARED_CHECK or PART_DIR.fullmatch(name) is not None
 
     def foreign_change(self, listing: Listing, before: str, after: str) -> str | None:
         """The first path that changed from commit ``before`` to ``after`` and is no
