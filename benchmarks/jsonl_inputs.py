@@ -100,7 +100,7 @@ def floor(work: Path, mb: float) -> dict[str, float]:
     import pyarrow.parquet as pq  # here: the timing process never imports pyarrow
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))  # this checkout's
-    from prep.sources import jsonl, resolve_local
+    from prep.sources import jsonl, jsonl_blocks, resolve_local
     from prep.sources.base import signature_of
     from prep.sources.kinds import kind_of
 
@@ -134,11 +134,11 @@ def floor(work: Path, mb: float) -> dict[str, float]:
     def unzip() -> None:
         blocks.clear()
         for f, kind, got in read("zst", lambda fobj, f, kind: (f, kind, list(
-                jsonl.blocks(fobj, f, kind)))):  # type: ignore[misc]
+                jsonl_blocks.blocks(fobj, f, kind)))):  # type: ignore[misc]
             blocks.extend((f, kind, b) for b in got)
 
     def count() -> None:
-        read("jsonl", lambda fobj, f, kind: jsonl.count_lines(fobj, f, kind, f.size))
+        read("jsonl", lambda fobj, f, kind: jsonl_blocks.count_lines(fobj, f, kind, f.size))
 
     def parse() -> None:
         for f, kind, (first, at, data, rows) in blocks:

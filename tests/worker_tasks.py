@@ -137,3 +137,11 @@ def unpicklable(_: object) -> Iterator[Any]:
     yield 1
     yield threading.Lock()
     yield 3
+
+
+def lent(task: tuple[int, Any]) -> Iterator[tuple[int, str, str]]:
+    """For a task ``(n, buffer)``: ``(n, what the buffer arrived as, its SHA-256)``."""
+    import hashlib
+
+    n, buffer = task
+    yield n, type(buffer).__name__, hashlib.sha256(buffer).hexdigest()

@@ -22,6 +22,12 @@ A worker never waits for pages: a buffer that does not fit the free pages (a hug
 or the main process holding many results) is pickled in-band, through the pipe as before.
 So the arena cannot deadlock the pool whatever the main process holds, and its size only
 decides how much goes the fast way. Linux and fork only: a spawned worker keeps the pipe.
+
+The same arena serves the other way (an inbox): the main process lends a task's large
+buffers to a worker (a compressed file's block of text: :meth:`Arena.pack` there,
+:meth:`Arena.borrow` in the worker) and frees their pages itself once the worker has ended
+that task (:meth:`Arena.free`): the task's end, read from the worker's result pipe, orders
+the worker's last read of them before their next use.
 """
 
 from __future__ import annotations
@@ -140,6 +146,21 @@ class Arena:
             buffers.append(view)
         self.shared += len(buffers)
         return pickle.loads(packed.data, buffers=buffers)
+
+    def borrow(self, packed: Packed) -> Any:  # Any: what the lender pickled; the pool types it
+        """In the worker, the reverse way (the main process lends a task's large buffers,
+        :meth:`pack` there): the object, its buffers read-only views on the arena's pages,
+        valid until the lender frees them (:meth:`free`, once the task has ended)."""
+        whole = memoryview(self._map).toreadonly()
+        return pickle.loads(packed.data, buffers=[
+            whole[self._data + first * PAGE:self._data + first * PAGE + nbytes]
+            for first, nbytes in packed.places])
+
+    def free(self, packed: Packed) -> None:
+        """In the lender: the pages :meth:`pack` took for ``packed`` are free again (its
+        borrower is done with them)."""
+        for first, nbytes in packed.places:
+            self._flags[first:first + _pages(nbytes)] = 0
 
     def place_of(self, array: npt.NDArray[Any]) -> int | None:
         """Where ``array``'s bytes start in this arena's mapping (the same place in every

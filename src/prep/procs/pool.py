@@ -8,7 +8,9 @@ holds at most ``depth`` results and each worker has at most ``ahead`` tasks queu
 bounds memory however large a task is. A forked worker sends the large numpy buffers of its
 results through its shared-memory ``arena.Arena`` rather than the queue's pipe, so the main
 process receives them without copying them, and its copiers (``copiers``) write them into
-the shards from there.
+the shards from there. The other way, a task's large buffers (a compressed file's blocks of
+text, wrapped in ``pickle.PickleBuffer``) reach a forked worker through its inbox, an arena
+of the same kind, and only their places cross the task pipe.
 
 Workers are forked where the platform allows (they start at once, with everything the
 parent loaded: its caller must not have used a thread pool a child would need, see
@@ -23,15 +25,17 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import pickle
 import queue
 import sys
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.queues import Queue
 from typing import Any, Generic, TypeVar
 
 from prep.errors import PrepError
-from prep.procs.arena import DEFAULT_BYTES, Arena, arena_or_none, pack, unpack
+from prep.procs.arena import DEFAULT_BYTES, Arena, Packed, arena_or_none, pack, unpack
 from prep.procs.copiers import Copiers, copiers_or_none
 from prep.procs.cores import available_cores
 from prep.procs.launch import Context, Handle, Launcher, Spawner, Zygote, adopt
@@ -43,6 +47,8 @@ R = TypeVar("R")
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.5
+# A worker's inbox: room for the blocks of its tasks in flight (``ahead`` of about 2 MiB)
+INBOX_BYTES = 16 << 20
 RETIRE_SECONDS = 5.0
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 DIED = (
@@ -86,8 +92,8 @@ class Retirement:
 
 def _serve(fn: Callable[[T], Iterable[R]], init: Callable[..., None] | None,
            init_args: tuple[Any, ...], retire: Retirement | None,
-           tasks: Queue[T | None], results: Queue[tuple[int, object]], arena: Arena | None,
-           parent: int) -> None:
+           tasks: Queue[Packed | None], results: Queue[tuple[int, object]],
+           arena: Arena | None, inbox: Arena | None, parent: int) -> None:
     adopt(parent)
     try:
         if init is not None:
@@ -98,10 +104,11 @@ def _serve(fn: Callable[[T], Iterable[R]], init: Callable[..., None] | None,
     weigh = None if retire is None else retire.weigh
     worn = 0
     while True:
-        task = tasks.get()
-        if task is None:
+        packed = tasks.get()
+        if packed is None:
             return
         try:
+            task = pickle.loads(packed.data) if inbox is None else inbox.borrow(packed)
             for item in fn(task):
                 worn += 0 if weigh is None else weigh(item)
                 results.put((_ITEM, pack(item, arena)))
@@ -162,7 +169,8 @@ class OrderedPool(Generic[T, R]):
     load while the caller prepares.
 
     ``arena_bytes``: the size of each forked worker's shared-memory arena (``arena``; 0: none,
-    every result through the pipe)."""
+    every result through the pipe); ``inbox_bytes``: of its inbox, for its tasks' large
+    buffers (0: none, every task through the pipe)."""
 
     def __init__(
         self,
@@ -177,6 +185,7 @@ class OrderedPool(Generic[T, R]):
         weigh: Callable[[R], int] | None = None,
         arena_bytes: int = DEFAULT_BYTES,
         retire_rss: int | None = None,
+        inbox_bytes: int = INBOX_BYTES,
     ) -> None:
         can_fork = fork and sys.platform.startswith("linux")
         ctx: Context = (multiprocessing.get_context("fork") if can_fork
@@ -189,10 +198,11 @@ class OrderedPool(Generic[T, R]):
             retire = Retirement(retire_after, weigh, retire_rss)
         # Created before any fork, so every worker of a slot, first or successor, maps it.
         self._arenas = [arena_or_none(arena_bytes if can_fork else 0) for _ in range(workers)]
+        self._inboxes = [arena_or_none(inbox_bytes if can_fork else 0) for _ in range(workers)]
         # Forked now too, so they map every arena (and write what comes through them).
         self.copiers: Copiers | None = copiers_or_none(ctx, self._arenas, workers)
         args = [(fn, init, init_args, retire, self._tasks[i], self._results[i],
-                 self._arenas[i]) for i in range(workers)]
+                 self._arenas[i], self._inboxes[i]) for i in range(workers)]
         self._launcher: Launcher
         if can_fork and retire is not None:
             self._launcher = Zygote(_serve, args, "prep-worker")
@@ -216,17 +226,23 @@ class OrderedPool(Generic[T, R]):
         n = len(self._procs)
         planner = _Planner(tasks, n * self._ahead)
         queued = done = 0
+        lent: deque[Packed] = deque()  # the tasks in flight, as sent
         try:
             while True:
                 while queued - done < n * self._ahead:
                     task = planner.take(block=queued == done)
                     if task is _MISSING:
                         break
-                    self._tasks[queued % n].put(task)
+                    lent.append(pack(task, self._inboxes[queued % n]))
+                    self._tasks[queued % n].put(lent[-1])
                     queued += 1
                 if queued == done:
                     return
                 yield from self._results_of(done % n)
+                inbox = self._inboxes[done % n]
+                if inbox is not None:  # the task has ended: its worker is done with them
+                    inbox.free(lent[0])
+                lent.popleft()
                 done += 1
         finally:
             planner.close()

@@ -9,12 +9,10 @@ else; the text is the decoded JSON string, unchanged (``\\u0000`` is a NUL chara
 it); a lone surrogate escape cannot be UTF-8 and is refused. Only the text (and split)
 field is looked at: any other field may change its type from line to line.
 
-A plain file is cut into line-aligned byte ranges by the main process (one read that
-counts lines: each range's first line number is known before a worker parses it); a
-compressed file is one stream (gzip and zstd cannot seek), which the main process
-decompresses once as it plans, into blocks of whole lines that workers parse
-(:func:`blocks`, :func:`block_batches`; a reader of a whole file, such as a shuffled
-stream's, reads the same blocks itself: :func:`read_batches`).
+The main process cuts a file into whole lines (:mod:`prep.sources.jsonl_blocks`: a plain
+file's line-aligned ranges, a compressed file's blocks) that workers parse
+(:func:`block_batches`; a reader of a whole file, such as a shuffled stream's, reads the
+same blocks itself: :func:`read_batches`).
 
 A worker parses a block of whole lines (a compressed file's block, a plain file's range)
 with pyarrow's JSON reader first (:func:`arrow_texts`: C++, the text field only, no Python
@@ -29,7 +27,6 @@ read as it would have read them.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -38,12 +35,10 @@ from typing import IO, Any
 import pyarrow as pa
 
 from prep.errors import InputError, PrepError
-from prep.sources.base import SourceFile, check_unchanged
+from prep.sources.base import SourceFile
+from prep.sources.jsonl_blocks import blocks, chunks, damaged, newlines
 from prep.sources.kinds import Kind, Unit, place
 
-CHUNK_BYTES = 1 << 22
-RANGE_BYTES = 1 << 21  # a plain file's task: a range of about this many bytes
-BLOCK_BYTES = 1 << 21  # a compressed file's task: whole lines of about this many bytes
 _BOM = "\ufeff"
 _BLANK = " \t\r"
 _loads = json.JSONDecoder().decode
@@ -86,121 +81,8 @@ def _deep_loads(line: str) -> Any:
     return out["value"]
 
 
-def _stream(fobj: IO[bytes], kind: Kind) -> IO[bytes]:
-    """The file's JSON Lines bytes from its start: decompressed through pyarrow for a
-    compressed kind. pyarrow closes what it reads from when it is done, so it reads a
-    duplicate of the descriptor (the same open file: the same bytes and signature), and the
-    caller's file stays open."""
-    if kind.codec is None:
-        return fobj
-    fobj.seek(0)
-    dup = open(os.dup(fobj.fileno()), "rb")  # noqa: SIM115 - pyarrow's stream closes it
-    return pa.input_stream(dup, compression=kind.codec)  # type: ignore[no-any-return]
-
-
-def _damaged(f: SourceFile, kind: Kind, lines: int, at: int, e: Exception) -> InputError:
-    what = str(e)
-    cut = "runcated" in what
-    return InputError(
-        f"{f.path}: the {kind.codec} data {'ends mid-frame' if cut else 'is corrupt'} after "
-        f"line {lines} (byte {at:,} of the decompressed text; {what}); the file is "
-        f"{'truncated' if cut else 'damaged'}: download or copy it again",
-        path=f.path,
-        row=lines,
-    )
-
-
-def _chunks(fobj: IO[bytes], f: SourceFile, kind: Kind, unit: Unit, size: int = 0,
-            reuse: bool = False) -> Iterator[tuple[int, bytes]]:
-    """``(offset, bytes)`` of the unit's text in chunks (offsets in the decompressed text),
-    the file checked unchanged after each read. ``reuse``: a plain file's chunks are read
-    into one buffer, each valid until the next is asked for (a read that only counts need
-    not have new pages faulted in for every chunk). Raises ``InputError`` for damaged
-    compressed data, as ``OSError`` from the decoder (``lines`` is filled in by the
-    caller)."""
-    stream = _stream(fobj, kind)
-    if kind.codec is None:
-        fobj.seek(unit.at)
-    left = unit.end - unit.at if kind.codec is None else -1
-    at = unit.at
-    size = size or CHUNK_BYTES
-    buffer = bytearray(size) if reuse and kind.codec is None else None
-    while left != 0:
-        want = size if left < 0 else min(size, left)
-        if buffer is None:
-            data = stream.read(want)
-        else:
-            if len(buffer) != want:  # the last read of the unit
-                buffer = bytearray(want)
-            got = fobj.readinto(buffer)  # type: ignore[attr-defined]
-            if got < want:
-                del buffer[got:]
-            data = buffer  # type: ignore[assignment]  # read as the bytes it holds
-        check_unchanged(fobj, f)
-        if not data:
-            return
-        yield at, data
-        at += len(data)
-        left -= len(data) if left > 0 else 0
-
-
-def count_lines(fobj: IO[bytes], f: SourceFile, kind: Kind, size: int) -> list[Unit]:
-    """The file's units with their line counts, in one read: line-aligned ranges of about
-    ``RANGE_BYTES`` for a plain file, the whole stream for a compressed one. Raises
-    ``InputError`` for damaged compressed data."""
-    whole = Unit(0, 0, size if kind.codec is None else 0)
-    units: list[Unit] = []
-    start, lines, last, done = 0, 0, b"\n", 0
-    try:
-        for at, data in _chunks(fobj, f, kind, whole, reuse=True):
-            done = at + len(data)
-            pos = 0
-            while kind.codec is None and at + len(data) - start > RANGE_BYTES:
-                nl = data.find(b"\n", max(pos, start + RANGE_BYTES - at))
-                if nl < 0:
-                    break
-                lines += data.count(b"\n", pos, nl + 1)
-                units.append(Unit(lines, start, at + nl + 1))
-                start, lines, pos = at + nl + 1, 0, nl + 1
-            lines += data.count(b"\n", pos)
-            last = data[-1:]
-    except OSError as e:
-        raise _damaged(f, kind, sum(u.rows for u in units) + lines, done, e) from e
-    lines += last != b"\n"
-    end = size if kind.codec is None else 0
-    if lines or not units:
-        units.append(Unit(lines, start if kind.codec is None else 0, end, kind.codec is not None))
-    return units
-
-
-def blocks(fobj: IO[bytes], f: SourceFile, kind: Kind) -> Iterator[tuple[int, int, bytes, int]]:
-    """In the main process: the decompressed text of a compressed file as ``(first line,
-    byte offset, whole lines, how many)`` blocks of about ``BLOCK_BYTES`` (without the
-    newline that ends the block's last line), decompressed once, never parsed: each block
-    is cut at the last newline of what was read, its lines counted once, here. Raises
-    ``InputError`` for damaged data, after the blocks before it."""
-    parts: list[bytes] = []  # a line begun in earlier reads (no newline in them), from tail_at
-    tail_at, row = 0, 0
-    try:
-        for at, data in _chunks(fobj, f, kind, Unit(0), BLOCK_BYTES):
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:  # a line longer than a block: read on
-                tail_at = tail_at if parts else at
-                parts.append(data)
-                continue
-            lines = data.count(b"\n", 0, cut - 1) + 1
-            # One copy of the text into the block (a pipe takes it to a worker as it is).
-            body = b"".join([*parts, memoryview(data)[: cut - 1]])
-            yield row, tail_at if parts else at, body, lines
-            row += lines
-            parts, tail_at = [data[cut:]] if cut < len(data) else [], at + cut
-    except OSError as e:
-        raise _damaged(f, kind, row, tail_at, e) from e
-    if parts:  # a last line without its newline
-        yield row, tail_at, b"".join(parts), 1
-
-
-def block_batches(f: SourceFile, kind: Kind, columns: tuple[str, str | None], block: bytes,
+def block_batches(f: SourceFile, kind: Kind, columns: tuple[str, str | None],
+                  block: bytes | memoryview,
                   first: int, rows: int, at: int, start: int, stop: int | None
                   ) -> Iterator[tuple[list[Any], list[Any] | None]]:
     """In a worker: ``(texts, splits)`` of file rows ``start``..``stop`` (None: all) of a
@@ -215,6 +97,7 @@ def block_batches(f: SourceFile, kind: Kind, columns: tuple[str, str | None], bl
             yield texts[lo:hi], None if splits is None else splits[lo:hi]
         return
     parser = LineParser(f, kind, columns)
+    block = bytes(block)  # the exact path (rare) searches it
 
     def parsed() -> Iterator[tuple[str, Any]]:
         pos = 0
@@ -228,13 +111,13 @@ def block_batches(f: SourceFile, kind: Kind, columns: tuple[str, str | None], bl
     yield from _batched(parsed(), bool(columns[1]))
 
 
-def arrow_texts(block: bytes, rows: int, columns: tuple[str, str | None]
+def arrow_texts(block: bytes | memoryview, rows: int, columns: tuple[str, str | None]
                 ) -> tuple[list[str], list[str] | None] | None:
     """``(texts, splits)`` of the ``rows`` whole lines of ``block`` (without the newline
     that ends its last line) read by pyarrow's JSON reader, exactly what :class:`LineParser`
     gives them; None when the block must be parsed line by line to be sure (see the module
     docstring), its lines then giving the documented result or refusal."""
-    if (not block or block[:1] in b" \t\r\n" or block.startswith(b"\xef\xbb\xbf")
+    if (not block or block[:1] in b" \t\r\n" or block[:3] == b"\xef\xbb\xbf"
             or len(block) > _MAX_ARROW_BLOCK or any("." in c for c in columns if c)):
         return None
     import pyarrow.compute as pc  # here: a run over Parquet never imports the JSON reader
@@ -385,16 +268,16 @@ def read_batches(fobj: IO[bytes], f: SourceFile, kind: Kind, columns: tuple[str,
     (the lines before it are yielded first), ``IntegrityError`` when the file changed."""
     if kind.codec is None:  # a line-aligned range: one block of whole lines
         try:
-            data = b"".join(chunk for _, chunk in _chunks(fobj, f, kind, unit))
+            data = b"".join(chunk for _, chunk in chunks(fobj, f, kind, unit))
         except OSError as e:
-            raise _damaged(f, kind, 0, unit.at, e) from e
+            raise damaged(f, kind, 0, unit.at, e) from e
         if data:
-            body = data[:-1] if data.endswith(b"\n") else data
-            yield from block_batches(f, kind, columns, body, first, body.count(b"\n") + 1,
-                                     unit.at, start, stop)
+            body = memoryview(data)[:-1] if data.endswith(b"\n") else memoryview(data)
+            yield from block_batches(f, kind, columns, body, first,
+                                     newlines(body, 0, len(body)) + 1, unit.at, start, stop)
         return
-    for row, at, body, rows in blocks(fobj, f, kind):  # a whole stream, in blocks
+    for row, at, lines, rows in blocks(fobj, f, kind):  # a whole stream, in blocks
         if stop is not None and row >= stop:
             return
         if row + rows > start:
-            yield from block_batches(f, kind, columns, body, row, rows, at, start, stop)
+            yield from block_batches(f, kind, columns, lines, row, rows, at, start, stop)

@@ -10,12 +10,13 @@ opened with ``open_identified``; a shuffled stream reads whole files here
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import IO, Any
 
 from prep.errors import InputError, PrepError
-from prep.sources import arrow, jsonl, parquet
+from prep.sources import arrow, jsonl, jsonl_blocks, parquet
 from prep.sources.base import Signature, Source, SourceFile, check_unchanged, open_verified
 from prep.sources.base import signature_of as _signature_of
 from prep.sources.kinds import Kind, Unit, kind_of
@@ -26,12 +27,14 @@ _Read = Callable[[IO[bytes], SourceFile, Kind, tuple[str, str | None], Unit, int
 
 _COUNT: dict[str, Callable[[IO[bytes], SourceFile, Kind], list[Unit]]] = {
     "parquet": lambda fobj, f, kind: parquet.count_groups(fobj, f),
-    "jsonl": lambda fobj, f, kind: jsonl.count_lines(fobj, f, kind, f.size),
+    "jsonl": lambda fobj, f, kind: jsonl_blocks.count_lines(fobj, f, kind, f.size),
     "arrow": lambda fobj, f, kind: arrow.count_rows(fobj, f),
 }
 # A stream kind (Kind.stream) read in blocks by the main process, by its blocks reader
-_BLOCKS = {"jsonl": jsonl.blocks}
-Block = tuple[int, int, bytes, int]  # (first row, byte offset, whole lines, how many)
+_BLOCKS = {"jsonl": jsonl_blocks.blocks}
+# (first row, byte offset, whole lines, how many); the lines as read, or as a task carries
+# them (a pickle.PickleBuffer, which a worker gets as bytes or as a view of its inbox)
+Block = tuple[int, int, "bytes | memoryview | pickle.PickleBuffer", int]
 _READ: dict[str, _Read] = {
     "parquet": parquet.read_batches,
     "jsonl": jsonl.read_batches,
@@ -107,8 +110,8 @@ def block_batches(fobj: IO[bytes], f: SourceFile, columns: tuple[str, str | None
     """In a worker: ``(texts, splits)`` of file rows ``start``..``stop`` (None: all) of a
     block :func:`read_blocks` read, the open file's kind naming its rows."""
     first, at, data, rows = block
-    yield from jsonl.block_batches(f, file_kind(fobj, f), columns, data, first, rows, at, start,
-                                   stop)
+    yield from jsonl.block_batches(f, file_kind(fobj, f), columns, memoryview(data), first,
+                                   rows, at, start, stop)
 
 
 def unit_batches(fobj: IO[bytes], f: SourceFile, columns: tuple[str, str | None], unit: Unit,

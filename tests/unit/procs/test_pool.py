@@ -5,7 +5,9 @@ process nor take its signals."""
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -112,6 +114,24 @@ def test_leaving_map_waits_for_the_planner_to_end_its_step() -> None:
         planners = [t for t in threading.enumerate() if t.name == "prep-planner"]
         assert planners == [], "the planner thread outlived map"
         assert reads == [2], "close returned before the step in flight ended"
+
+
+def test_a_tasks_large_buffer_reaches_a_forked_worker_in_its_inbox() -> None:
+    """A ``PickleBuffer`` in a task arrives as a view of the worker's inbox, unchanged; its
+    pages are free again once the task ends, so 64 tasks of 1 MiB each (four times the
+    inbox) all take it, through retirements too. Without an inbox it comes through the
+    pipe as bytes."""
+    blobs = [os.urandom(1 << 20) for _ in range(4)]
+    tasks = [(n, pickle.PickleBuffer(blobs[n % 4])) for n in range(64)]
+    want = [(n, hashlib.sha256(blobs[n % 4]).hexdigest()) for n in range(64)]
+    with OrderedPool(wt.lent, workers=2, retire_after=5) as pool:
+        got = list(pool.map(tasks))
+    assert [(n, sha) for n, _, sha in got] == want
+    assert {kind for _, kind, _ in got} == {"memoryview"}
+    with OrderedPool(wt.lent, workers=2, inbox_bytes=0) as pool:
+        got = list(pool.map(tasks[:4]))
+    assert [(n, sha) for n, _, sha in got] == want[:4]
+    assert {kind for _, kind, _ in got} == {"bytes"}
 
 
 def test_a_worker_retires_after_its_tasks_and_a_fresh_one_takes_its_slot() -> None:

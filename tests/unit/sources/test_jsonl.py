@@ -24,6 +24,7 @@ from prep.sources import (
     units_of,
 )
 from prep.sources import jsonl as jl
+from prep.sources import jsonl_blocks as jb
 from prep.sources.base import SourceFile, signature_of
 from prep.sources.kinds import JSONL
 
@@ -73,8 +74,8 @@ def test_any_documents_read_back_as_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[str], ascii_: bool,
         crlf: bool, final_newline: bool, blanks: list[int], bom: bool, range_bytes: int,
         chunk: int) -> None:
-    monkeypatch.setattr(jl, "RANGE_BYTES", range_bytes)  # ranges and reads cut anywhere
-    monkeypatch.setattr(jl, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(jb, "RANGE_BYTES", range_bytes)  # ranges and reads cut anywhere
+    monkeypatch.setattr(jb, "CHUNK_BYTES", chunk)
     lines = [json.dumps({"text": d, "n": i}, ensure_ascii=ascii_) for i, d in enumerate(docs)]
     for at in sorted(blanks, reverse=True):
         lines.insert(min(at, len(lines)), " \t" if at % 2 else "")
@@ -116,14 +117,15 @@ def test_a_plain_file_reads_from_any_start_to_any_stop(compressed: dict[str, Pat
 @pytest.mark.parametrize("codec", ["gzip", "zstd"])
 def test_a_compressed_file_is_decompressed_into_blocks_of_whole_lines(
         compressed: dict[str, Path], monkeypatch: pytest.MonkeyPatch, codec: str) -> None:
-    monkeypatch.setattr(jl, "BLOCK_BYTES", 30_000)
+    monkeypatch.setattr(jb, "BLOCK_BYTES", 30_000)
     path = compressed[codec]
     src = resolve_local(str(path))
     f = src.files[0]
     blocks = list(read_blocks(src, f, None))
     assert len(blocks) > 5 and blocks[0][:2] == (0, 0)
     plain = compressed["plain"].read_bytes()
-    for first, at, data, rows in blocks:  # offsets in the decompressed text
+    for first, at, view, rows in blocks:  # offsets in the decompressed text
+        data = bytes(view)
         assert plain[at:at + len(data)] == data and plain.count(b"\n", 0, at) == first
         assert rows == data.count(b"\n") + 1
     with open(path, "rb") as fobj:
@@ -136,7 +138,7 @@ def test_a_compressed_file_is_decompressed_into_blocks_of_whole_lines(
 @pytest.mark.parametrize("final_newline", [True, False])
 def test_lines_longer_than_a_block_are_read_on_into_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, final_newline: bool) -> None:
-    monkeypatch.setattr(jl, "BLOCK_BYTES", 30_000)
+    monkeypatch.setattr(jb, "BLOCK_BYTES", 30_000)
     docs = ["a", "b" * 70_000, "c", "d" * 200_000, "e" * 29_990, "f"]
     plain = tmp_path / "long.jsonl"
     data = "\n".join(json.dumps({"text": d}) for d in docs) + ("\n" if final_newline else "")
@@ -146,7 +148,8 @@ def test_lines_longer_than_a_block_are_read_on_into_one(
     src = resolve_local(str(tmp_path / "long.jsonl.zst"))
     blocks = list(read_blocks(src, src.files[0], None))
     text = data.encode()
-    for first, at, body, rows in blocks:
+    for first, at, view, rows in blocks:
+        body = bytes(view)
         assert text[at:at + len(body)] == body and text.count(b"\n", 0, at) == first
         assert rows == body.count(b"\n") + 1
     assert sum(rows for *_, rows in blocks) == len(docs)

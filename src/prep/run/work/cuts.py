@@ -8,6 +8,7 @@ its results are the same whichever worker runs it and whenever."""
 from __future__ import annotations
 
 import itertools
+import pickle
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -42,7 +43,9 @@ class RowGroupTask:
 class BlockTask:
     """File rows ``start``..``stop`` (None: all) of a block of whole lines of file
     ``index`` that the main process decompressed (``block``: first row, byte offset,
-    bytes, how many rows); the worker parses them. ``signature`` and ``hash_file`` as for a
+    bytes, how many rows); the worker parses them. The bytes travel as a
+    ``pickle.PickleBuffer``: a forked worker reads them in its inbox (``prep.procs.pool``),
+    not through its task pipe. ``signature`` and ``hash_file`` as for a
     :class:`RowGroupTask`: the worker still opens the file, to check and hash it."""
 
     index: int
@@ -157,7 +160,8 @@ def _block_tasks(blocks: Iterable[Block], f: SourceFile, index: int, local: str,
             lo = max(skip, at + first)
             hi = at + total if limit is None else min(limit, at + total)
             if lo < hi:  # the file's first task hashes it
-                yield BlockTask(index, local, signature, (first, offset, data, rows), lo - at,
+                yield BlockTask(index, local, signature,
+                                (first, offset, pickle.PickleBuffer(data), rows), lo - at,
                                 hi - at, not emitted)
                 emitted = True
             if limit is not None and at + total >= limit:

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prep.run.work.cuts import MIN_SPAN_ROWS, BlockTask, RowGroupTask, row_group_tasks
-from prep.sources import jsonl as jl
+from prep.sources import jsonl_blocks as jb
 from prep.sources import resolve_local
 
 SIZES = [(120, 50), (0, 50), (7, 3), (50, 50), (1, 10)]  # (rows, row group size) per file
@@ -175,7 +175,7 @@ def test_a_compressed_file_is_read_here_in_blocks_that_workers_parse(streams: ob
     """gzip and zstd cannot seek: the main process decompresses each file once, as it
     plans, into blocks of whole lines, each a task whose worker parses it; a resume point
     and a budget cut them as they cut row groups."""
-    monkeypatch.setattr(jl, "BLOCK_BYTES", 20_000)  # several blocks per file
+    monkeypatch.setattr(jb, "BLOCK_BYTES", 20_000)  # several blocks per file
     files = streams.files  # type: ignore[attr-defined]
     tasks = list(row_group_tasks(streams, files, 0, None, cut=2))
     assert all(isinstance(t, BlockTask) for t in tasks) and len(tasks) > 6
