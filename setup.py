@@ -4,8 +4,8 @@ of the ``bpe`` engine (src/prep/encoders/_merges.c), the JSON Lines scanner
 over OpenSSL's SHA-256).
 
 Optional: where no C compiler (or no OpenSSL headers) is found the build goes on without them
-and prep uses their pure-Python twins (the same results, slower); `prep train-tokenizer`
-says which trainer it uses."""
+and prep uses their pure-Python twins (the same results, slower; the JSON Lines scanner's is
+pyarrow's JSON reader); `prep train-tokenizer` says which trainer it uses."""
 
 from setuptools import Extension, setup
 

@@ -7,27 +7,39 @@
  * whenever that is not certain; the caller then parses the block line by line, whose result
  * or refusal is the definition. So a line is taken only when it is one JSON object (RFC 8259,
  * which Python's json reads alike) in valid UTF-8 (strict, as Python decodes a line: no
- * overlong form, no encoded surrogate, nothing above U+10FFFF) with, as top-level keys
- * written without a backslash, the text key (and the split key) holding a string without a
- * lone surrogate escape; a duplicate key is read as Python reads it, the last one winning.
- * Anything else is None for the block: a blank line, a BOM, NaN or Infinity, an integer of
- * more digits than any int_max_str_digits setting lets Python read (so that no setting can
- * make Python refuse what is taken here), a line count other than rows. Other values are
- * checked (nested to any depth: an explicit stack, no recursion) but never converted.
+ * overlong form, no encoded surrogate, nothing above U+10FFFF), no top-level key of it
+ * written with a backslash, and the text key (and the split key) among them holding a
+ * string without a lone surrogate escape; a duplicate key is read as Python reads it, the
+ * last one winning. Anything else is None for the block: a blank line, a BOM, NaN or
+ * Infinity, a dotted key, an integer of more digits than any int_max_str_digits setting lets
+ * Python read (so that no setting can make Python refuse what is taken here), a line count
+ * other than rows. Other values are checked (nested to any depth: an explicit stack, no
+ * recursion) but never converted.
  *
  * The block is read once, with the GIL released, recording where each text lies; the str
- * objects are built after. Strings are scanned 16 bytes at a time with SSE2 on x86-64 (a
- * scalar loop elsewhere): only a quote, a backslash, a control byte or a non-ASCII byte
- * stops the scan.
+ * objects are built after, each of its widest character's kind (as Python's own str is), its
+ * length counted by the scan. Strings are scanned 16 bytes at a time with SSE2 on x86-64,
+ * eight in a 64-bit word elsewhere: only a quote, a backslash, a control byte or a
+ * non-ASCII byte stops the scan (and only a backslash or a non-ASCII byte the copy).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__) && defined(__GNUC__)
+#if defined(__SSE2__) && defined(__GNUC__) && !defined(PREP_JSONL_SCALAR)
 #include <emmintrin.h>
 #define USE_SSE2 1
+#endif
+/* Elsewhere, eight bytes at a time in a word: whether any is zero, as a top bit (exact for
+ * the first such byte, the lowest where FIRST can find it, else FIRST is 0). */
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+#define ZERO_IN(x) (((x) - ONES) & ~(x))
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define FIRST(m) (__builtin_ctzll(m) / 8)
+#else
+#define FIRST(m) 0
 #endif
 
 /* A string's flags: what it holds. Its widest character sets the kind of its str. */
@@ -128,6 +140,16 @@ static const uint8_t *scan_string(const uint8_t *p, const uint8_t *e, Str *out) 
                 break;
             }
             p += 16;
+        }
+#else
+        for (uint64_t x, m; e - p >= 8; p += 8) { /* < 0x20, > 0x7F, a quote, a backslash */
+            memcpy(&x, p, 8);
+            m = (((x - ONES * 0x20) & ~x) | x | ZERO_IN(x ^ (ONES * '"')) |
+                 ZERO_IN(x ^ (ONES * '\\'))) & HIGHS;
+            if (m) {
+                p += FIRST(m);
+                break;
+            }
         }
 #endif
         if (p >= e) return NULL;
@@ -370,24 +392,23 @@ static inline Py_UCS4 next_char(const uint8_t **pp) {
            (p[3] & 0x3F);
 }
 
-/* Writes the characters of p..e to o, of type T: sixteen plain ASCII bytes at a time where
- * SSE2 is (WIDEN: store them as T), else one by one. */
+/* Writes the characters of p..e to the str u, of type T: sixteen bytes at a time where SSE2
+ * is (WIDEN: store them as T), keeping those before the first that is no plain ASCII (the
+ * rest is written over; never past the str's end), else one by one. */
 #ifdef USE_SSE2
 #define FILL(T, WIDEN)                                                                   \
     do {                                                                                 \
-        T *o = (T *)PyUnicode_DATA(u);                                                   \
+        T *o = (T *)PyUnicode_DATA(u), *end = o + f->chars;                              \
         const __m128i slash = _mm_set1_epi8('\\'), zero = _mm_setzero_si128();           \
         while (p < e) {                                                                  \
-            if (e - p >= 16) {                                                           \
+            if (e - p >= 16 && end - o >= 16) {                                          \
                 __m128i v = _mm_loadu_si128((const __m128i *)p);                         \
                 int bits = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, slash), v)); \
-                if (!bits) {                                                             \
-                    WIDEN;                                                               \
-                    o += 16;                                                             \
-                    p += 16;                                                             \
-                    continue;                                                            \
-                }                                                                        \
-                for (int i = __builtin_ctz((unsigned)bits); i > 0; i--) *o++ = *p++;     \
+                int n = bits ? __builtin_ctz((unsigned)bits) : 16;                       \
+                WIDEN;                                                                   \
+                o += n;                                                                  \
+                p += n;                                                                  \
+                if (n == 16) continue;                                                   \
             }                                                                            \
             *o++ = (T)next_char(&p);                                                     \
         }                                                                                \
@@ -406,8 +427,20 @@ static inline Py_UCS4 next_char(const uint8_t **pp) {
 #else
 #define FILL(T, WIDEN)                                                                   \
     do {                                                                                 \
-        T *o = (T *)PyUnicode_DATA(u);                                                   \
-        while (p < e) *o++ = (T)next_char(&p);                                           \
+        T *o = (T *)PyUnicode_DATA(u), *end = o + f->chars;                              \
+        while (p < e) {                                                                  \
+            uint64_t x, m;                                                               \
+            if (e - p >= 8 && end - o >= 8) {                                            \
+                memcpy(&x, p, 8);                                                        \
+                m = (x | ZERO_IN(x ^ (ONES * '\\'))) & HIGHS;                              \
+                int n = m ? FIRST(m) : 8;                                                \
+                for (int i = 0; i < n; i++) o[i] = p[i];                                 \
+                o += n;                                                                  \
+                p += n;                                                                  \
+                if (n == 8) continue;                                                    \
+            }                                                                            \
+            *o++ = (T)next_char(&p);                                                     \
+        }                                                                                \
     } while (0)
 #endif
 

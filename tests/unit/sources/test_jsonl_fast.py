@@ -89,7 +89,7 @@ def agrees(fast: Callable[..., Any], lines: list[bytes], columns: tuple[str, str
 
 
 @native
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(lines=st.lists(st.one_of(document(), mutated(), st.sampled_from(AWKWARD)), min_size=1,
                       max_size=6),
        columns=st.sampled_from(COLUMNS))
@@ -99,7 +99,7 @@ def test_the_scanner_answers_only_what_the_lines_give(lines: list[bytes],
 
 
 @native
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(lines=st.lists(document(), min_size=1, max_size=8), columns=st.sampled_from(COLUMNS))
 def test_the_scanner_reads_every_block_json_dumps_wrote(lines: list[bytes],
                                                         columns: tuple[str, str | None]) -> None:
