@@ -1,10 +1,11 @@
 """The compiled parts of prep: the BPE trainer (src/prep/tokenizer/_bpe.c), the BPE encoder
-of the ``bpe`` engine (src/prep/encoders/_merges.c) and the prefix digest's chain
-(src/prep/stream/chain/_chain.c, over OpenSSL's SHA-256).
+of the ``bpe`` engine (src/prep/encoders/_merges.c), the JSON Lines scanner
+(src/prep/sources/_jsonl.c) and the prefix digest's chain (src/prep/stream/chain/_chain.c,
+over OpenSSL's SHA-256).
 
 Optional: where no C compiler (or no OpenSSL headers) is found the build goes on without them
-and prep uses their pure-Python twins (the same results, slower); `prep train-tokenizer`
-says which trainer it uses."""
+and prep uses their pure-Python twins (the same results, slower; the JSON Lines scanner's is
+pyarrow's JSON reader); `prep train-tokenizer` says which trainer it uses."""
 
 from setuptools import Extension, setup
 
@@ -19,6 +20,12 @@ setup(
         Extension(
             "prep.encoders._merges",
             ["src/prep/encoders/_merges.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(
+            "prep.sources._jsonl",
+            ["src/prep/sources/_jsonl.c"],
             extra_compile_args=["-O2"],
             optional=True,
         ),

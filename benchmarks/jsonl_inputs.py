@@ -100,7 +100,7 @@ def floor(work: Path, mb: float) -> dict[str, float]:
     import pyarrow.parquet as pq  # here: the timing process never imports pyarrow
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))  # this checkout's
-    from prep.sources import jsonl, jsonl_blocks, resolve_local
+    from prep.sources import jsonl, jsonl_blocks, jsonl_fast, resolve_local
     from prep.sources.base import signature_of
     from prep.sources.kinds import kind_of
 
@@ -157,7 +157,7 @@ def floor(work: Path, mb: float) -> dict[str, float]:
 
     got = {"parquet_read_s": best(parquet), "zst_blocks_s": best(unzip),
            "jsonl_count_s": best(count), "json_parse_s": best(parse),
-           "fallback_blocks": sum(jsonl.arrow_texts(data, rows, ("text", None)) is None
+           "fallback_blocks": sum(jsonl_fast.fast_texts(data, rows, ("text", None)) is None
                                   for _, _, (_, _, data, rows) in blocks),
            "hash_parquet_s": best(hashed(corpus)), "hash_zst_s": best(hashed(files / "zst")),
            "hash_jsonl_s": best(hashed(files / "jsonl"))}

@@ -15,13 +15,13 @@ file's line-aligned ranges, a compressed file's blocks) that workers parse
 same blocks itself: :func:`read_batches`).
 
 A worker parses a block of whole lines (a compressed file's block, a plain file's range)
-with pyarrow's JSON reader first (:func:`arrow_texts`: C++, the text field only, no Python
-object per line but the text), and with the exact line-by-line parser
-(:class:`LineParser`) whenever that reader might not give what the rules say: a blank
-line, a BOM at the block's start, bytes that are not UTF-8, a dotted field name, or any
-line it refuses or counts otherwise (a lone surrogate, a missing, null or non-string field,
-two objects on a line). Those blocks, and every refusal, take the exact path; the rest
-read as it would have read them.
+with a fast path first (:func:`~prep.sources.jsonl_fast.fast_texts`: the compiled scanner,
+else pyarrow's JSON reader; no Python object per line but the text), and with the exact
+line-by-line parser (:class:`LineParser`, Python's json) whenever the fast path is not sure
+to give what the rules say: a blank line, a BOM, bytes that are not UTF-8, a dotted field
+name, or any line it refuses or might read otherwise (a lone surrogate in the text, a
+missing, null or non-string field, two objects on a line, NaN). Those blocks, and every
+refusal, take the exact path; the rest read as it would have read them.
 """
 
 from __future__ import annotations
@@ -32,25 +32,19 @@ import threading
 from collections.abc import Iterator
 from typing import IO, Any
 
-import pyarrow as pa
-
 from prep.errors import InputError, PrepError
 from prep.sources.base import SourceFile
 from prep.sources.jsonl_blocks import blocks, chunks, damaged, newlines
+from prep.sources.jsonl_fast import fast_texts
 from prep.sources.kinds import Kind, Unit, place
 
 _BOM = "\ufeff"
 _BLANK = " \t\r"
 _loads = json.JSONDecoder().decode
-# A line after the first that may be blank: an empty one, or one that starts with JSON
-# white space (any such line of a block is found, and some that are not blank, which then
-# take the exact path).
-_MAYBE_BLANK = r"\n[\n \t\r]|\n$"
-_MAX_ARROW_BLOCK = (1 << 31) - 2  # pyarrow's JSON reader takes an int32 block size
 # Python's json recurses once a nesting level and stops at the recursion limit (1,000), where
-# pyarrow's reader has no limit: a deeper line is decoded again in a thread of this stack with
+# the fast paths have no limit: a deeper line is decoded again in a thread of this stack with
 # the limit raised to this depth (a million levels fit in it, measured), and deeper still by
-# pyarrow's reader alone, so that both paths read the same lines.
+# a fast path alone, so that both paths read the same lines.
 _DEEP_STACK = 1 << 30
 _DEEP_LEVELS = 1_000_000
 
@@ -82,14 +76,13 @@ def _deep_loads(line: str) -> Any:
 
 
 def block_batches(f: SourceFile, kind: Kind, columns: tuple[str, str | None],
-                  block: bytes | memoryview,
-                  first: int, rows: int, at: int, start: int, stop: int | None
-                  ) -> Iterator[tuple[list[Any], list[Any] | None]]:
+                  block: bytes | memoryview, first: int, rows: int, at: int, start: int,
+                  stop: int | None) -> Iterator[tuple[list[Any], list[Any] | None]]:
     """In a worker: ``(texts, splits)`` of file rows ``start``..``stop`` (None: all) of a
-    block of ``rows`` whole lines (from :func:`blocks`) whose first line is row ``first`` at
-    byte ``at``, in one batch. Raises ``InputError`` at the first bad line, after the lines
-    before it."""
-    fast = arrow_texts(block, rows, columns)
+    block of ``rows`` whole lines (:mod:`prep.sources.jsonl_blocks`) whose first line is row
+    ``first`` at byte ``at``, in one batch. Raises ``InputError`` at the first bad line,
+    after the lines before it."""
+    fast = fast_texts(block, rows, columns)
     if fast is not None:
         lo, hi = max(start - first, 0), rows if stop is None else min(stop - first, rows)
         if lo < hi:
@@ -109,45 +102,6 @@ def block_batches(f: SourceFile, kind: Kind, columns: tuple[str, str | None],
             pos = nl + 1
 
     yield from _batched(parsed(), bool(columns[1]))
-
-
-def arrow_texts(block: bytes | memoryview, rows: int, columns: tuple[str, str | None]
-                ) -> tuple[list[str], list[str] | None] | None:
-    """``(texts, splits)`` of the ``rows`` whole lines of ``block`` (without the newline
-    that ends its last line) read by pyarrow's JSON reader, exactly what :class:`LineParser`
-    gives them; None when the block must be parsed line by line to be sure (see the module
-    docstring), its lines then giving the documented result or refusal."""
-    if (not block or block[:1] in b" \t\r\n" or block[:3] == b"\xef\xbb\xbf"
-            or len(block) > _MAX_ARROW_BLOCK or any("." in c for c in columns if c)):
-        return None
-    import pyarrow.compute as pc  # here: a run over Parquet never imports the JSON reader
-    import pyarrow.json as pj
-
-    names = [c for c in columns if c]
-    # Not nullable: a missing or null field is the reader's error, a block for the exact
-    # path (which says which); unexpected fields are never converted, whatever their type.
-    schema = pa.schema([pa.field(c, pa.string(), nullable=False) for c in names])
-    try:
-        # The block as one string, without a copy: the reader does not check the UTF-8 of
-        # fields it ignores, so the block is checked, then searched for a line that may be
-        # blank (RE2, in C++).
-        whole = pa.Array.from_buffers(pa.string(), 1, [
-            None, pa.array([0, len(block)], pa.int32()).buffers()[1], pa.py_buffer(block)])
-        whole.validate(full=True)
-        if pc.match_substring_regex(whole, _MAYBE_BLANK)[0].as_py():
-            return None
-        table = pj.read_json(
-            pa.BufferReader(block),
-            read_options=pj.ReadOptions(use_threads=False, block_size=len(block) + 1),
-            parse_options=pj.ParseOptions(explicit_schema=schema,
-                                          unexpected_field_behavior="ignore"))
-        if table.num_rows != rows:  # two objects on a line, a lone \r between them
-            return None
-        texts = table.column(0).to_pylist()
-        splits = table.column(1).to_pylist() if columns[1] else None
-    except (pa.ArrowException, UnicodeDecodeError):
-        return None
-    return texts, splits
 
 
 def _batched(parsed: Iterator[tuple[str, Any]], split: bool
@@ -218,8 +172,8 @@ class LineParser:
                 obj = _loads(line)
             except RecursionError:
                 obj = _deep_loads(line)
-        except RecursionError as e:  # deeper than the thread's stack: pyarrow's reader alone
-            got = arrow_texts(raw, 1, (self.text_field, self.split_field))
+        except RecursionError as e:  # deeper than the thread's stack: a fast path alone
+            got = fast_texts(raw, 1, (self.text_field, self.split_field))
             if got is None:
                 raise self._refuse(row, at, f"nested more than {_DEEP_LEVELS:,} levels deep",
                                    "flatten the line or remove it") from e

@@ -25,6 +25,7 @@ from prep.sources import (
 )
 from prep.sources import jsonl as jl
 from prep.sources import jsonl_blocks as jb
+from prep.sources import jsonl_fast as jf
 from prep.sources.base import SourceFile, signature_of
 from prep.sources.kinds import JSONL
 
@@ -288,30 +289,16 @@ def test_a_block_reads_as_its_lines_do_one_by_one(lines: list[bytes],
     assert got_splits == (splits if columns[1] else [None] * len(texts))
 
 
-def test_a_block_of_good_lines_is_read_by_pyarrow() -> None:
-    """The common block takes the fast path (and the awkward ones do not)."""
-    good = b"\n".join(json.dumps({"text": d, "n": [i]}).encode() for i, d in enumerate(EDGES))
-    assert jl.arrow_texts(good, len(EDGES), ("text", None)) == (EDGES, None)
-    for line in (b"", b"\r", b'{"text": "\\ud800"}', b'{"text": "a", "x": "\xff"}',
-                 b'{"text": "a"}{"text": "b"}', b'{"id": 1}'):
-        assert jl.arrow_texts(good + b"\n" + line, len(EDGES) + 1, ("text", None)) is None
-    # A blank line and a line of two objects: as many rows as lines, yet not these rows.
-    mixed = good + b'\n\n{"text": "a"}{"text": "b"}'
-    assert jl.arrow_texts(mixed, len(EDGES) + 2, ("text", None)) is None
-    assert exact(mixed, len(EDGES) + 2, ("text", None), 0, None)[2] == (
-        f"f.jsonl line {len(EDGES) + 2} (byte {len(good) + 15:,}): not JSON (Extra data); each "
-        "line must be one JSON object: fix or remove the line")
-
-
 def test_a_deeply_nested_line_reads_alike_on_both_paths(monkeypatch: pytest.MonkeyPatch
                                                         ) -> None:
-    """Python's json stops at its recursion limit (1,000 levels) where pyarrow's reader has
+    """Python's json stops at its recursion limit (1,000 levels) where the fast paths have
     none: a line 5,000 levels deep in a field no one reads is a document on both paths, and
-    deeper than the exact parser's own bound is read by pyarrow's reader alone; one that
-    reader refuses is refused by name, not with a traceback."""
+    deeper than the exact parser's own bound is read by a fast path alone; one that it
+    refuses is refused by name, not with a traceback."""
     deep = b'{"text": "deep", "m": ' + b"[" * 5000 + b"]" * 5000 + b"}"
     block = GOOD + deep
-    assert jl.arrow_texts(block, 2, ("text", None)) == (["fine", "deep"], None)
+    assert jf.arrow_texts(block, 2, ("text", None)) == (["fine", "deep"], None)
+    assert jf.fast_texts(block, 2, ("text", None)) == (["fine", "deep"], None)
     assert exact(block, 2, ("text", None), 0, None) == (["fine", "deep"], [None, None], None)
     monkeypatch.setattr(jl, "_DEEP_LEVELS", 2000)
     assert exact(block, 2, ("text", None), 0, None) == (["fine", "deep"], [None, None], None)
