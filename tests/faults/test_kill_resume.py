@@ -27,7 +27,9 @@ def w(tmp_path_factory: pytest.TempPathFactory) -> World:
 
 
 @pytest.mark.parametrize(("seed", "cut"), [
-    (1, False), pytest.param(2, False, marks=pytest.mark.soak), (3, True)],
+    (1, False), pytest.param(2, False, marks=pytest.mark.soak),
+    # a cut row group stopped in every span is the default suite's (below)
+    pytest.param(3, True, marks=pytest.mark.soak)],
     ids=["seed-1", "seed-2", "cut-row-groups"])
 def test_sigkill_at_random_moments_then_resume_alone_is_identical(
     w: World, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, seed: int, cut: bool
@@ -121,7 +123,7 @@ def test_sigterm_and_sigint_exit_75_with_a_resume_command(w: World, tmp_path: Pa
     out = tmp_path / "out"
     marks = sorted(rng.sample(range(500, int(w.total_rows * 0.8)), 3))
     args: list[str | Path] = list(w.fresh_args(out))
-    for i in range(4):  # SIGTERM, SIGINT, SIGTERM, SIGINT
+    for i in range(3):  # SIGTERM, SIGINT, SIGTERM
         proc = h.spawn([*args, *h.FAST] if i else args, faults=PACE)
         if i == 0:
             ready = h.reached(proc, lambda: h.read_checkpoint(out) is not None)
@@ -143,7 +145,7 @@ def test_sigterm_and_sigint_exit_75_with_a_resume_command(w: World, tmp_path: Pa
     done = h.run(args)
     assert done.returncode == 0, done.stderr
     h.assert_identical(w, out)
-    assert h.provenance(out)["resumes"] == 4
+    assert h.provenance(out)["resumes"] == 3
 
 
 def test_a_second_sigint_aborts_and_resume_is_identical(w: World, tmp_path: Path) -> None:
