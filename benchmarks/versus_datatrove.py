@@ -13,7 +13,7 @@ median(prep)`` is printed: above 1 prep is faster.
 datatrove is not a dependency of prep: install it into a virtual environment of its own and
 name that environment's Python, e.g.::
 
-    python -m venv /tmp/dt && /tmp/dt/bin/pip install datatrove tokenizers zstandard
+    python -m venv /tmp/dt && /tmp/dt/bin/pip install datatrove tokenizers zstandard orjson
     python benchmarks/versus_datatrove.py --datatrove-python /tmp/dt/bin/python \\
         [--mb 43] [--pairs 3] [--workers 2] [--workdir D]
 
