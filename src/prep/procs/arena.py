@@ -228,3 +228,9 @@ def pack(obj: object, arena: Arena | None) -> Packed:
 def unpack(packed: Packed, arena: Arena | None) -> Any:  # Any: as Arena.unpack's
     """What :func:`pack` was given, in the main process."""
     return pickle.loads(packed.data) if arena is None else arena.unpack(packed)
+
+
+def borrow(packed: Packed, inbox: Arena | None) -> Any:  # Any: as Arena.borrow's
+    """What the main process :func:`pack`-ed into ``inbox`` (or, without one, pickled
+    whole), in the worker."""
+    return pickle.loads(packed.data) if inbox is None else inbox.borrow(packed)

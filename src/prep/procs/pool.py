@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import pickle
 import queue
 import sys
 from collections import deque
@@ -35,7 +34,15 @@ from multiprocessing.queues import Queue
 from typing import Any, Generic, TypeVar
 
 from prep.errors import PrepError
-from prep.procs.arena import DEFAULT_BYTES, Arena, Packed, arena_or_none, pack, unpack
+from prep.procs.arena import (
+    DEFAULT_BYTES,
+    Arena,
+    Packed,
+    arena_or_none,
+    borrow,
+    pack,
+    unpack,
+)
 from prep.procs.copiers import Copiers, copiers_or_none
 from prep.procs.cores import available_cores
 from prep.procs.launch import Context, Handle, Launcher, Spawner, Zygote, adopt
@@ -108,7 +115,7 @@ def _serve(fn: Callable[[T], Iterable[R]], init: Callable[..., None] | None,
         if packed is None:
             return
         try:
-            task = pickle.loads(packed.data) if inbox is None else inbox.borrow(packed)
+            task = borrow(packed, inbox)
             for item in fn(task):
                 worn += 0 if weigh is None else weigh(item)
                 results.put((_ITEM, pack(item, arena)))
@@ -239,10 +246,9 @@ class OrderedPool(Generic[T, R]):
                 if queued == done:
                     return
                 yield from self._results_of(done % n)
-                inbox = self._inboxes[done % n]
+                inbox, ended = self._inboxes[done % n], lent.popleft()
                 if inbox is not None:  # the task has ended: its worker is done with them
-                    inbox.free(lent[0])
-                lent.popleft()
+                    inbox.free(ended)
                 done += 1
         finally:
             planner.close()

@@ -42,18 +42,11 @@ def native_texts(block: bytes | memoryview, rows: int, columns: tuple[str, str |
                  ) -> Texts | None:
     """``(texts, splits)`` of the ``rows`` whole lines of ``block`` (without the newline
     that ends its last line) read by the compiled scanner, exactly what :class:`LineParser`
-    gives them; None when not sure, or when the scanner is not built."""
-    if COMPILED is None or any("." in c for c in columns if c):
+    gives them; None when not sure (the scanner itself refuses a dotted field name), or
+    when the scanner is not built."""
+    if COMPILED is None:
         return None
     return COMPILED(block, rows, columns[0], columns[1])
-
-
-def fast_texts(block: bytes | memoryview, rows: int, columns: tuple[str, str | None]
-               ) -> Texts | None:
-    """:func:`native_texts` where the scanner is built, else :func:`arrow_texts`."""
-    if COMPILED is None:
-        return arrow_texts(block, rows, columns)
-    return native_texts(block, rows, columns)
 
 
 def arrow_texts(block: bytes | memoryview, rows: int, columns: tuple[str, str | None]
@@ -93,3 +86,7 @@ def arrow_texts(block: bytes | memoryview, rows: int, columns: tuple[str, str | 
     except (pa.ArrowException, UnicodeDecodeError):
         return None
     return texts, splits
+
+
+# The compiled scanner where it is built, else pyarrow's reader (the same answers)
+fast_texts = arrow_texts if COMPILED is None else native_texts
